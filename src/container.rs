@@ -1,0 +1,529 @@
+//! Containers and groups: opening a container root in one of three modes,
+//! the root version rules, the group hierarchy (create, exists, list, deep
+//! list, remove) and attributes (whole documents, merges, and single values
+//! by N5 attribute path), with atomic, lock-serialised updates.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::attrpath;
+use crate::dataset::Dataset;
+use crate::error::{Error, ErrorKind, Result};
+use crate::metadata::{self, DatasetAttributes};
+use crate::path::{self, display};
+use crate::storage::FsStore;
+
+/// The N5 format version this library writes.
+pub const N5_FORMAT_VERSION: &str = "4.0.0";
+
+/// The highest major format version this library reads.
+pub const MAX_MAJOR_VERSION: u64 = 4;
+
+/// The name of the per-group attributes file.
+pub const ATTRIBUTES_FILE: &str = "attributes.json";
+
+/// How a container is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Read only: nothing is ever created, locked or written; every write is
+    /// an [`ErrorKind::ReadOnly`] error. The root must exist.
+    Read,
+    /// Read and write an existing container. Writes the root version
+    /// `"4.0.0"` when the root has none.
+    ReadWrite,
+    /// Read and write, creating the root directory and its attributes.json
+    /// when missing. An existing container is opened as it is.
+    Create,
+}
+
+impl Mode {
+    /// The C API's `n5_mode` code.
+    pub const fn code(self) -> i32 {
+        match self {
+            Mode::Read => 0,
+            Mode::ReadWrite => 1,
+            Mode::Create => 2,
+        }
+    }
+
+    /// The mode with C code `code`.
+    pub fn from_code(code: i32) -> Option<Mode> {
+        [Mode::Read, Mode::ReadWrite, Mode::Create]
+            .into_iter()
+            .find(|m| m.code() == code)
+    }
+}
+
+/// Options of an open container (the C API's `options_json`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Worker threads for multi-block work; 1 means the calling thread only.
+    pub threads: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }
+    }
+}
+
+impl Options {
+    /// Parse options from a JSON object such as `{"threads": 4}`. Unknown
+    /// keys are an error so that typos do not pass silently.
+    pub fn from_json(text: &str) -> Result<Options> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::Json, format!("options: {e}")))?;
+        let map = value
+            .as_object()
+            .ok_or_else(|| Error::new(ErrorKind::Json, "options must be a JSON object"))?;
+        let mut options = Options::default();
+        for (key, v) in map {
+            match key.as_str() {
+                "threads" => {
+                    options.threads = match v.as_u64() {
+                        Some(0) => Options::default().threads,
+                        Some(n) if n <= 1024 => n as usize,
+                        _ => {
+                            return Err(Error::invalid_argument(format!(
+                        "options: threads must be an integer from 0 (all cores) to 1024, not {v}"
+                    )))
+                        }
+                    }
+                }
+                other => {
+                    return Err(Error::invalid_argument(format!(
+                        "options: unknown key '{other}' (known: threads)"
+                    )))
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// Parse an N5 version string as Java does: `major[.minor[.patch]]` with any
+/// suffix; anything unparseable is 0.0.0.
+pub fn parse_version(version: &str) -> (u64, u64, u64) {
+    let mut parts = [0u64; 3];
+    for (i, piece) in version.splitn(3, '.').enumerate() {
+        let digits: String = piece.chars().take_while(|c| c.is_ascii_digit()).collect();
+        match digits.parse() {
+            Ok(n) => parts[i] = n,
+            Err(_) => {
+                if i == 0 {
+                    return (0, 0, 0);
+                }
+                break;
+            }
+        }
+        if digits.len() != piece.len() {
+            break;
+        }
+    }
+    (parts[0], parts[1], parts[2])
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) store: FsStore,
+    pub(crate) mode: Mode,
+    pub(crate) options: Options,
+}
+
+/// An open N5 container. Cheap to clone; clones share the same root.
+/// `Send + Sync`: every method may be called from any thread.
+#[derive(Clone, Debug)]
+pub struct Container {
+    pub(crate) inner: Arc<Inner>,
+}
+
+fn attributes_key(path: &str) -> String {
+    path::join(path, ATTRIBUTES_FILE)
+}
+
+impl Container {
+    /// Open the container at `root` in `mode` with default options.
+    pub fn open(root: impl AsRef<Path>, mode: Mode) -> Result<Container> {
+        Container::open_with(root, mode, Options::default())
+    }
+
+    /// Open the container at `root` in `mode` with `options`.
+    ///
+    /// Fails when the root does not exist (unless `mode` is
+    /// [`Mode::Create`]), when it is not a directory, when its root
+    /// attributes are not valid JSON, or when its `"n5"` version has a major
+    /// version above 4. A missing version is accepted.
+    pub fn open_with(root: impl AsRef<Path>, mode: Mode, options: Options) -> Result<Container> {
+        let root = root.as_ref();
+        let store = FsStore::new(root);
+        if mode == Mode::Create {
+            store.create_dirs("")?;
+        }
+        match std::fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::invalid_argument(format!(
+                    "'{}' is not a directory",
+                    root.display()
+                )))
+            }
+            Err(e) => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("no N5 container at '{}': {e}", root.display()),
+                ))
+            }
+        }
+        let container = Container {
+            inner: Arc::new(Inner {
+                store,
+                mode,
+                options,
+            }),
+        };
+        if let Some(version) = container.version()? {
+            let (major, _, _) = parse_version(&version);
+            if major > MAX_MAJOR_VERSION {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "container '{}' has N5 version {version}; this library reads versions up to {MAX_MAJOR_VERSION}.x",
+                        root.display()
+                    ),
+                ));
+            }
+        } else if mode != Mode::Read {
+            container.update_attributes("", |doc| {
+                let map = as_object_mut(doc);
+                if !map.contains_key("n5") {
+                    map.insert("n5".into(), Value::from(N5_FORMAT_VERSION));
+                }
+                Ok(())
+            })?;
+        }
+        Ok(container)
+    }
+
+    /// The container's root directory.
+    pub fn root(&self) -> &Path {
+        self.inner.store.root()
+    }
+
+    /// The mode the container was opened in.
+    pub fn mode(&self) -> Mode {
+        self.inner.mode
+    }
+
+    /// The options the container was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    pub(crate) fn store(&self) -> &FsStore {
+        &self.inner.store
+    }
+
+    /// The root's `"n5"` version, if it has one (a non-string value is
+    /// shown as its JSON text).
+    pub fn version(&self) -> Result<Option<String>> {
+        let doc = self.read_attributes_file("")?;
+        Ok(match doc.as_ref().and_then(|d| d.get("n5")) {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => Some(other.to_string()),
+        })
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.inner.mode == Mode::Read {
+            return Err(Error::new(
+                ErrorKind::ReadOnly,
+                format!("container '{}' is open read-only", self.root().display()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The parsed attributes.json of the normalised `path`, `None` when the
+    /// file does not exist.
+    pub(crate) fn read_attributes_file(&self, path: &str) -> Result<Option<Value>> {
+        let key = attributes_key(path);
+        match self.store().read(&key)? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                Error::new(
+                    ErrorKind::Json,
+                    format!(
+                        "'{}' is not valid JSON: {e}",
+                        self.store().path(&key).display()
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// Read-modify-write the attributes.json of the normalised `path` under
+    /// the directory lock; the file is replaced atomically.
+    pub(crate) fn update_attributes<T>(
+        &self,
+        path: &str,
+        f: impl FnOnce(&mut Value) -> Result<T>,
+    ) -> Result<T> {
+        self.check_writable()?;
+        let _lock = self.store().lock_dir(path)?;
+        let mut doc = self
+            .read_attributes_file(path)?
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let before = doc.clone();
+        let result = f(&mut doc)?;
+        if doc != before || !self.store().is_file(&attributes_key(path)) {
+            let text = serde_json::to_vec(&doc)
+                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+            self.store().write_atomic(&attributes_key(path), &text)?;
+        }
+        Ok(result)
+    }
+
+    fn require_group(&self, path: &str) -> Result<()> {
+        if self.store().is_dir(path) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no group or dataset at '{}'", display(path)),
+            ))
+        }
+    }
+
+    /// Whether a group or dataset exists at `path`.
+    pub fn exists(&self, path: &str) -> Result<bool> {
+        let p = path::normalize(path)?;
+        Ok(self.store().is_dir(&p))
+    }
+
+    /// Whether a dataset exists at `path` (a group whose attributes describe
+    /// a dataset).
+    pub fn dataset_exists(&self, path: &str) -> Result<bool> {
+        let p = path::normalize(path)?;
+        if !self.store().is_dir(&p) {
+            return Ok(false);
+        }
+        Ok(match self.read_attributes_file(&p) {
+            Ok(Some(doc)) => metadata::is_dataset(&doc),
+            Ok(None) => false,
+            Err(e) if e.kind() == ErrorKind::Json => false,
+            Err(e) => return Err(e),
+        })
+    }
+
+    /// Create the group at `path` and every missing parent. Existing groups
+    /// are left as they are.
+    pub fn create_group(&self, path: &str) -> Result<()> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        let mut prefix = String::new();
+        for component in p.split('/').filter(|c| !c.is_empty()) {
+            prefix = path::join(&prefix, component);
+            if self.store().is_file(&prefix) {
+                return Err(Error::new(
+                    ErrorKind::AlreadyExists,
+                    format!("'{prefix}' is a file, not a group"),
+                ));
+            }
+        }
+        self.store().create_dirs(&p)
+    }
+
+    /// The child groups and datasets of the group at `path`, sorted. A
+    /// dataset has no children (its block directories are not listed).
+    pub fn list(&self, path: &str) -> Result<Vec<String>> {
+        let p = path::normalize(path)?;
+        self.require_group(&p)?;
+        if self.dataset_exists(&p)? {
+            return Ok(Vec::new());
+        }
+        Ok(self.store().list_dirs(&p)?.unwrap_or_default())
+    }
+
+    /// Every group and dataset below `path`, as paths relative to it,
+    /// depth first in sorted order; the walk does not descend into datasets.
+    pub fn deep_list(&self, path: &str) -> Result<Vec<String>> {
+        let p = path::normalize(path)?;
+        self.require_group(&p)?;
+        let mut out = Vec::new();
+        if !self.dataset_exists(&p)? {
+            self.deep_list_into(&p, "", &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn deep_list_into(&self, base: &str, rel: &str, out: &mut Vec<String>) -> Result<()> {
+        let here = path::join(base, rel);
+        for child in self.store().list_dirs(&here)?.unwrap_or_default() {
+            let child_rel = path::join(rel, &child);
+            out.push(child_rel.clone());
+            if !self.dataset_exists(&path::join(base, &child_rel))? {
+                self.deep_list_into(base, &child_rel, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Remove the group or dataset at `path` with everything below it.
+    /// Returns whether anything was there. Removing the root is an error.
+    pub fn remove(&self, path: &str) -> Result<bool> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        if p.is_empty() {
+            return Err(Error::invalid_argument(
+                "refusing to remove the container root",
+            ));
+        }
+        self.store().remove_all(&p)
+    }
+
+    /// The whole attributes document of the group or dataset at `path`
+    /// (`{}` when it has no attributes.json).
+    pub fn attributes(&self, path: &str) -> Result<Value> {
+        let p = path::normalize(path)?;
+        self.require_group(&p)?;
+        Ok(self
+            .read_attributes_file(&p)?
+            .unwrap_or_else(|| Value::Object(Map::new())))
+    }
+
+    /// Merge `attributes` into the document at `path`: each top-level key
+    /// replaces the stored value (JSON null is stored as null). The group must
+    /// exist. A document that is not an object is replaced by one.
+    pub fn set_attributes(&self, path: &str, attributes: &Map<String, Value>) -> Result<()> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        self.require_group(&p)?;
+        self.update_attributes(&p, |doc| {
+            let map = as_object_mut(doc);
+            for (k, v) in attributes {
+                map.insert(k.clone(), v.clone());
+            }
+            Ok(())
+        })
+    }
+
+    /// The value at the N5 attribute path `key` (`a/b[2]`) in the document
+    /// at `path`, `None` when absent.
+    pub fn get_attribute(&self, path: &str, key: &str) -> Result<Option<Value>> {
+        let doc = self.attributes(path)?;
+        Ok(attrpath::get(&doc, key)?.cloned())
+    }
+
+    /// Set the value at the N5 attribute path `key`, creating intermediate
+    /// objects and arrays. The group must exist.
+    pub fn set_attribute(&self, path: &str, key: &str, value: Value) -> Result<()> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        self.require_group(&p)?;
+        attrpath::parse(key)?;
+        self.update_attributes(&p, |doc| attrpath::set(doc, key, value))
+    }
+
+    /// Remove the value at the N5 attribute path `key` and return it
+    /// (`None` when it was absent; array elements after it shift down).
+    pub fn remove_attribute(&self, path: &str, key: &str) -> Result<Option<Value>> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        self.require_group(&p)?;
+        attrpath::parse(key)?;
+        if self.read_attributes_file(&p)?.is_none() {
+            return Ok(None);
+        }
+        self.update_attributes(&p, |doc| attrpath::remove(doc, key))
+    }
+
+    /// Create a dataset at `path` (and its parent groups). User attributes
+    /// already on a group at `path` are kept; a dataset already there is an
+    /// [`ErrorKind::AlreadyExists`] error.
+    pub fn create_dataset(&self, path: &str, attributes: DatasetAttributes) -> Result<Dataset> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        self.create_group(&p)?;
+        let members = attributes.to_json();
+        self.update_attributes(&p, |doc| {
+            if metadata::is_dataset(doc) {
+                return Err(Error::new(
+                    ErrorKind::AlreadyExists,
+                    format!("a dataset already exists at '{}'", display(&p)),
+                ));
+            }
+            let map = as_object_mut(doc);
+            for (k, v) in members {
+                map.insert(k, v);
+            }
+            map.remove("compressionType");
+            Ok(())
+        })?;
+        Ok(Dataset::new(self.clone(), p, attributes))
+    }
+
+    /// Open the dataset at `path`, reading its metadata once.
+    pub fn open_dataset(&self, path: &str) -> Result<Dataset> {
+        let p = path::normalize(path)?;
+        let doc = self.read_attributes_file(&p)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("no dataset at '{}'", display(&p)),
+            )
+        })?;
+        if !metadata::is_dataset(&doc) {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("'{}' is a group, not a dataset", display(&p)),
+            ));
+        }
+        let attributes = DatasetAttributes::from_json(&doc)
+            .map_err(|e| e.context(format!("dataset '{}'", display(&p))))?;
+        Ok(Dataset::new(self.clone(), p, attributes))
+    }
+}
+
+/// The document as an object, replacing a non-object document by `{}`.
+pub(crate) fn as_object_mut(doc: &mut Value) -> &mut Map<String, Value> {
+    if !doc.is_object() {
+        *doc = Value::Object(Map::new());
+    }
+    match doc {
+        Value::Object(map) => map,
+        _ => unreachable!("replaced by an object above"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_like_java() {
+        assert_eq!(parse_version("4.0.0"), (4, 0, 0));
+        assert_eq!(parse_version("2.1.3"), (2, 1, 3));
+        assert_eq!(parse_version("5"), (5, 0, 0));
+        assert_eq!(parse_version("1.5"), (1, 5, 0));
+        assert_eq!(parse_version("3.1.3-SNAPSHOT"), (3, 1, 3));
+        assert_eq!(parse_version("garbage"), (0, 0, 0));
+        assert_eq!(parse_version(""), (0, 0, 0));
+    }
+
+    #[test]
+    fn options_json() {
+        assert_eq!(Options::from_json(r#"{"threads": 3}"#).unwrap().threads, 3);
+        assert_eq!(Options::from_json("{}").unwrap(), Options::default());
+        assert!(Options::from_json(r#"{"thread": 3}"#).is_err());
+        assert!(Options::from_json(r#"{"threads": -1}"#).is_err());
+        assert!(Options::from_json("[").is_err());
+        assert_eq!(Mode::from_code(2), Some(Mode::Create));
+        assert_eq!(Mode::from_code(3), None);
+    }
+}

@@ -1,0 +1,435 @@
+//! Datasets: cached metadata, resizing, and block-level I/O by grid position
+//! (numeric, varlength, string and object blocks), with edge blocks written
+//! truncated and read whether stored truncated or padded.
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use crate::block::{self, BlockHeader, BlockMode, DataBlock};
+use crate::container::Container;
+use crate::dtype::DataType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::metadata::DatasetAttributes;
+use crate::path::{self, display};
+use crate::region::{copy_box, Placement};
+
+/// An open dataset. Cheap to clone; keeps its container alive.
+/// `Send + Sync`: every method may be called from any thread.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    container: Container,
+    path: String,
+    attributes: Arc<RwLock<Arc<DatasetAttributes>>>,
+}
+
+impl Dataset {
+    pub(crate) fn new(container: Container, path: String, attributes: DatasetAttributes) -> Self {
+        Dataset {
+            container,
+            path,
+            attributes: Arc::new(RwLock::new(Arc::new(attributes))),
+        }
+    }
+
+    /// The container this dataset belongs to.
+    pub fn container(&self) -> &Container {
+        &self.container
+    }
+
+    /// The dataset's normalised path in its container (`""` for the root).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// A snapshot of the dataset's metadata.
+    pub fn attributes(&self) -> Arc<DatasetAttributes> {
+        match self.attributes.read() {
+            Ok(a) => a.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The dataset's data type.
+    pub fn data_type(&self) -> DataType {
+        self.attributes().data_type
+    }
+
+    /// Change the dataset's dimensions (rank unchanged), keeping every stored
+    /// block. Blocks outside the new extent stay on disk and reappear if the
+    /// dataset grows again, as with the other N5 implementations.
+    pub fn set_dimensions(&self, dimensions: &[u64]) -> Result<()> {
+        self.container.check_writable()?;
+        let current = self.attributes();
+        current.check_rank(dimensions.len(), "dimensions")?;
+        let updated = DatasetAttributes::new(
+            dimensions.to_vec(),
+            current.block_size.clone(),
+            current.data_type,
+            current.compression.clone(),
+        )?;
+        self.container.update_attributes(&self.path, |doc| {
+            crate::container::as_object_mut(doc)
+                .insert("dimensions".into(), Value::from(dimensions.to_vec()));
+            Ok(())
+        })?;
+        let mut guard = match self.attributes.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Arc::new(updated);
+        Ok(())
+    }
+
+    /// The storage key of the block at `grid_pos`.
+    pub fn block_key(&self, grid_pos: &[u64]) -> String {
+        path::join(&self.path, &DatasetAttributes::block_key(grid_pos))
+    }
+
+    fn block_error(&self, grid_pos: &[u64]) -> impl Fn(Error) -> Error + '_ {
+        let key = self.block_key(grid_pos);
+        move |e: Error| {
+            e.context(format!(
+                "block '{}' of dataset '{}'",
+                key,
+                display(&self.path)
+            ))
+        }
+    }
+
+    /// The nominal shape of the block at `grid_pos` (`blockSize` clipped at
+    /// the dataset's end).
+    pub fn block_shape(&self, grid_pos: &[u64]) -> Result<Vec<u64>> {
+        self.attributes().block_shape(grid_pos)
+    }
+
+    /// Whether the block at `grid_pos` is stored.
+    pub fn block_exists(&self, grid_pos: &[u64]) -> Result<bool> {
+        self.attributes().check_grid_pos(grid_pos)?;
+        Ok(self.container.store().is_file(&self.block_key(grid_pos)))
+    }
+
+    /// Read the block at `grid_pos` as stored: its header and its decoded
+    /// payload (numeric elements in native byte order). `None` when the
+    /// block is not stored.
+    pub fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>> {
+        let attrs = self.attributes();
+        attrs.check_grid_pos(grid_pos)?;
+        let Some(bytes) = self.container.store().read(&self.block_key(grid_pos))? else {
+            return Ok(None);
+        };
+        block::decode(&bytes, &attrs)
+            .map(Some)
+            .map_err(self.block_error(grid_pos))
+    }
+
+    /// Read the numeric block at `grid_pos` into `out`, which holds the
+    /// block's nominal shape ([`Dataset::block_shape`]) in native byte order.
+    /// A stored block larger than nominal (padded end blocks) is clipped, a
+    /// smaller one is zero-extended, a missing one gives zeros and `false`.
+    pub fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
+        let attrs = self.attributes();
+        self.check_numeric(&attrs)?;
+        let shape = attrs.block_shape(grid_pos)?;
+        let elem = attrs.data_type.size();
+        check_buffer(&shape, elem, out.len())?;
+        let Some(bytes) = self.container.store().read(&self.block_key(grid_pos))? else {
+            out.fill(0);
+            return Ok(false);
+        };
+        let err = self.block_error(grid_pos);
+        if block::decode_into_if_exact(&bytes, &attrs, &shape, out)
+            .map_err(&err)?
+            .is_some()
+        {
+            return Ok(true);
+        }
+        let block = block::decode(&bytes, &attrs).map_err(&err)?;
+        place_block(&block, &shape, elem, out).map_err(&err)?;
+        Ok(true)
+    }
+
+    fn check_numeric(&self, attrs: &DatasetAttributes) -> Result<()> {
+        if !attrs.data_type.is_numeric() {
+            return Err(Error::new(
+                ErrorKind::DtypeMismatch,
+                format!(
+                    "dataset '{}' holds {} data, which is read and written by its own block functions",
+                    display(&self.path),
+                    attrs.data_type
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_write(
+        &self,
+        attrs: &DatasetAttributes,
+        grid_pos: &[u64],
+        shape: &[u64],
+    ) -> Result<()> {
+        self.container.check_writable()?;
+        attrs.check_grid_pos(grid_pos)?;
+        attrs.check_rank(shape.len(), "block shape")?;
+        for (d, (&s, &b)) in shape.iter().zip(&attrs.block_size).enumerate() {
+            if s == 0 || s > b as u64 {
+                return Err(Error::new(
+                    ErrorKind::ShapeMismatch,
+                    format!(
+                        "block shape {shape:?} is not within 1..=blockSize {:?} in dimension {d}",
+                        attrs.block_size
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn store_block(
+        &self,
+        grid_pos: &[u64],
+        header: &BlockHeader,
+        data: &[u8],
+        attrs: &DatasetAttributes,
+    ) -> Result<()> {
+        let bytes = block::encode(header, data, attrs).map_err(self.block_error(grid_pos))?;
+        self.container
+            .store()
+            .write_atomic(&self.block_key(grid_pos), &bytes)
+    }
+
+    /// Write a numeric block of `shape` at `grid_pos` from `data` (native
+    /// byte order, `prod(shape)` elements). Normal writers pass
+    /// [`Dataset::block_shape`]; any shape within `1..=blockSize` is stored
+    /// as given. The file is replaced atomically.
+    pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        let attrs = self.attributes();
+        self.check_numeric(&attrs)?;
+        self.check_write(&attrs, grid_pos, shape)?;
+        check_buffer(shape, attrs.data_type.size(), data.len())?;
+        let header = BlockHeader {
+            mode: BlockMode::Default,
+            size: shape.iter().map(|&s| s as u32).collect(),
+            num_elements: shape.iter().product(),
+        };
+        self.store_block(grid_pos, &header, data, &attrs)
+    }
+
+    /// Write a varlength (mode 1) block: a header `shape` with
+    /// `data.len() / element size` elements, any number. When that number
+    /// equals `prod(shape)` the block is written in mode 0, as Java does.
+    pub fn write_varlength_block(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let attrs = self.attributes();
+        self.check_numeric(&attrs)?;
+        self.check_write(&attrs, grid_pos, shape)?;
+        let elem = attrs.data_type.size();
+        if !data.len().is_multiple_of(elem) {
+            return Err(Error::new(
+                ErrorKind::BufferSize,
+                format!(
+                    "{} bytes are not a whole number of {} elements",
+                    data.len(),
+                    attrs.data_type
+                ),
+            ));
+        }
+        let n = (data.len() / elem) as u64;
+        if n > u32::MAX as u64 {
+            return Err(Error::invalid_argument(
+                "a block holds at most 2^32-1 elements",
+            ));
+        }
+        let mode = if n == shape.iter().product::<u64>() {
+            BlockMode::Default
+        } else {
+            BlockMode::Varlength
+        };
+        let header = BlockHeader {
+            mode,
+            size: shape.iter().map(|&s| s as u32).collect(),
+            num_elements: n,
+        };
+        self.store_block(grid_pos, &header, data, &attrs)
+    }
+
+    /// Read the strings of the `string` block at `grid_pos` (`None` when not
+    /// stored) with the header's shape.
+    pub fn read_string_block(&self, grid_pos: &[u64]) -> Result<Option<(Vec<u32>, Vec<String>)>> {
+        self.expect_type(DataType::String)?;
+        let Some(block) = self.read_block(grid_pos)? else {
+            return Ok(None);
+        };
+        let strings = block::decode_strings(&block.data).map_err(self.block_error(grid_pos))?;
+        Ok(Some((block.header.size, strings)))
+    }
+
+    /// Write the `string` block at `grid_pos` with header `shape`: each
+    /// string as UTF-8 followed by NUL, always in mode 1, as Java does.
+    pub fn write_string_block<S: AsRef<str>>(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        strings: &[S],
+    ) -> Result<()> {
+        let attrs = self.attributes();
+        self.expect_type(DataType::String)?;
+        self.check_write(&attrs, grid_pos, shape)?;
+        let payload = block::encode_strings(strings)?;
+        if payload.len() as u64 > u32::MAX as u64 {
+            return Err(Error::invalid_argument(
+                "a string block holds at most 2^32-1 bytes",
+            ));
+        }
+        let header = BlockHeader {
+            mode: BlockMode::Varlength,
+            size: shape.iter().map(|&s| s as u32).collect(),
+            num_elements: payload.len() as u64,
+        };
+        self.store_block(grid_pos, &header, &payload, &attrs)
+    }
+
+    /// Read the bytes of the `object` block at `grid_pos` (`None` when not stored).
+    pub fn read_object_block(&self, grid_pos: &[u64]) -> Result<Option<Vec<u8>>> {
+        self.expect_type(DataType::Object)?;
+        Ok(self.read_block(grid_pos)?.map(|b| b.data))
+    }
+
+    /// Write the `object` block at `grid_pos`: opaque bytes in a mode-2 block.
+    pub fn write_object_block(&self, grid_pos: &[u64], bytes: &[u8]) -> Result<()> {
+        let attrs = self.attributes();
+        self.expect_type(DataType::Object)?;
+        self.container.check_writable()?;
+        attrs.check_grid_pos(grid_pos)?;
+        if bytes.len() as u64 > u32::MAX as u64 {
+            return Err(Error::invalid_argument(
+                "an object block holds at most 2^32-1 bytes",
+            ));
+        }
+        let header = BlockHeader {
+            mode: BlockMode::Object,
+            size: Vec::new(),
+            num_elements: bytes.len() as u64,
+        };
+        self.store_block(grid_pos, &header, bytes, &attrs)
+    }
+
+    fn expect_type(&self, t: DataType) -> Result<()> {
+        let actual = self.data_type();
+        if actual != t {
+            return Err(Error::new(
+                ErrorKind::DtypeMismatch,
+                format!("dataset '{}' holds {actual}, not {t}", display(&self.path)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Delete the block at `grid_pos`; returns whether it was stored.
+    pub fn delete_block(&self, grid_pos: &[u64]) -> Result<bool> {
+        self.container.check_writable()?;
+        self.attributes().check_grid_pos(grid_pos)?;
+        self.container.store().delete(&self.block_key(grid_pos))
+    }
+
+    /// The grid positions of every stored block, in lexicographic order of
+    /// their keys' numbers (dimension 0 first). Blocks outside the current
+    /// grid (left by a shrinking resize) are included.
+    pub fn list_blocks(&self) -> Result<Vec<Vec<u64>>> {
+        let ndim = self.attributes().ndim();
+        let mut out = Vec::new();
+        let mut prefix = Vec::with_capacity(ndim);
+        self.list_blocks_into(&mut prefix, ndim, &mut out)?;
+        Ok(out)
+    }
+
+    fn list_blocks_into(
+        &self,
+        prefix: &mut Vec<u64>,
+        ndim: usize,
+        out: &mut Vec<Vec<u64>>,
+    ) -> Result<()> {
+        let dir = path::join(&self.path, &DatasetAttributes::block_key(prefix));
+        let store = self.container.store();
+        let names = if prefix.len() + 1 == ndim {
+            store.list_files(&dir)?
+        } else {
+            store.list_dirs(&dir)?
+        };
+        let mut coords: Vec<u64> = names
+            .unwrap_or_default()
+            .iter()
+            .filter(|n| {
+                n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0'))
+            })
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        coords.sort_unstable();
+        for c in coords {
+            prefix.push(c);
+            if prefix.len() == ndim {
+                out.push(prefix.clone());
+            } else {
+                self.list_blocks_into(prefix, ndim, out)?;
+            }
+            prefix.pop();
+        }
+        Ok(())
+    }
+}
+
+/// Check that a buffer of `len` bytes holds exactly `prod(shape)` elements.
+pub(crate) fn check_buffer(shape: &[u64], elem: usize, len: usize) -> Result<()> {
+    let expected = shape
+        .iter()
+        .try_fold(elem as u64, |acc, &s| acc.checked_mul(s));
+    if expected != Some(len as u64) {
+        return Err(Error::new(
+            ErrorKind::BufferSize,
+            format!(
+                "buffer has {len} bytes but shape {shape:?} of {elem}-byte elements needs {}",
+                expected.map_or("more than 2^64".to_string(), |e| e.to_string())
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Copy a decoded numeric block into a buffer of the nominal `shape`,
+/// clipping larger (padded) blocks and zero-filling where the stored block
+/// is smaller.
+fn place_block(block: &DataBlock, shape: &[u64], elem: usize, out: &mut [u8]) -> Result<()> {
+    let stored: Vec<u64> = block.header.size.iter().map(|&s| s as u64).collect();
+    let stored_elems: u64 = stored.iter().product();
+    if block.header.num_elements < stored_elems {
+        return Err(Error::codec(format!(
+            "varlength block with {} elements for size {:?} cannot be read as an array",
+            block.header.num_elements, block.header.size
+        )));
+    }
+    let extent: Vec<u64> = stored.iter().zip(shape).map(|(&s, &n)| s.min(n)).collect();
+    if extent != shape {
+        out.fill(0);
+    }
+    let zeros = vec![0u64; shape.len()];
+    copy_box(
+        &block.data,
+        Placement {
+            shape: &stored,
+            offset: &zeros,
+        },
+        out,
+        Placement {
+            shape,
+            offset: &zeros,
+        },
+        &extent,
+        elem,
+    );
+    Ok(())
+}

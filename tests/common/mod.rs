@@ -1,0 +1,76 @@
+//! Helpers shared by the integration tests: scratch directories that clean
+//! up after themselves, and deterministic test data.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A scratch directory under the target directory, removed on drop.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Scratch {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift), `n` of them.
+pub fn bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Low entropy in the high bits so that codecs have work to do.
+            ((x >> 59) as u8).wrapping_mul(17)
+        })
+        .collect()
+}
+
+/// Every compression the library writes, as JSON texts.
+pub const COMPRESSIONS: &[&str] = &[
+    r#"{"type":"raw"}"#,
+    r#"{"type":"gzip"}"#,
+    r#"{"type":"gzip","level":-1}"#,
+    r#"{"type":"gzip","level":5,"useZlib":true}"#,
+    r#"{"type":"bzip2"}"#,
+    r#"{"type":"bzip2","blockSize":1}"#,
+    r#"{"type":"xz"}"#,
+    r#"{"type":"xz","preset":1}"#,
+    r#"{"type":"lz4"}"#,
+    r#"{"type":"lz4","blockSize":64}"#,
+    r#"{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}"#,
+    r#"{"type":"blosc","cname":"blosclz","clevel":9,"shuffle":0}"#,
+    r#"{"type":"blosc","cname":"zstd","clevel":3,"shuffle":2}"#,
+    r#"{"type":"blosc","cname":"zlib","clevel":5,"shuffle":1}"#,
+    r#"{"type":"blosc","cname":"lz4hc","clevel":5,"shuffle":1,"blocksize":256}"#,
+    r#"{"type":"zstd"}"#,
+    r#"{"type":"zstd","level":19}"#,
+];
+
+pub fn compression(json: &str) -> n5::Compression {
+    n5::Compression::from_json(&serde_json::from_str(json).unwrap()).unwrap()
+}

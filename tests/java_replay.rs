@@ -1,0 +1,105 @@
+//! Writes the Java reference's catalogue with libn5 and has the peers check it.
+//!
+//! The corpus's `gen_peers.py java-job` exports the job the Java writer
+//! replayed to make `java-n5.n5` (every dtype, every codec incl. LZ4Block,
+//! ranks 1 to 5, edge blocks, sparse datasets, varlength, string and object
+//! blocks, groups and attribute-path operations). This test replays it with
+//! libn5 and runs the corpus's `check_with_peers.py` on the result: every
+//! cell that tensorstore, z5py, zarr 2 and the format reference decoder read
+//! correctly from the Java-written container must read correctly from ours.
+//!
+//! Needs the peers' Python environment: `./tests/run.sh` sets
+//! `N5_PEER_PYTHON`; without it the test says so and does nothing.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::Scratch;
+use n5::{Compression, Container, DataType, DatasetAttributes, Mode};
+use serde_json::Value;
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
+}
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+}
+
+/// Replay `spec.json` (the Java job) into a new container at `out`.
+fn replay(job: &Path, out: &Path) {
+    let spec: Value = serde_json::from_slice(&std::fs::read(job.join("spec.json")).unwrap()).unwrap();
+    let c = Container::open(out, Mode::Create).unwrap();
+    for g in spec["groups"].as_array().unwrap() {
+        let path = g["path"].as_str().unwrap();
+        c.create_group(path).unwrap();
+        if let Some(attrs) = g["attributes"].as_object() {
+            c.set_attributes(path, attrs).unwrap();
+        }
+    }
+    for op in spec["attribute_path_ops"].as_array().unwrap() {
+        let (group, key) = (op[0].as_str().unwrap(), op[1].as_str().unwrap());
+        c.set_attribute(group, key, op[2].clone()).unwrap();
+    }
+    for d in spec["datasets"].as_array().unwrap() {
+        let path = d["path"].as_str().unwrap();
+        let dtype = DataType::from_name(d["dtype"].as_str().unwrap()).unwrap();
+        let block: Vec<u32> = u64s(&d["block"]).into_iter().map(|b| b as u32).collect();
+        let attrs = DatasetAttributes::new(
+            u64s(&d["dims"]),
+            block,
+            dtype,
+            Compression::from_json(&d["compression"]).unwrap(),
+        )
+        .unwrap();
+        let ds = c.create_dataset(path, attrs).unwrap();
+        if let Some(extra) = d["extra_attrs"].as_object() {
+            c.set_attributes(path, extra).unwrap();
+        }
+        for b in d["blocks"].as_array().unwrap() {
+            let grid = u64s(&b["grid"]);
+            if let Some(strings) = b.get("strings") {
+                let strings: Vec<&str> = strings.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+                ds.write_string_block(&grid, &u64s(&b["size"]), &strings).unwrap();
+                continue;
+            }
+            let mut data = std::fs::read(job.join("blocks").join(b["file"].as_str().unwrap())).unwrap();
+            n5::block::swap_to_from_be(&mut data, dtype.size());
+            if dtype == DataType::Object {
+                ds.write_object_block(&grid, &data).unwrap();
+            } else {
+                ds.write_varlength_block(&grid, &u64s(&b["size"]), &data).unwrap();
+            }
+        }
+    }
+}
+
+fn run(cmd: &mut Command) {
+    eprintln!("running {cmd:?}");
+    let out = cmd.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!("{text}");
+    assert!(out.status.success(), "{cmd:?} failed");
+}
+
+#[test]
+fn peers_read_the_java_catalogue_written_by_libn5() {
+    let Ok(python) = std::env::var("N5_PEER_PYTHON") else {
+        eprintln!("skipped: N5_PEER_PYTHON is not set; run ./tests/run.sh for the peer tests");
+        return;
+    };
+    let s = Scratch::new("java-replay");
+    let job = s.join("job");
+    run(Command::new(&python).arg(corpus().join("gen_peers.py")).arg("java-job").arg(&job));
+    let ours = s.join("libn5.n5");
+    replay(&job, &ours);
+    run(Command::new(&python)
+        .arg(corpus().join("check_with_peers.py"))
+        .args(["--only", "java-n5.n5", "--expect-intended-attributes"])
+        .arg("--container")
+        .arg(format!("java-n5.n5={}", ours.display()))
+        .arg("--report")
+        .arg(s.join("report.md")));
+}

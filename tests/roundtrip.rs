@@ -1,0 +1,270 @@
+//! Round trips through the file system: every data type × every compression
+//! × ranks 1 to 5 with edge blocks, whole blocks and unaligned regions,
+//! string and object blocks, resizing, block listing, and padded edge blocks
+//! as tensorstore and zarr 2 store them.
+
+mod common;
+
+use common::{bytes, compression, Scratch, COMPRESSIONS};
+use n5::{Container, DataType, DatasetAttributes, Mode};
+
+/// (dimensions, blockSize) per rank, none a multiple of the block size.
+const SHAPES: &[(&[u64], &[u32])] = &[
+    (&[100], &[16]),
+    (&[19, 23], &[4, 5]),
+    (&[9, 8, 7], &[4, 3, 2]),
+    (&[7, 6, 5, 4], &[3, 3, 2, 2]),
+    (&[5, 4, 3, 4, 3], &[2, 2, 2, 3, 2]),
+];
+
+#[test]
+fn every_dtype_compression_and_rank() {
+    let s = Scratch::new("roundtrip");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let mut n = 0;
+    for (ci, comp) in COMPRESSIONS.iter().enumerate() {
+        for t in DataType::NUMERIC {
+            for (rank, (dims, block)) in SHAPES.iter().enumerate() {
+                // Every compression with every type at rank 3; every rank with raw and one codec per type.
+                if rank != 2 && ci > 1 && !(ci + t.code() as usize).is_multiple_of(4) {
+                    continue;
+                }
+                let path = format!("c{ci}/{t}/r{}", rank + 1);
+                let a = DatasetAttributes::new(dims.to_vec(), block.to_vec(), t, compression(comp))
+                    .unwrap();
+                let d = c.create_dataset(&path, a).unwrap();
+                let total = dims.iter().product::<u64>() as usize * t.size();
+                let data = bytes(n, total);
+                let zero = vec![0u64; dims.len()];
+                d.write_region(&zero, dims, &data).unwrap();
+                let r = Container::open(s.join("c.n5"), Mode::Read)
+                    .unwrap()
+                    .open_dataset(&path)
+                    .unwrap();
+                let mut out = vec![0u8; total];
+                r.read_region(&zero, dims, &mut out).unwrap();
+                assert_eq!(out, data, "{path} {comp}");
+                // Every stored edge block is truncated to the dataset's extent.
+                for pos in r.list_blocks().unwrap() {
+                    let b = r.read_block(&pos).unwrap().unwrap();
+                    let want: Vec<u32> = r
+                        .block_shape(&pos)
+                        .unwrap()
+                        .iter()
+                        .map(|&x| x as u32)
+                        .collect();
+                    assert_eq!(b.header.size, want, "{path} {pos:?}");
+                }
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 200, "{n} datasets");
+}
+
+/// Reference: element of an array of `shape` (dim 0 fastest) at `idx`.
+fn flat(idx: &[u64], shape: &[u64]) -> usize {
+    let mut f = 0u64;
+    for d in (0..shape.len()).rev() {
+        f = f * shape[d] + idx[d];
+    }
+    f as usize
+}
+
+#[test]
+fn unaligned_regions_read_modify_write() {
+    let s = Scratch::new("regions");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let dims = [23u64, 17, 9];
+    let a = DatasetAttributes::new(
+        dims.to_vec(),
+        vec![5, 4, 3],
+        DataType::U16,
+        compression(r#"{"type":"gzip"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("r", a).unwrap();
+    let total = dims.iter().product::<u64>() as usize;
+    let mut model = vec![0u16; total];
+    let regions: &[([u64; 3], [u64; 3])] = &[
+        ([0, 0, 0], [23, 17, 9]),
+        ([1, 2, 3], [7, 5, 4]),
+        ([20, 15, 8], [3, 2, 1]),
+        ([4, 0, 2], [1, 17, 1]),
+        ([0, 3, 0], [23, 1, 9]),
+    ];
+    for (i, (off, shape)) in regions.iter().enumerate() {
+        let count = shape.iter().product::<u64>() as usize;
+        let vals: Vec<u16> = (0..count)
+            .map(|k| {
+                (k as u16)
+                    .wrapping_mul(31)
+                    .wrapping_add(i as u16 * 1000 + 1)
+            })
+            .collect();
+        let buf: Vec<u8> = vals.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        d.write_region(off, shape, &buf).unwrap();
+        for z in 0..shape[2] {
+            for y in 0..shape[1] {
+                for x in 0..shape[0] {
+                    let g = [off[0] + x, off[1] + y, off[2] + z];
+                    model[flat(&g, &dims)] = vals[flat(&[x, y, z], shape)];
+                }
+            }
+        }
+        // Check the whole array and a few sub-regions against the model.
+        let mut out = vec![0u8; total * 2];
+        d.read_region(&[0, 0, 0], &dims, &mut out).unwrap();
+        let got: Vec<u16> = out
+            .chunks_exact(2)
+            .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+            .collect();
+        assert_eq!(got, model, "after region {i}");
+        let (ro, rs) = ([3u64, 1, 2], [11u64, 9, 5]);
+        let mut sub = vec![0u8; rs.iter().product::<u64>() as usize * 2];
+        d.read_region(&ro, &rs, &mut sub).unwrap();
+        for z in 0..rs[2] {
+            for y in 0..rs[1] {
+                for x in 0..rs[0] {
+                    let k = flat(&[x, y, z], &rs);
+                    let v = u16::from_ne_bytes([sub[2 * k], sub[2 * k + 1]]);
+                    assert_eq!(v, model[flat(&[ro[0] + x, ro[1] + y, ro[2] + z], &dims)]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sparse_reads_zero_and_empty_regions_are_fine() {
+    let s = Scratch::new("sparse");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let a = DatasetAttributes::new(
+        vec![40, 30],
+        vec![8, 8],
+        DataType::F64,
+        compression(r#"{"type":"zstd"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("s", a).unwrap();
+    assert!(d.list_blocks().unwrap().is_empty());
+    let mut out = vec![1u8; 40 * 30 * 8];
+    d.read_region(&[0, 0], &[40, 30], &mut out).unwrap();
+    assert!(out.iter().all(|&b| b == 0));
+    let block: Vec<u8> = (0..64)
+        .flat_map(|i| (i as f64 + 0.5).to_ne_bytes())
+        .collect();
+    d.write_block(&[2, 3], &[8, 8], &block).unwrap();
+    d.write_block(&[4, 0], &[8, 8], &block).unwrap();
+    assert_eq!(d.list_blocks().unwrap(), vec![vec![2, 3], vec![4, 0]]);
+    d.read_region(&[0, 0], &[0, 30], &mut []).unwrap();
+    // Stray files in the dataset directory are not blocks.
+    std::fs::write(s.join("c.n5/s/2/notablock"), b"x").unwrap();
+    std::fs::write(s.join("c.n5/s/2/.n5tmp.3.1.2"), b"x").unwrap();
+    std::fs::write(s.join("c.n5/s/2/03"), b"x").unwrap();
+    assert_eq!(d.list_blocks().unwrap(), vec![vec![2, 3], vec![4, 0]]);
+}
+
+#[test]
+fn padded_edge_blocks_are_clipped_and_small_blocks_zero_extended() {
+    let s = Scratch::new("padded");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let a = DatasetAttributes::new(
+        vec![5, 4],
+        vec![3, 2],
+        DataType::U8,
+        compression(r#"{"type":"raw"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("p", a).unwrap();
+    // A padded end block, as tensorstore writes it: full 3x2 for a nominal 2x2.
+    let full: Vec<u8> = (1..=6).collect();
+    d.write_block(&[1, 1], &[3, 2], &full).unwrap();
+    let mut out = vec![0u8; 4];
+    d.read_block_into(&[1, 1], &mut out).unwrap();
+    assert_eq!(out, vec![1, 2, 4, 5]);
+    // A block smaller than nominal (written before the dataset grew).
+    d.write_block(&[0, 0], &[2, 1], &[7, 8]).unwrap();
+    let mut out = vec![9u8; 6];
+    d.read_block_into(&[0, 0], &mut out).unwrap();
+    assert_eq!(out, vec![7, 8, 0, 0, 0, 0]);
+}
+
+#[test]
+fn resize_keeps_blocks() {
+    let s = Scratch::new("resize");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let a = DatasetAttributes::new(
+        vec![10, 10],
+        vec![4, 4],
+        DataType::I32,
+        compression(r#"{"type":"gzip"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("g", a).unwrap();
+    c.set_attributes("g", serde_json::json!({"user": 1}).as_object().unwrap())
+        .unwrap();
+    let data = bytes(5, 100 * 4);
+    d.write_region(&[0, 0], &[10, 10], &data).unwrap();
+    d.set_dimensions(&[20, 12]).unwrap();
+    assert_eq!(d.attributes().dimensions, vec![20, 12]);
+    let reopened = c.open_dataset("g").unwrap();
+    assert_eq!(reopened.attributes().dimensions, vec![20, 12]);
+    assert_eq!(
+        c.get_attribute("g", "user").unwrap(),
+        Some(serde_json::json!(1))
+    );
+    let mut out = vec![0u8; 100 * 4];
+    reopened.read_region(&[0, 0], &[10, 10], &mut out).unwrap();
+    assert_eq!(out, data);
+    let mut tail = vec![1u8; 10 * 12 * 4];
+    reopened
+        .read_region(&[10, 0], &[10, 12], &mut tail)
+        .unwrap();
+    assert!(tail.iter().all(|&b| b == 0));
+    // Shrink, then grow back: the blocks are still there.
+    d.set_dimensions(&[3, 3]).unwrap();
+    d.set_dimensions(&[10, 10]).unwrap();
+    reopened.set_dimensions(&[10, 10]).unwrap();
+    let mut again = vec![0u8; 100 * 4];
+    c.open_dataset("g")
+        .unwrap()
+        .read_region(&[0, 0], &[10, 10], &mut again)
+        .unwrap();
+    assert_eq!(again, data);
+    assert_eq!(
+        d.set_dimensions(&[1]).unwrap_err().kind(),
+        n5::ErrorKind::ShapeMismatch
+    );
+}
+
+#[test]
+fn no_temporary_files_are_left_behind() {
+    let s = Scratch::new("no-temps");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let a = DatasetAttributes::new(
+        vec![16, 16],
+        vec![4, 4],
+        DataType::U8,
+        compression(r#"{"type":"raw"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("d", a).unwrap();
+    d.write_region(&[0, 0], &[16, 16], &bytes(1, 256)).unwrap();
+    c.set_attribute("d", "a/b[2]", serde_json::json!(1))
+        .unwrap();
+    let mut stack = vec![s.join("c.n5")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            assert!(
+                !e.file_name().to_string_lossy().starts_with('.'),
+                "{:?}",
+                e.path()
+            );
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+}
