@@ -6,6 +6,7 @@
 //! containers and groups ([`container`]), datasets and blocks ([`dataset`])
 //! and region I/O ([`region`]).
 
+pub mod attrpath;
 pub mod dtype;
 pub mod error;
 
