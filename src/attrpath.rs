@@ -1107,4 +1107,90 @@ mod tests {
             "[0,0,18446744073709551615]"
         );
     }
+
+    // ---- replay of what Java wrote into the corpus ----
+
+    /// Drop object members whose value is null, at any depth, keeping nulls
+    /// inside arrays: what Java's default Gson (no `serializeNulls`) does
+    /// when it writes attributes.json.
+    fn drop_null_members(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.retain(|_, v| !v.is_null());
+                map.values_mut().for_each(drop_null_members);
+            }
+            Value::Array(array) => array.iter_mut().for_each(drop_null_members),
+            _ => {}
+        }
+    }
+
+    fn contains_null(value: &Value) -> bool {
+        match value {
+            Value::Null => true,
+            Value::Object(map) => map.values().any(contains_null),
+            Value::Array(array) => array.iter().any(contains_null),
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn java_attribute_path_ops_replay() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/corpus/manifest.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let manifest: Value = serde_json::from_str(&text).unwrap();
+        let ops = manifest["java_attribute_path_ops"]["ops"]
+            .as_array()
+            .expect("ops");
+
+        let mut doc = json!({});
+        let mut any_null = false;
+        let mut replayed = 0;
+        for op in ops {
+            let [group, attr_path, value] = op.as_array().expect("op").as_slice() else {
+                panic!("op {op} is not [group, path, value]");
+            };
+            if group != "attrpaths" {
+                continue;
+            }
+            let attr_path = attr_path.as_str().expect("path");
+            any_null |= contains_null(value);
+            set_ok(&mut doc, attr_path, value.clone());
+            replayed += 1;
+        }
+        assert!(replayed >= 15, "only {replayed} ops for group attrpaths");
+
+        // Java's Gson writes without serializeNulls, so null object members
+        // vanish from its file. The current ops hold no null values (the only
+        // null in the result is array padding, which Java keeps), so this is
+        // a no-op unless the corpus gains null-valued ops.
+        if any_null {
+            drop_null_members(&mut doc);
+        }
+
+        let java = manifest["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .find(|g| g["container"] == "java-n5.n5" && g["path"] == "attrpaths")
+            .expect("group attrpaths of java-n5.n5")["attributes"]
+            .clone();
+        assert_eq!(doc, java);
+        // Same key order too, and the same as the file Java wrote.
+        let on_disk = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/corpus/java-n5.n5/attrpaths/attributes.json"
+        );
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(on_disk).unwrap()).unwrap();
+        assert_eq!(doc, file);
+        assert_eq!(
+            serde_json::to_string(&doc).unwrap(),
+            serde_json::to_string(&file).unwrap()
+        );
+        assert_eq!(doc["arr"], json!([0, 0, 0, 7]));
+        assert_eq!(doc["matrix"], json!([null, [0, 0, 5]]));
+        assert_eq!(doc["escaped[0\\]"], json!("key contains brackets"));
+    }
 }
