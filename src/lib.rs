@@ -6,8 +6,10 @@
 //! containers and groups ([`container`]), datasets and blocks ([`dataset`])
 //! and region I/O ([`region`]).
 
+pub mod codec;
 pub mod dtype;
 pub mod error;
 
+pub use codec::Compression;
 pub use dtype::DataType;
 pub use error::{Error, ErrorKind, Result};
