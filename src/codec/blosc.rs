@@ -74,12 +74,12 @@ pub(crate) fn encode(
     let compressor = CString::new(cname).expect("compressor names have no NUL");
     let capacity = data.len() + BLOSC_MAX_OVERHEAD as usize;
     let start = out.len();
-    out.reserve(capacity);
+    out.resize(start + capacity, 0);
+    let dest = &mut out[start..];
     // SAFETY: `data` is valid for reading `data.len()` bytes (≤
-    // BLOSC_MAX_BUFFERSIZE, checked above); the destination is the spare
-    // capacity of `out`, valid for writing `capacity` bytes after `start`
-    // (reserved just above), and c-blosc writes at most `destsize` bytes. The
-    // two buffers do not overlap. `compressor` is a NUL-terminated string that
+    // BLOSC_MAX_BUFFERSIZE, checked above); `dest` is valid for writing
+    // `capacity` bytes and c-blosc writes at most `destsize` bytes. The two
+    // buffers do not overlap. `compressor` is a NUL-terminated string that
     // outlives the call. The _ctx variant uses no global state.
     let written = unsafe {
         blosc_compress_ctx(
@@ -88,23 +88,20 @@ pub(crate) fn encode(
             typesize,
             data.len(),
             data.as_ptr().cast::<c_void>(),
-            out.as_mut_ptr().add(start).cast::<c_void>(),
+            dest.as_mut_ptr().cast::<c_void>(),
             capacity,
             compressor.as_ptr(),
             blocksize,
             1,
         )
     };
-    if written <= 0 {
+    if written <= 0 || written as usize > capacity {
+        out.truncate(start);
         return Err(Error::codec(format!(
             "blosc: compression failed (c-blosc returned {written})"
         )));
     }
-    let written = written as usize;
-    assert!(written <= capacity, "c-blosc wrote past its destination");
-    // SAFETY: c-blosc initialised the first `written` (≤ capacity) bytes
-    // after `start`.
-    unsafe { out.set_len(start + written) };
+    out.truncate(start + written as usize);
     Ok(())
 }
 

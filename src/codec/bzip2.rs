@@ -13,10 +13,9 @@ pub(crate) fn encode(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<
         )));
     }
     let io_err = |e: std::io::Error| Error::codec(format!("bzip2: compression failed: {e}"));
-    let mut enc =
-        ::bzip2::write::BzEncoder::new(std::mem::take(out), ::bzip2::Compression::new(block_size));
+    let mut enc = ::bzip2::write::BzEncoder::new(&mut *out, ::bzip2::Compression::new(block_size));
     enc.write_all(data).map_err(io_err)?;
-    *out = enc.finish().map_err(io_err)?;
+    enc.finish().map_err(io_err)?;
     Ok(())
 }
 

@@ -34,15 +34,15 @@ fn io_err(e: std::io::Error) -> Error {
 pub(crate) fn encode(data: &[u8], level: i32, use_zlib: bool, out: &mut Vec<u8>) -> Result<()> {
     let level = deflate_level(level)?;
     if use_zlib {
-        let mut enc = ZlibEncoder::new(std::mem::take(out), level);
+        let mut enc = ZlibEncoder::new(&mut *out, level);
         enc.write_all(data).map_err(io_err)?;
-        *out = enc.finish().map_err(io_err)?;
+        enc.finish().map_err(io_err)?;
         return Ok(());
     }
     out.extend_from_slice(&GZIP_HEADER);
-    let mut enc = DeflateEncoder::new(std::mem::take(out), level);
+    let mut enc = DeflateEncoder::new(&mut *out, level);
     enc.write_all(data).map_err(io_err)?;
-    *out = enc.finish().map_err(io_err)?;
+    enc.finish().map_err(io_err)?;
     let mut crc = Crc::new();
     crc.update(data);
     out.extend_from_slice(&crc.sum().to_le_bytes());

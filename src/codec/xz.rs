@@ -23,9 +23,9 @@ pub(crate) fn encode(data: &[u8], preset: u32, out: &mut Vec<u8>) -> Result<()> 
     let stream = Stream::new_easy_encoder(preset, Check::Crc64)
         .map_err(|e| Error::codec(format!("xz: cannot start the encoder: {e}")))?;
     let io_err = |e: std::io::Error| Error::codec(format!("xz: compression failed: {e}"));
-    let mut enc = liblzma::write::XzEncoder::new_stream(std::mem::take(out), stream);
+    let mut enc = liblzma::write::XzEncoder::new_stream(&mut *out, stream);
     enc.write_all(data).map_err(io_err)?;
-    *out = enc.finish().map_err(io_err)?;
+    enc.finish().map_err(io_err)?;
     Ok(())
 }
 
