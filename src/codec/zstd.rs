@@ -1,0 +1,121 @@
+//! N5 "zstd" (n5-zstandard): one frame with the content size in its header
+//! when encoding; any sequence of frames, with or without content size, when
+//! decoding.
+
+use super::stream::{ceil_log2, read_exact_then_probe};
+use crate::error::{Error, Result};
+
+/// The smallest window (log2) the decoder always accepts: 16 MiB, enough for
+/// frames that streaming compressors write without a content size at any
+/// level up to 19. Larger windows are accepted up to twice the output size.
+const MIN_WINDOW_LOG_MAX: u32 = 24;
+/// zstd's own ceiling on 64-bit machines.
+const MAX_WINDOW_LOG_MAX: u32 = 31;
+
+/// Appends one zstd frame of `data` (content size in the header) to `out`.
+pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
+    let (min, max) = (
+        ::zstd::zstd_safe::min_c_level(),
+        ::zstd::zstd_safe::max_c_level(),
+    );
+    if !(min..=max).contains(&level) {
+        return Err(Error::invalid_metadata(format!(
+            "zstd compression 'level' {level} is outside {min}..={max}"
+        )));
+    }
+    let frame = ::zstd::bulk::compress(data, level)
+        .map_err(|e| Error::codec(format!("zstd: compression failed: {e}")))?;
+    out.extend_from_slice(&frame);
+    Ok(())
+}
+
+/// Decodes a zstd payload into `out`, refusing frames whose window would need
+/// far more memory than `out` (see [`MIN_WINDOW_LOG_MAX`]).
+pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
+    let mut dec = ::zstd::stream::read::Decoder::with_buffer(payload)
+        .map_err(|e| Error::codec(format!("zstd: cannot start the decoder: {e}")))?;
+    let window_log_max = (ceil_log2(out.len()) + 1).clamp(MIN_WINDOW_LOG_MAX, MAX_WINDOW_LOG_MAX);
+    dec.window_log_max(window_log_max)
+        .map_err(|e| Error::codec(format!("zstd: cannot limit the window: {e}")))?;
+    read_exact_then_probe(dec, out, "zstd")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn frame_header_carries_the_content_size() {
+        for len in [0usize, 1, 1000, 300_000] {
+            let data = vec![7u8; len];
+            let mut out = Vec::new();
+            encode(&data, 3, &mut out).unwrap();
+            assert_eq!(&out[..4], &[0x28, 0xb5, 0x2f, 0xfd]);
+            assert_eq!(
+                ::zstd::zstd_safe::get_frame_content_size(&out).ok(),
+                Some(Some(len as u64)),
+                "length {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn negative_levels_and_range() {
+        let data = vec![1u8; 1000];
+        let mut out = Vec::new();
+        encode(&data, -5, &mut out).unwrap();
+        let mut back = vec![0u8; 1000];
+        decode(&out, &mut back).unwrap();
+        assert_eq!(back, data);
+        assert_eq!(
+            encode(&data, 23, &mut out).unwrap_err().kind(),
+            ErrorKind::InvalidMetadata
+        );
+    }
+
+    #[test]
+    fn frames_without_content_size_and_several_frames() {
+        let a = vec![3u8; 5000];
+        let b: Vec<u8> = (0..7000u32).map(|i| (i % 7) as u8).collect();
+        let mut payload = Vec::new();
+        // A streaming frame: no content size in its header.
+        let mut enc = ::zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        std::io::Write::write_all(&mut enc, &a).unwrap();
+        let streamed = enc.finish().unwrap();
+        assert_eq!(
+            ::zstd::zstd_safe::get_frame_content_size(&streamed).ok(),
+            Some(None)
+        );
+        payload.extend_from_slice(&streamed);
+        encode(&b, 19, &mut payload).unwrap();
+        let mut back = vec![0u8; a.len() + b.len()];
+        decode(&payload, &mut back).unwrap();
+        assert_eq!(&back[..a.len()], &a[..]);
+        assert_eq!(&back[a.len()..], &b[..]);
+    }
+
+    #[test]
+    fn corrupt_checksum_and_truncation_are_codec_errors() {
+        let data: Vec<u8> = (0..4000u32).map(|i| (i % 17) as u8).collect();
+        let mut c = ::zstd::bulk::Compressor::new(3).unwrap();
+        c.include_checksum(true).unwrap();
+        let mut enc = c.compress(&data).unwrap();
+        let mut back = vec![0u8; data.len()];
+        decode(&enc, &mut back).unwrap();
+        assert_eq!(back, data);
+        for cut in [0, 3, 8, enc.len() / 2, enc.len() - 1] {
+            assert_eq!(
+                decode(&enc[..cut], &mut back).unwrap_err().kind(),
+                ErrorKind::Codec,
+                "cut {cut}"
+            );
+        }
+        let n = enc.len();
+        enc[n - 1] ^= 0xff;
+        assert_eq!(
+            decode(&enc, &mut back).unwrap_err().kind(),
+            ErrorKind::Codec
+        );
+    }
+}
