@@ -717,3 +717,45 @@ fn test_paths_with_illegal_uri_characters() {
         assert_eq!(out, vec![7; 105]);
     }
 }
+
+#[test]
+fn test_backward_reads_of_java_1_x_containers() {
+    // The layout of saalfeldlab/n5's backward-compatibility fixtures
+    // (data-1.5.0.n5): legacy `compressionType`, root version 1.5.0, and a
+    // truncated 2x1 end block (the golden bytes of raw/1/1).
+    let s = Scratch::new("backward");
+    let root = s.join("data-1.5.0.n5");
+    std::fs::create_dir_all(root.join("raw/1")).unwrap();
+    std::fs::write(root.join("attributes.json"), r#"{"n5":"1.5.0"}"#).unwrap();
+    std::fs::write(
+        root.join("raw/attributes.json"),
+        r#"{"dataType":"uint8","compressionType":"raw","blockSize":[5,4],"dimensions":[7,5]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("raw/1/1"),
+        [0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 1, 3, 3],
+    )
+    .unwrap();
+    let c = Container::open(&root, Mode::Read).unwrap();
+    assert_eq!(c.version().unwrap().as_deref(), Some("1.5.0"));
+    let d = c.open_dataset("raw").unwrap();
+    assert_eq!(d.attributes().compression, compression(r#"{"type":"raw"}"#));
+    let mut out = vec![9u8; 35];
+    d.read_region(&[0, 0], &[7, 5], &mut out).unwrap();
+    let mut want = vec![0u8; 35];
+    want[4 * 7 + 5] = 3;
+    want[4 * 7 + 6] = 3;
+    assert_eq!(out, want);
+    // Opening it for writing keeps the old version and the legacy metadata.
+    let w = Container::open(&root, Mode::ReadWrite).unwrap();
+    assert_eq!(w.version().unwrap().as_deref(), Some("1.5.0"));
+    w.open_dataset("raw")
+        .unwrap()
+        .write_block(&[0, 0], &[5, 4], &[1; 20])
+        .unwrap();
+    assert_eq!(
+        w.attributes("raw").unwrap()["compressionType"],
+        json!("raw")
+    );
+}
