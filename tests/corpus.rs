@@ -3,29 +3,12 @@
 //! with the manifest: whole arrays by sha256, per-block datasets (varlength,
 //! string, object) block by block, and every group's attributes.
 
-use std::path::PathBuf;
+mod common;
 
 use n5::{Container, Mode};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-}
-
-fn manifest() -> Value {
-    let path = corpus_dir().join("manifest.json");
-    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_slice(&text).unwrap()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+use common::{corpus_dir, manifest, sha256, u64s};
 
 /// JSON equality with numbers compared by value (the manifest was written by
 /// another JSON library, which may spell `1.797e308` as `1.797e+308`).
@@ -53,14 +36,6 @@ fn json_eq(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
-}
-
-fn u64s(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
 }
 
 /// Check one manifest dataset; returns a description of the mismatch, if any.

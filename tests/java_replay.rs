@@ -16,22 +16,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Scratch;
+use common::{corpus_dir, sha256, u64s, Scratch};
 use n5::{Compression, Container, DataType, DatasetAttributes, Mode};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-}
-
-fn u64s(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
-}
 
 /// Replay `spec.json` (the Java job) into a new container at `out`.
 fn replay(job: &Path, out: &Path) {
@@ -102,7 +89,8 @@ fn replay(job: &Path, out: &Path) {
 /// manifest's sha256); returns, per compression type, (identical, total).
 fn byte_identical_blocks(ours: &Path) -> std::collections::BTreeMap<String, (usize, usize)> {
     let manifest: Value =
-        serde_json::from_slice(&std::fs::read(corpus().join("manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(corpus_dir().join("manifest.json")).unwrap())
+            .unwrap();
     let mut counts = std::collections::BTreeMap::new();
     for d in manifest["datasets"].as_array().unwrap() {
         if d["container"] != "java-n5.n5" {
@@ -122,10 +110,7 @@ fn byte_identical_blocks(ours: &Path) -> std::collections::BTreeMap<String, (usi
                 .collect();
             let file = ours.join(d["path"].as_str().unwrap()).join(grid.join("/"));
             let bytes = std::fs::read(&file).unwrap_or_default();
-            let sha: String = Sha256::digest(&bytes)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let sha = sha256(&bytes);
             let entry = counts.entry(key.clone()).or_insert((0, 0));
             entry.1 += 1;
             if sha == b["file_sha256"].as_str().unwrap() {
@@ -157,7 +142,7 @@ fn peers_read_the_java_catalogue_written_by_libn5() {
     let s = Scratch::new("java-replay");
     let job = s.join("job");
     run(Command::new(&python)
-        .arg(corpus().join("gen_peers.py"))
+        .arg(corpus_dir().join("gen_peers.py"))
         .arg("java-job")
         .arg(&job));
     // N5_REPLAY_KEEP=DIR keeps libn5's container for inspection.
@@ -183,7 +168,7 @@ fn peers_read_the_java_catalogue_written_by_libn5() {
         "raw: {same} of {total} block files identical to Java's"
     );
     run(Command::new(&python)
-        .arg(corpus().join("check_with_peers.py"))
+        .arg(corpus_dir().join("check_with_peers.py"))
         .args(["--only", "java-n5.n5", "--expect-intended-attributes"])
         .arg("--container")
         .arg(format!("java-n5.n5={}", ours.display()))

@@ -74,3 +74,33 @@ pub const COMPRESSIONS: &[&str] = &[
 pub fn compression(json: &str) -> n5::Compression {
     n5::Compression::from_json(&serde_json::from_str(json).unwrap()).unwrap()
 }
+
+/// The peer-written corpus shared beside the repository.
+pub fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
+}
+
+/// The corpus manifest.
+pub fn manifest() -> serde_json::Value {
+    let path = corpus_dir().join("manifest.json");
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap()
+}
+
+/// A JSON array of unsigned integers.
+pub fn u64s(v: &serde_json::Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// The sha256 of `bytes` as lowercase hex.
+pub fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
