@@ -55,7 +55,4 @@ PY
 
 export N5_PEER_PYTHON="$VENV/bin/python"
 say "running: N5_PEER_PYTHON=$N5_PEER_PYTHON cargo test --all-targets --no-fail-fast $*"
-status=0
-cargo test --all-targets --no-fail-fast "$@" || status=$?
-say "cargo test exited with status $status"
-exit "$status"
+exec cargo test --all-targets --no-fail-fast "$@"
