@@ -123,6 +123,19 @@ impl Dataset {
             .map_err(self.block_error(grid_pos))
     }
 
+    /// The header of the block stored at `grid_pos` (mode, shape and element
+    /// count as written), without decompressing its payload; `None` when
+    /// the block is not stored.
+    pub fn block_header(&self, grid_pos: &[u64]) -> Result<Option<BlockHeader>> {
+        let attrs = self.attributes();
+        attrs.check_grid_pos(grid_pos)?;
+        let Some(bytes) = self.container.store().read(&self.block_key(grid_pos))? else {
+            return Ok(None);
+        };
+        let (header, _) = BlockHeader::parse(&bytes).map_err(self.block_error(grid_pos))?;
+        Ok(Some(header))
+    }
+
     /// Read the numeric block at `grid_pos` into `out`, which holds the
     /// block's nominal shape ([`Dataset::block_shape`]) in native byte order.
     /// A stored block larger than nominal (padded end blocks) is clipped, a

@@ -5,7 +5,8 @@
 //! ([`block`]), dataset metadata ([`metadata`]), N5 attribute paths
 //! ([`attrpath`]), container-relative paths ([`path`]), file-system storage
 //! ([`storage`]), containers, groups and attributes ([`container`]), datasets
-//! and blocks ([`dataset`]) and region I/O ([`region`]).
+//! and blocks ([`dataset`]), region I/O ([`region`]), and the C API
+//! ([`ffi`]), which `include/n5.h` declares.
 //!
 //! Dimension order is N5's everywhere: index 0 of every shape, offset and
 //! grid position is the first entry of `dimensions` in attributes.json (the
@@ -33,6 +34,7 @@ pub mod container;
 pub mod dataset;
 pub mod dtype;
 pub mod error;
+pub mod ffi;
 pub mod metadata;
 pub mod path;
 pub mod region;

@@ -1,0 +1,362 @@
+//! C API: containers, the group hierarchy and attributes.
+//!
+//! Paths are relative to the container root, `/`-separated; a leading `/`
+//! is allowed and `""`, `"/"` and `"."` name the root. `..` resolves, but a
+//! path that would leave the root is `N5_ERR_INVALID_ARGUMENT`.
+
+use std::ffi::c_char;
+
+use serde_json::{Map, Value};
+
+use super::boundary;
+use super::convert::{self, store, store_required, write_text};
+use super::handle::{self, n5_container};
+use super::{n5_mode, n5_status};
+use crate::container::{Container, Mode, Options};
+use crate::error::{Error, ErrorKind, Result};
+
+fn container<'a>(c: *const n5_container) -> Result<&'a Container> {
+    handle::borrow(c, "c")
+}
+
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+fn parse_json(text: &str, arg: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        Error::new(
+            ErrorKind::Json,
+            format!("argument '{arg}' is not JSON: {e}"),
+        )
+    })
+}
+
+/// Open the N5 container whose root directory is `root` (a file-system path).
+///
+/// `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
+/// `N5_MODE_CREATE` (creates the root and its attributes.json with
+/// `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
+/// NULL or a JSON object: `{"threads": N}` sets the worker threads used for
+/// multi-block work (0 or absent: one per core; 1: the calling thread
+/// only). Unknown keys are an error.
+///
+/// Returns a new handle to release with `n5_container_free`, or NULL with
+/// the last error set (`N5_ERR_NOT_FOUND` for a missing root,
+/// `N5_ERR_UNSUPPORTED` for a newer major format version, ...).
+#[no_mangle]
+pub extern "C" fn n5_container_open(
+    root: *const c_char,
+    mode: n5_mode,
+    options_json: *const c_char,
+) -> *mut n5_container {
+    boundary::value("n5_container_open", || {
+        let root = convert::string(root, "root")?;
+        let mode = Mode::from_code(mode).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{mode} is not a mode (N5_MODE_READ 0, N5_MODE_READ_WRITE 1, N5_MODE_CREATE 2)"
+            ))
+        })?;
+        let options = match convert::opt_string(options_json, "options_json")? {
+            Some(text) => Options::from_json(text)?,
+            None => Options::default(),
+        };
+        if root.is_empty() {
+            return Err(Error::invalid_argument("the root path is empty"));
+        }
+        let c = Container::open_with(root, mode, options)?;
+        Ok(handle::into_handle::<n5_container>(c))
+    })
+}
+
+/// Release a container handle. NULL is a no-op. Datasets opened from it
+/// stay usable (they keep the container alive). Must not race with any other
+/// use of the same handle. Does not change the last error.
+#[no_mangle]
+pub extern "C" fn n5_container_free(c: *mut n5_container) {
+    boundary::quiet((), || handle::free(c))
+}
+
+/// The root's `"n5"` format version (such as `"4.0.0"`) as text in `buf`;
+/// `""` when the root has none. Text output convention: `buf == NULL` with
+/// `buf_cap == 0` stores only the length (without NUL) in `*out_len`; a
+/// smaller buffer gives `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+#[no_mangle]
+pub extern "C" fn n5_container_version(
+    c: *const n5_container,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_container_version", || {
+        let c = container(c)?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let v = c.version()?.unwrap_or_default();
+        write_text(&v, buf, buf_cap, out_len)
+    })
+}
+
+/// The container's root directory as given to `n5_container_open`, as text
+/// (same convention as `n5_container_version`).
+#[no_mangle]
+pub extern "C" fn n5_container_root(
+    c: *const n5_container,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_container_root", || {
+        let c = container(c)?;
+        let root = c
+            .root()
+            .to_str()
+            .ok_or_else(|| Error::new(ErrorKind::InvalidUtf8, "the root path is not UTF-8"))?;
+        write_text(root, buf, buf_cap, out_len)
+    })
+}
+
+/// The mode the container was opened in (`N5_MODE_*`) in `*out_mode`.
+#[no_mangle]
+pub extern "C" fn n5_container_mode(c: *const n5_container, out_mode: *mut n5_mode) -> n5_status {
+    boundary::status("n5_container_mode", || {
+        let c = container(c)?;
+        store_required(out_mode, c.mode().code(), "out_mode")
+    })
+}
+
+/// The options in effect, as a JSON object such as `{"threads":2}` (same
+/// text convention as `n5_container_version`).
+#[no_mangle]
+pub extern "C" fn n5_container_options(
+    c: *const n5_container,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_container_options", || {
+        let c = container(c)?;
+        let text = json_text(&serde_json::json!({ "threads": c.options().threads }));
+        write_text(&text, buf, buf_cap, out_len)
+    })
+}
+
+/// Whether a group or dataset exists at `path`: `*out_exists` is 1 or 0.
+#[no_mangle]
+pub extern "C" fn n5_exists(
+    c: *const n5_container,
+    path: *const c_char,
+    out_exists: *mut i32,
+) -> n5_status {
+    boundary::status("n5_exists", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        convert::non_null(out_exists, "out_exists")?;
+        let e = c.exists(path)?;
+        store(out_exists, e as i32);
+        Ok(())
+    })
+}
+
+/// Whether a dataset exists at `path`: `*out_is_dataset` is 1 or 0 (0 for a
+/// plain group and for a missing path).
+#[no_mangle]
+pub extern "C" fn n5_dataset_exists(
+    c: *const n5_container,
+    path: *const c_char,
+    out_is_dataset: *mut i32,
+) -> n5_status {
+    boundary::status("n5_dataset_exists", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        convert::non_null(out_is_dataset, "out_is_dataset")?;
+        let e = c.dataset_exists(path)?;
+        store(out_is_dataset, e as i32);
+        Ok(())
+    })
+}
+
+/// Create the group at `path` and its missing parents; existing groups are
+/// left as they are.
+#[no_mangle]
+pub extern "C" fn n5_group_create(c: *mut n5_container, path: *const c_char) -> n5_status {
+    boundary::status("n5_group_create", || {
+        let c = container(c)?;
+        c.create_group(convert::string(path, "path")?)
+    })
+}
+
+/// The child groups and datasets of the group at `path` as a JSON array of
+/// names, sorted (`["raw","seg"]`); `[]` on a dataset (block directories
+/// are not children). `N5_ERR_NOT_FOUND` when `path` does not exist. Same
+/// text convention as `n5_container_version`.
+#[no_mangle]
+pub extern "C" fn n5_list(
+    c: *const n5_container,
+    path: *const c_char,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_list", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let names = c.list(path)?;
+        write_text(&json_text(&Value::from(names)), buf, buf_cap, out_len)
+    })
+}
+
+/// Every group and dataset below `path`, as a JSON array of paths relative
+/// to it (`["raw","raw/s0","seg"]`), depth first in sorted order, not
+/// descending into datasets. Same text convention as `n5_container_version`.
+#[no_mangle]
+pub extern "C" fn n5_list_recursive(
+    c: *const n5_container,
+    path: *const c_char,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_list_recursive", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let names = c.deep_list(path)?;
+        write_text(&json_text(&Value::from(names)), buf, buf_cap, out_len)
+    })
+}
+
+/// Remove the group or dataset at `path` with everything below it. A path
+/// that does not exist is not an error; the root is `N5_ERR_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn n5_remove(c: *mut n5_container, path: *const c_char) -> n5_status {
+    boundary::status("n5_remove", || {
+        let c = container(c)?;
+        c.remove(convert::string(path, "path")?).map(|_| ())
+    })
+}
+
+/// The whole attributes document of the group or dataset at `path` as JSON
+/// text (on a dataset, with its `dimensions`, `blockSize`, `dataType` and
+/// `compression`); `{}` for a group without attributes.json;
+/// `N5_ERR_NOT_FOUND` when `path` does not exist. Same text convention as
+/// `n5_container_version`.
+#[no_mangle]
+pub extern "C" fn n5_attributes_get(
+    c: *const n5_container,
+    path: *const c_char,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_attributes_get", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let doc = c.attributes(path)?;
+        write_text(&json_text(&doc), buf, buf_cap, out_len)
+    })
+}
+
+/// The value at the N5 attribute path `key` (`"a/b[2]"`: `/` and `[i]`
+/// separate levels, `\/` and `\[` escape them, a leading `/` is ignored) of
+/// the group or dataset at `path`, as JSON text. A missing key is
+/// `N5_ERR_NOT_FOUND`. Same text convention as `n5_container_version`.
+#[no_mangle]
+pub extern "C" fn n5_attribute_get(
+    c: *const n5_container,
+    path: *const c_char,
+    key: *const c_char,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_attribute_get", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        let key = convert::string(key, "key")?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let value = c.get_attribute(path, key)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no attribute '{key}' in '{}'",
+                    crate::path::display(path.trim_start_matches('/'))
+                ),
+            )
+        })?;
+        write_text(&json_text(&value), buf, buf_cap, out_len)
+    })
+}
+
+/// Merge the JSON object `json_object` into the attributes of the group or
+/// dataset at `path`, as N5's setAttributes does: each top-level key
+/// replaces the stored value (keys are plain keys, not attribute paths;
+/// `null` is stored as null). The group must exist (`N5_ERR_NOT_FOUND`).
+/// The document is rewritten atomically under an advisory lock, so merges
+/// from several threads or processes all land.
+#[no_mangle]
+pub extern "C" fn n5_attributes_set(
+    c: *mut n5_container,
+    path: *const c_char,
+    json_object: *const c_char,
+) -> n5_status {
+    boundary::status("n5_attributes_set", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        let text = convert::string(json_object, "json_object")?;
+        let Value::Object(map) = parse_json(text, "json_object")? else {
+            return Err(Error::new(
+                ErrorKind::Json,
+                "argument 'json_object' is not a JSON object",
+            ));
+        };
+        c.set_attributes(path, &map)
+    })
+}
+
+/// Set the value at the N5 attribute path `key` (see `n5_attribute_get`) to
+/// the JSON text `json_value`, creating intermediate objects and arrays
+/// (arrays grow with `0` for numbers and `null` otherwise, as in Java).
+#[no_mangle]
+pub extern "C" fn n5_attribute_set(
+    c: *mut n5_container,
+    path: *const c_char,
+    key: *const c_char,
+    json_value: *const c_char,
+) -> n5_status {
+    boundary::status("n5_attribute_set", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        let key = convert::string(key, "key")?;
+        let value = parse_json(convert::string(json_value, "json_value")?, "json_value")?;
+        c.set_attribute(path, key, value)
+    })
+}
+
+/// Remove the value at the N5 attribute path `key` (array elements after it
+/// shift down). A missing key is not an error.
+#[no_mangle]
+pub extern "C" fn n5_attribute_remove(
+    c: *mut n5_container,
+    path: *const c_char,
+    key: *const c_char,
+) -> n5_status {
+    boundary::status("n5_attribute_remove", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        let key = convert::string(key, "key")?;
+        c.remove_attribute(path, key).map(|_| ())
+    })
+}
+
+/// Parse `text` as a JSON object (used by the dataset layer for compression).
+pub(crate) fn parse_object(text: &str, arg: &str) -> Result<Map<String, Value>> {
+    match parse_json(text, arg)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(Error::new(
+            ErrorKind::Json,
+            format!("argument '{arg}' is not a JSON object"),
+        )),
+    }
+}

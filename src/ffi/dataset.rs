@@ -1,0 +1,229 @@
+//! C API: creating and opening datasets, and their metadata.
+//!
+//! Per-dimension arrays are `uint64_t[ndim]` in N5 order (index 0 is the
+//! first entry of `dimensions` in attributes.json, the fastest-varying
+//! axis), preceded by `ndim`, which must equal the dataset's rank.
+
+use std::ffi::c_char;
+
+use serde_json::Value;
+
+use super::boundary;
+use super::container::parse_object;
+use super::convert::{self, store_required, store_u64s, write_text};
+use super::handle::{self, n5_container, n5_dataset};
+use super::{n5_dtype, n5_status};
+use crate::codec::Compression;
+use crate::container::Container;
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::metadata::DatasetAttributes;
+
+pub(crate) fn dataset<'a>(d: *const n5_dataset) -> Result<&'a Dataset> {
+    handle::borrow(d, "d")
+}
+
+fn container<'a>(c: *const n5_container) -> Result<&'a Container> {
+    handle::borrow(c, "c")
+}
+
+/// Create a dataset at `path` (and its missing parent groups) and return a
+/// handle to it.
+///
+/// `dimensions` and `block_size` hold `ndim` (1 to 64) values in N5 order;
+/// every block extent is from 1 to 2^31-1. `dtype` is an `N5_DTYPE_*` code.
+/// `compression_json` is N5's compression object, such as
+/// `{"type":"gzip","level":6}`, `{"type":"zstd","level":3}`,
+/// `{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}`, or NULL for
+/// raw; missing parameters get the defaults Java writes, and the complete
+/// object is stored. A dataset already at `path` is `N5_ERR_ALREADY_EXISTS`;
+/// user attributes of a group at `path` are kept.
+///
+/// Returns a new handle to release with `n5_dataset_free`, or NULL with the
+/// last error set.
+#[no_mangle]
+pub extern "C" fn n5_dataset_create(
+    c: *mut n5_container,
+    path: *const c_char,
+    ndim: usize,
+    dimensions: *const u64,
+    block_size: *const u64,
+    dtype: n5_dtype,
+    compression_json: *const c_char,
+) -> *mut n5_dataset {
+    boundary::value("n5_dataset_create", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        if ndim == 0 {
+            return Err(Error::invalid_argument("ndim must be at least 1"));
+        }
+        let dims = convert::u64s(dimensions, ndim, "dimensions")?;
+        let blocks = convert::u64s(block_size, ndim, "block_size")?;
+        let data_type = convert::dtype(dtype)?;
+        let compression = match convert::opt_string(compression_json, "compression_json")? {
+            Some(text) => {
+                Compression::from_json(&Value::Object(parse_object(text, "compression_json")?))?
+            }
+            None => Compression::Raw,
+        };
+        let blocks = blocks
+            .iter()
+            .map(|&b| {
+                u32::try_from(b).map_err(|_| {
+                    Error::invalid_argument(format!(
+                        "block size {b} is too large (at most 2^31-1 per dimension)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<u32>>>()?;
+        let attrs = DatasetAttributes::new(dims, blocks, data_type, compression)?;
+        let ds = c.create_dataset(path, attrs)?;
+        Ok(handle::into_handle::<n5_dataset>(ds))
+    })
+}
+
+/// Open the dataset at `path`, reading its metadata once. Returns a new
+/// handle to release with `n5_dataset_free`, or NULL with the last error set
+/// (`N5_ERR_NOT_FOUND` for a missing path or a plain group,
+/// `N5_ERR_INVALID_METADATA` or `N5_ERR_UNSUPPORTED` for metadata that
+/// cannot be read).
+#[no_mangle]
+pub extern "C" fn n5_dataset_open(c: *mut n5_container, path: *const c_char) -> *mut n5_dataset {
+    boundary::value("n5_dataset_open", || {
+        let c = container(c)?;
+        let ds = c.open_dataset(convert::string(path, "path")?)?;
+        Ok(handle::into_handle::<n5_dataset>(ds))
+    })
+}
+
+/// Release a dataset handle. NULL is a no-op. Must not race with any other
+/// use of the same handle. Does not change the last error.
+#[no_mangle]
+pub extern "C" fn n5_dataset_free(d: *mut n5_dataset) {
+    boundary::quiet((), || handle::free(d))
+}
+
+/// The dataset's rank in `*out_ndim`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_ndim(d: *const n5_dataset, out_ndim: *mut usize) -> n5_status {
+    boundary::status("n5_dataset_ndim", || {
+        let d = dataset(d)?;
+        store_required(out_ndim, d.attributes().ndim(), "out_ndim")
+    })
+}
+
+/// The dataset's dimensions (its extent in elements) in `out_dims[ndim]`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_dimensions(
+    d: *const n5_dataset,
+    ndim: usize,
+    out_dims: *mut u64,
+) -> n5_status {
+    boundary::status("n5_dataset_dimensions", || {
+        let d = dataset(d)?;
+        convert::check_ndim(d, ndim)?;
+        store_u64s(out_dims, ndim, &d.attributes().dimensions, "out_dims")
+    })
+}
+
+/// The dataset's block size in `out_block_size[ndim]`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_block_size(
+    d: *const n5_dataset,
+    ndim: usize,
+    out_block_size: *mut u64,
+) -> n5_status {
+    boundary::status("n5_dataset_block_size", || {
+        let d = dataset(d)?;
+        convert::check_ndim(d, ndim)?;
+        let b: Vec<u64> = d
+            .attributes()
+            .block_size
+            .iter()
+            .map(|&b| b as u64)
+            .collect();
+        store_u64s(out_block_size, ndim, &b, "out_block_size")
+    })
+}
+
+/// The number of blocks along each dimension (`ceil(dimensions /
+/// block_size)`) in `out_grid_shape[ndim]`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_grid_shape(
+    d: *const n5_dataset,
+    ndim: usize,
+    out_grid_shape: *mut u64,
+) -> n5_status {
+    boundary::status("n5_dataset_grid_shape", || {
+        let d = dataset(d)?;
+        convert::check_ndim(d, ndim)?;
+        store_u64s(
+            out_grid_shape,
+            ndim,
+            &d.attributes().grid_shape(),
+            "out_grid_shape",
+        )
+    })
+}
+
+/// The dataset's element type (`N5_DTYPE_*`) in `*out_dtype`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_dtype(d: *const n5_dataset, out_dtype: *mut n5_dtype) -> n5_status {
+    boundary::status("n5_dataset_dtype", || {
+        let d = dataset(d)?;
+        store_required(out_dtype, d.data_type().code(), "out_dtype")
+    })
+}
+
+/// The dataset's compression as N5's JSON object, complete with its
+/// parameters (`{"type":"gzip","level":-1,"useZlib":false}`). Text output
+/// convention: `buf == NULL` with `buf_cap == 0` stores only the length
+/// (without NUL) in `*out_len`; a smaller buffer gives
+/// `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+#[no_mangle]
+pub extern "C" fn n5_dataset_compression(
+    d: *const n5_dataset,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_dataset_compression", || {
+        let d = dataset(d)?;
+        let json = d.attributes().compression.to_json();
+        let text = serde_json::to_string(&json).unwrap_or_default();
+        write_text(&text, buf, buf_cap, out_len)
+    })
+}
+
+/// The dataset's path in its container (normalised, without a leading
+/// `/`; `""` for a dataset at the root), as text (same convention as
+/// `n5_dataset_compression`).
+#[no_mangle]
+pub extern "C" fn n5_dataset_path(
+    d: *const n5_dataset,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_dataset_path", || {
+        let d = dataset(d)?;
+        write_text(d.path(), buf, buf_cap, out_len)
+    })
+}
+
+/// Change the dataset's dimensions to `dims[ndim]` (the rank stays the
+/// same). Stored blocks are kept, also those outside a smaller extent.
+/// Handles to the same dataset opened elsewhere keep their cached
+/// dimensions until reopened.
+#[no_mangle]
+pub extern "C" fn n5_dataset_set_dimensions(
+    d: *mut n5_dataset,
+    ndim: usize,
+    dims: *const u64,
+) -> n5_status {
+    boundary::status("n5_dataset_set_dimensions", || {
+        let d = dataset(d)?;
+        let dims = convert::dims_of(d, ndim, dims, "dims")?;
+        d.set_dimensions(&dims)
+    })
+}
