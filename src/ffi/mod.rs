@@ -128,3 +128,6 @@ pub const N5_BLOCK_MODE_DEFAULT: i32 = 0;
 pub const N5_BLOCK_MODE_VARLENGTH: i32 = 1;
 /// Block mode 2: an `object` block of opaque bytes, without a shape.
 pub const N5_BLOCK_MODE_OBJECT: i32 = 2;
+
+#[cfg(test)]
+mod tests;
