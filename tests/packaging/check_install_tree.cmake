@@ -1,0 +1,51 @@
+# The install tree: every file in place, the shared library as a real file with
+# its SONAME and development symlinks, and no absolute path of the source,
+# build or staging tree in the package files (they must stay relocatable).
+# Variables: PREFIX, STAGE, SOURCE_DIR, LIBDIR, INCLUDEDIR, CMAKEDIR, PCDIR,
+# SHARED_FILE, SONAME, READELF.
+include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
+
+set(lib "${PREFIX}/${LIBDIR}")
+foreach(f "${INCLUDEDIR}/n5.h" "${LIBDIR}/${SHARED_FILE}" "${LIBDIR}/libn5.a"
+          "${PCDIR}/n5.pc" "${CMAKEDIR}/n5Config.cmake" "${CMAKEDIR}/n5ConfigVersion.cmake"
+          "${CMAKEDIR}/n5Targets.cmake")
+  if(NOT EXISTS "${PREFIX}/${f}" OR IS_SYMLINK "${PREFIX}/${f}")
+    message(FATAL_ERROR "${f} is missing or a symlink in the install tree")
+  endif()
+endforeach()
+foreach(link "${SONAME}" libn5.so)
+  if(NOT IS_SYMLINK "${lib}/${link}")
+    message(FATAL_ERROR "${LIBDIR}/${link} is not a symlink")
+  endif()
+  file(READ_SYMLINK "${lib}/${link}" target)
+  if(NOT target STREQUAL SHARED_FILE)
+    message(FATAL_ERROR "${LIBDIR}/${link} -> ${target}, expected ${SHARED_FILE}")
+  endif()
+endforeach()
+
+elf_dynamic("${lib}/${SHARED_FILE}" needed soname)
+if(NOT soname STREQUAL SONAME)
+  message(FATAL_ERROR "installed ${SHARED_FILE} has SONAME '${soname}', expected ${SONAME}")
+endif()
+
+file(READ "${SOURCE_DIR}/include/n5.h" source_header)
+file(READ "${PREFIX}/${INCLUDEDIR}/n5.h" installed_header)
+if(NOT source_header STREQUAL installed_header)
+  message(FATAL_ERROR "the installed n5.h differs from include/n5.h")
+endif()
+
+foreach(f "${PCDIR}/n5.pc" "${CMAKEDIR}/n5Config.cmake" "${CMAKEDIR}/n5ConfigVersion.cmake"
+          "${CMAKEDIR}/n5Targets.cmake")
+  file(READ "${PREFIX}/${f}" text)
+  foreach(path "${SOURCE_DIR}" "${STAGE}" "${PREFIX}")
+    string(FIND "${text}" "${path}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${f} contains the absolute path ${path}")
+    endif()
+  endforeach()
+endforeach()
+file(STRINGS "${PREFIX}/${PCDIR}/n5.pc" prefix_line REGEX "^prefix=")
+if(NOT prefix_line MATCHES "^prefix=\\\${pcfiledir}/")
+  message(FATAL_ERROR "n5.pc is not relocatable: ${prefix_line}")
+endif()
+message(STATUS "install tree in ${PREFIX} is complete and relocatable")
