@@ -575,6 +575,23 @@ n5_status n5_list_recursive(const n5_container *c,
                             size_t *out_len);
 
 /**
+ * The names `n5_list` (`recursive` 0) or `n5_list_recursive` (`recursive`
+ * 1) return, packed for callers without a JSON parser: each name's UTF-8
+ * bytes followed by a NUL, one after the other (`"raw\0seg\0"`), as in
+ * `n5_block_read_strings`. `*out_len` receives the packed length in bytes,
+ * NULs included, and `*out_count` the number of names (may be NULL).
+ * Size query: `buf == NULL` with `buf_cap == 0` stores only those; a
+ * capacity below `*out_len` is `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+ */
+n5_status n5_list_names(const n5_container *c,
+                        const char *path,
+                        int32_t recursive,
+                        char *buf,
+                        size_t buf_cap,
+                        size_t *out_len,
+                        size_t *out_count);
+
+/**
  * Remove the group or dataset at `path` with everything below it. A path
  * that does not exist is not an error; the root is `N5_ERR_INVALID_ARGUMENT`.
  */
@@ -642,7 +659,9 @@ n5_status n5_attribute_remove(n5_container *c, const char *path, const char *key
  * `{"type":"gzip","level":6}`, `{"type":"zstd","level":3}`,
  * `{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}`, or NULL for
  * raw; missing parameters get the defaults Java writes, and the complete
- * object is stored. A dataset already at `path` is `N5_ERR_ALREADY_EXISTS`;
+ * object is stored. A parameter the type does not have (a typo) or a value
+ * its compressor refuses is `N5_ERR_INVALID_ARGUMENT`; an unknown type is
+ * `N5_ERR_UNSUPPORTED`. A dataset already at `path` is `N5_ERR_ALREADY_EXISTS`;
  * user attributes of a group at `path` are kept.
  *
  * Returns a new handle to release with `n5_dataset_free`, or NULL with the
@@ -699,7 +718,7 @@ n5_status n5_dataset_dtype(const n5_dataset *d, n5_dtype *out_dtype);
 
 /**
  * The dataset's compression as N5's JSON object, complete with its
- * parameters (`{"type":"gzip","level":-1,"useZlib":false}`). Text output
+ * parameters (`{"type":"gzip","level":6,"useZlib":false}`). Text output
  * convention: `buf == NULL` with `buf_cap == 0` stores only the length
  * (without NUL) in `*out_len`; a smaller buffer gives
  * `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.

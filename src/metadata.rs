@@ -63,7 +63,11 @@ fn uint_array(map: &Map<String, Value>, key: &str) -> Result<Vec<u64>> {
 }
 
 impl DatasetAttributes {
-    /// Metadata for a new dataset, validated.
+    /// Metadata for a new dataset, validated as a writer must: on top of
+    /// what any readable dataset satisfies, each block extent is at most
+    /// 2^31-1 (Java's `int`) and the compression's parameters are ones its
+    /// compressor accepts. Every problem is
+    /// [`crate::ErrorKind::InvalidArgument`].
     pub fn new(
         dimensions: Vec<u64>,
         block_size: Vec<u32>,
@@ -76,7 +80,15 @@ impl DatasetAttributes {
             data_type,
             compression,
         };
-        attrs.validate()?;
+        let as_argument = |e: Error| Error::invalid_argument(e.message());
+        attrs.validate().map_err(as_argument)?;
+        if let Some(d) = attrs.block_size.iter().position(|&b| b > i32::MAX as u32) {
+            return Err(Error::invalid_argument(format!(
+                "blockSize[{d}] is {}; block extents are at most 2^31-1",
+                attrs.block_size[d]
+            )));
+        }
+        attrs.compression.check_parameters().map_err(as_argument)?;
         Ok(attrs)
     }
 
@@ -120,7 +132,14 @@ impl DatasetAttributes {
         } else {
             return Err(Error::invalid_metadata("'compression' is missing"));
         };
-        DatasetAttributes::new(dimensions, block_size, data_type, compression)
+        let attrs = DatasetAttributes {
+            dimensions,
+            block_size,
+            data_type,
+            compression,
+        };
+        attrs.validate()?;
+        Ok(attrs)
     }
 
     /// The four dataset members as Java writes them, ready to merge into the
@@ -257,6 +276,7 @@ impl DatasetAttributes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
     use serde_json::json;
 
     #[test]
@@ -336,6 +356,40 @@ mod tests {
         assert_eq!(
             b.block_shape(&[0]).unwrap_err().kind(),
             crate::ErrorKind::ShapeMismatch
+        );
+    }
+
+    #[test]
+    fn new_datasets_are_checked_as_arguments() {
+        let raw = Compression::Raw;
+        let kind = |dims: Vec<u64>, blocks: Vec<u32>, c: Compression| {
+            DatasetAttributes::new(dims, blocks, DataType::U8, c)
+                .unwrap_err()
+                .kind()
+        };
+        assert_eq!(
+            kind(vec![4], vec![0], raw.clone()),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            kind(vec![], vec![], raw.clone()),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            kind(vec![4], vec![1 << 31], raw.clone()),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            kind(vec![4], vec![4], Compression::Xz { preset: 42 }),
+            ErrorKind::InvalidArgument
+        );
+        assert!(DatasetAttributes::new(vec![4], vec![(1 << 31) - 1], DataType::U8, raw).is_ok());
+        // Stored metadata with the same problem is invalid metadata.
+        let doc = serde_json::json!({"dimensions": [4], "blockSize": [0],
+            "dataType": "uint8", "compression": {"type": "raw"}});
+        assert_eq!(
+            DatasetAttributes::from_json(&doc).unwrap_err().kind(),
+            ErrorKind::InvalidMetadata
         );
     }
 }

@@ -281,7 +281,7 @@ fn wrong_ranks_shapes_and_buffers() {
         compression(r#"{"type":"raw"}"#),
     )
     .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidMetadata);
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
 
 #[test]

@@ -21,6 +21,28 @@ pub(crate) const CNAMES: [&str; 6] = ["blosclz", "lz4", "lz4hc", "snappy", "zlib
 /// frame holds more than the caller needs: it allocates about three blocks.
 const GETITEM_MAX_BLOCK: usize = 4 << 20;
 
+/// Checks blosc parameters: a known `cname`, `clevel` 0..=9, `shuffle`
+/// -1..=2.
+pub(crate) fn check_params(cname: &str, clevel: u32, shuffle: i32) -> Result<()> {
+    if !CNAMES.contains(&cname) {
+        return Err(Error::invalid_metadata(format!(
+            "blosc compression 'cname' \"{cname}\" is not one of {}",
+            CNAMES.join(", ")
+        )));
+    }
+    if clevel > 9 {
+        return Err(Error::invalid_metadata(format!(
+            "blosc compression 'clevel' {clevel} is outside 0..=9"
+        )));
+    }
+    if !(-1..=2).contains(&shuffle) {
+        return Err(Error::invalid_metadata(format!(
+            "blosc compression 'shuffle' {shuffle} is not -1, 0, 1 or 2"
+        )));
+    }
+    Ok(())
+}
+
 /// Appends one Blosc1 frame of `data` to `out`. `elem_size` becomes the blosc
 /// typesize (1 when outside 1..=255); `shuffle` -1 means byte shuffle when
 /// `elem_size > 1`, else none.
@@ -33,26 +55,11 @@ pub(crate) fn encode(
     blocksize: u64,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    if !CNAMES.contains(&cname) {
-        return Err(Error::invalid_metadata(format!(
-            "blosc compression 'cname' \"{cname}\" is not one of {}",
-            CNAMES.join(", ")
-        )));
-    }
-    if clevel > 9 {
-        return Err(Error::invalid_metadata(format!(
-            "blosc compression 'clevel' {clevel} is outside 0..=9"
-        )));
-    }
+    check_params(cname, clevel, shuffle)?;
     let doshuffle = match shuffle {
         -1 if elem_size > 1 => 1,
         -1 => 0,
-        0..=2 => shuffle,
-        _ => {
-            return Err(Error::invalid_metadata(format!(
-                "blosc compression 'shuffle' {shuffle} is not -1, 0, 1 or 2"
-            )))
-        }
+        other => other,
     };
     let blocksize = usize::try_from(blocksize).map_err(|_| {
         Error::invalid_metadata(format!(

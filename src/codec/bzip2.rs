@@ -5,13 +5,19 @@ use std::io::Write;
 use super::stream::read_exact_then_probe;
 use crate::error::{Error, Result};
 
-/// Appends the bzip2 stream of `data`, with `block_size` × 100 kB blocks, to `out`.
-pub(crate) fn encode(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<()> {
+/// Checks that `block_size` is one bzip2 accepts (1..=9).
+pub(crate) fn check_block_size(block_size: u32) -> Result<()> {
     if !(1..=9).contains(&block_size) {
         return Err(Error::invalid_metadata(format!(
             "bzip2 compression 'blockSize' {block_size} is outside 1..=9"
         )));
     }
+    Ok(())
+}
+
+/// Appends the bzip2 stream of `data`, with `block_size` × 100 kB blocks, to `out`.
+pub(crate) fn encode(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<()> {
+    check_block_size(block_size)?;
     let io_err = |e: std::io::Error| Error::codec(format!("bzip2: compression failed: {e}"));
     let mut enc = ::bzip2::write::BzEncoder::new(&mut *out, ::bzip2::Compression::new(block_size));
     enc.write_all(data).map_err(io_err)?;

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff];
 
 /// The deflate level for an N5 gzip `level` (-1 is zlib's default, 6).
-fn deflate_level(level: i32) -> Result<Level> {
+pub(crate) fn deflate_level(level: i32) -> Result<Level> {
     match level {
         -1 => Ok(Level::new(6)),
         0..=9 => Ok(Level::new(level as u32)),

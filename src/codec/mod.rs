@@ -186,6 +186,68 @@ impl Compression {
         })
     }
 
+    /// Parses a compression object given by a user creating a dataset: as
+    /// [`Compression::from_json`], but strict. A key the type does not have
+    /// (a typo such as `"lvl"`) and a parameter outside what the compressor
+    /// accepts are [`ErrorKind::InvalidArgument`]; the keys other writers
+    /// add and this library does not store (`nthreads`, `typesize`, `id`)
+    /// are accepted, so a compression object copied from any peer's
+    /// attributes.json works.
+    pub fn from_user_json(v: &Value) -> Result<Compression> {
+        let as_argument = |e: Error| match e.kind() {
+            ErrorKind::InvalidMetadata => Error::invalid_argument(e.message()),
+            _ => e,
+        };
+        let c = Compression::from_json(v).map_err(as_argument)?;
+        let complete = c.to_json();
+        let known: Vec<&str> = complete
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        if let Some(obj) = v.as_object() {
+            for key in obj.keys() {
+                if !known.contains(&key.as_str())
+                    && !["nthreads", "typesize", "id"].contains(&key.as_str())
+                {
+                    let params: Vec<&str> =
+                        known.iter().copied().filter(|k| *k != "type").collect();
+                    return Err(Error::invalid_argument(format!(
+                        "{} compression has no parameter '{key}' ({})",
+                        c.type_name(),
+                        if params.is_empty() {
+                            "it has none".to_string()
+                        } else {
+                            format!("it has: {}", params.join(", "))
+                        }
+                    )));
+                }
+            }
+        }
+        c.check_parameters().map_err(as_argument)?;
+        Ok(c)
+    }
+
+    /// Checks that every parameter is one the compressor accepts (gzip level
+    /// -1..=9, bzip2 blockSize 1..=9, xz preset 0..=9, zstd level in zstd's
+    /// range, blosc cname, clevel 0..=9 and shuffle -1..=2), as
+    /// [`Compression::encode`] would: [`ErrorKind::InvalidMetadata`]
+    /// otherwise. lz4 block sizes are clamped, never refused.
+    pub fn check_parameters(&self) -> Result<()> {
+        match self {
+            Compression::Raw | Compression::Lz4 { .. } => Ok(()),
+            Compression::Gzip { level, .. } => gzip::deflate_level(*level).map(|_| ()),
+            Compression::Bzip2 { block_size } => bzip2::check_block_size(*block_size),
+            Compression::Xz { preset } => xz::check_preset(*preset),
+            Compression::Blosc {
+                cname,
+                clevel,
+                shuffle,
+                ..
+            } => blosc::check_params(cname, *clevel, *shuffle),
+            Compression::Zstd { level } => zstd::check_level(*level),
+        }
+    }
+
     /// The compression of a Java N5 1.x dataset's `"compressionType"`
     /// (`raw`, `gzip`, `bzip2`, `lz4` or `xz`, any letter case), with default
     /// parameters. Anything else is [`ErrorKind::Unsupported`].

@@ -443,3 +443,45 @@ fn decoding_into_nothing_needs_nothing() {
         c.decode(b"garbage", &mut []).unwrap();
     }
 }
+
+#[test]
+fn user_compression_is_checked_strictly() {
+    let ok = |v: serde_json::Value| Compression::from_user_json(&v).unwrap();
+    let err = |v: serde_json::Value| Compression::from_user_json(&v).unwrap_err();
+    assert_eq!(
+        ok(json!({"type": "gzip", "level": -1})),
+        Compression::Gzip {
+            level: -1,
+            use_zlib: false
+        }
+    );
+    // Keys other writers add are accepted, as when copying Java's blosc object.
+    ok(json!({"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "nthreads": 1}));
+    let e = err(json!({"type": "gzip", "lvl": 1}));
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        e.message().contains("'lvl'") && e.message().contains("level, useZlib"),
+        "{e}"
+    );
+    assert!(err(json!({"type": "raw", "level": 1}))
+        .message()
+        .contains("it has none"));
+    for bad in [
+        json!({"type": "gzip", "level": 99}),
+        json!({"type": "zstd", "level": 100}),
+        json!({"type": "blosc", "cname": "nope"}),
+        json!({"type": "blosc", "clevel": 10}),
+        json!({"type": "blosc", "shuffle": 3}),
+        json!({"type": "xz", "preset": 42}),
+        json!({"type": "bzip2", "blockSize": 0}),
+        json!({"type": "gzip", "level": "6"}),
+    ] {
+        assert_eq!(err(bad.clone()).kind(), ErrorKind::InvalidArgument, "{bad}");
+    }
+    assert_eq!(
+        err(json!({"type": "snappy"})).kind(),
+        ErrorKind::Unsupported
+    );
+    // Reading stays lenient: a peer's out-of-range level still parses.
+    assert!(Compression::from_json(&json!({"type": "gzip", "level": 99})).is_ok());
+}

@@ -13,13 +13,19 @@ use crate::error::{Error, Result};
 /// that need more, so a hostile header cannot make it allocate without bound.
 const DECODER_MEMLIMIT: u64 = 96 << 20;
 
-/// Appends the `.xz` stream of `data`, compressed with `preset`, to `out`.
-pub(crate) fn encode(data: &[u8], preset: u32, out: &mut Vec<u8>) -> Result<()> {
+/// Checks that `preset` is one liblzma accepts (0..=9).
+pub(crate) fn check_preset(preset: u32) -> Result<()> {
     if preset > 9 {
         return Err(Error::invalid_metadata(format!(
             "xz compression 'preset' {preset} is outside 0..=9"
         )));
     }
+    Ok(())
+}
+
+/// Appends the `.xz` stream of `data`, compressed with `preset`, to `out`.
+pub(crate) fn encode(data: &[u8], preset: u32, out: &mut Vec<u8>) -> Result<()> {
+    check_preset(preset)?;
     let stream = Stream::new_easy_encoder(preset, Check::Crc64)
         .map_err(|e| Error::codec(format!("xz: cannot start the encoder: {e}")))?;
     let io_err = |e: std::io::Error| Error::codec(format!("xz: compression failed: {e}"));

@@ -12,8 +12,8 @@ const MIN_WINDOW_LOG_MAX: u32 = 24;
 /// zstd's own ceiling on 64-bit machines.
 const MAX_WINDOW_LOG_MAX: u32 = 31;
 
-/// Appends one zstd frame of `data` (content size in the header) to `out`.
-pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
+/// Checks that `level` is within zstd's range.
+pub(crate) fn check_level(level: i32) -> Result<()> {
     let (min, max) = (
         ::zstd::zstd_safe::min_c_level(),
         ::zstd::zstd_safe::max_c_level(),
@@ -23,6 +23,12 @@ pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
             "zstd compression 'level' {level} is outside {min}..={max}"
         )));
     }
+    Ok(())
+}
+
+/// Appends one zstd frame of `data` (content size in the header) to `out`.
+pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
+    check_level(level)?;
     let frame = ::zstd::bulk::compress(data, level)
         .map_err(|e| Error::codec(format!("zstd: compression failed: {e}")))?;
     out.extend_from_slice(&frame);

@@ -226,6 +226,47 @@ pub extern "C" fn n5_list_recursive(
     })
 }
 
+/// The names `n5_list` (`recursive` 0) or `n5_list_recursive` (`recursive`
+/// 1) return, packed for callers without a JSON parser: each name's UTF-8
+/// bytes followed by a NUL, one after the other (`"raw\0seg\0"`), as in
+/// `n5_block_read_strings`. `*out_len` receives the packed length in bytes,
+/// NULs included, and `*out_count` the number of names (may be NULL).
+/// Size query: `buf == NULL` with `buf_cap == 0` stores only those; a
+/// capacity below `*out_len` is `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+#[no_mangle]
+pub extern "C" fn n5_list_names(
+    c: *const n5_container,
+    path: *const c_char,
+    recursive: i32,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+    out_count: *mut usize,
+) -> n5_status {
+    boundary::status("n5_list_names", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let names = match recursive {
+            0 => c.list(path)?,
+            1 => c.deep_list(path)?,
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "recursive is {other}; it must be 0 or 1"
+                )))
+            }
+        };
+        let mut packed = Vec::new();
+        for name in &names {
+            packed.extend_from_slice(name.as_bytes());
+            packed.push(0);
+        }
+        convert::write_bytes(&packed, buf.cast(), buf_cap, out_len)?;
+        store(out_count, names.len());
+        Ok(())
+    })
+}
+
 /// Remove the group or dataset at `path` with everything below it. A path
 /// that does not exist is not an error; the root is `N5_ERR_INVALID_ARGUMENT`.
 #[no_mangle]

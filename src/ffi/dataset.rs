@@ -36,7 +36,9 @@ fn container<'a>(c: *const n5_container) -> Result<&'a Container> {
 /// `{"type":"gzip","level":6}`, `{"type":"zstd","level":3}`,
 /// `{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}`, or NULL for
 /// raw; missing parameters get the defaults Java writes, and the complete
-/// object is stored. A dataset already at `path` is `N5_ERR_ALREADY_EXISTS`;
+/// object is stored. A parameter the type does not have (a typo) or a value
+/// its compressor refuses is `N5_ERR_INVALID_ARGUMENT`; an unknown type is
+/// `N5_ERR_UNSUPPORTED`. A dataset already at `path` is `N5_ERR_ALREADY_EXISTS`;
 /// user attributes of a group at `path` are kept.
 ///
 /// Returns a new handle to release with `n5_dataset_free`, or NULL with the
@@ -61,9 +63,10 @@ pub extern "C" fn n5_dataset_create(
         let blocks = convert::u64s(block_size, ndim, "block_size")?;
         let data_type = convert::dtype(dtype)?;
         let compression = match convert::opt_string(compression_json, "compression_json")? {
-            Some(text) => {
-                Compression::from_json(&Value::Object(parse_object(text, "compression_json")?))?
-            }
+            Some(text) => Compression::from_user_json(&Value::Object(parse_object(
+                text,
+                "compression_json",
+            )?))?,
             None => Compression::Raw,
         };
         let blocks = blocks
@@ -176,7 +179,7 @@ pub extern "C" fn n5_dataset_dtype(d: *const n5_dataset, out_dtype: *mut n5_dtyp
 }
 
 /// The dataset's compression as N5's JSON object, complete with its
-/// parameters (`{"type":"gzip","level":-1,"useZlib":false}`). Text output
+/// parameters (`{"type":"gzip","level":6,"useZlib":false}`). Text output
 /// convention: `buf == NULL` with `buf_cap == 0` stores only the length
 /// (without NUL) in `*out_len`; a smaller buffer gives
 /// `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
