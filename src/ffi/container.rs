@@ -226,8 +226,8 @@ pub extern "C" fn n5_list_recursive(
     })
 }
 
-/// The names `n5_list` (`recursive` 0) or `n5_list_recursive` (`recursive`
-/// 1) return, packed for callers without a JSON parser: each name's UTF-8
+/// The names that `n5_list` (when `recursive` is 0) or `n5_list_recursive`
+/// (when it is 1) return, packed for callers without a JSON parser: each name's UTF-8
 /// bytes followed by a NUL, one after the other (`"raw\0seg\0"`), as in
 /// `n5_block_read_strings`. `*out_len` receives the packed length in bytes,
 /// NULs included, and `*out_count` the number of names (may be NULL).
