@@ -3,11 +3,10 @@
  *
  * What it shows
  *   - opening a container read-only (N5_MODE_READ never writes or locks);
- *   - walking the hierarchy with n5_list_recursive;
+ *   - walking the hierarchy with n5_list_names (packed, NUL-separated names);
  *   - dataset metadata: n5_dataset_dtype, _dimensions, _block_size, _compression;
- *   - reading a text result of unknown length: ask for the size first
- *     (buf == NULL, buf_cap == 0), allocate, then fetch;
- *   - decoding the JSON array of names that the list functions return.
+ *   - reading a result of unknown length: ask for the size first
+ *     (buf == NULL, buf_cap == 0), allocate, then fetch.
  *
  * Usage
  *   n5ls CONTAINER [GROUP]
@@ -71,74 +70,34 @@ static char *path_text(path_text_fn fn, const n5_container *c, const char *path)
     return NULL;
 }
 
-/* Writes code point cp as UTF-8 at out; returns the position after it. */
-static char *put_utf8(char *out, unsigned long cp)
+/* Every group and dataset below base, depth first, as packed names: each
+ * path relative to base followed by a NUL ("groups\0groups/a\0volume\0").
+ * Returns a new malloc'd buffer and its length, or NULL on failure. */
+static char *list_below(const n5_container *c, const char *base, size_t *out_len)
 {
-    if (cp < 0x80) {
-        *out++ = (char)cp;
-    } else if (cp < 0x800) {
-        *out++ = (char)(0xC0 | (cp >> 6));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        *out++ = (char)(0xE0 | (cp >> 12));
-        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    } else {
-        *out++ = (char)(0xF0 | (cp >> 18));
-        *out++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *out++ = (char)(0x80 | (cp & 0x3F));
+    size_t len = 0;
+    char *buf = NULL;
+    /* recursive = 1: the whole tree, as n5_list_recursive. */
+    n5_status st = n5_list_names(c, base, 1, NULL, 0, &len, NULL);
+    while (st == N5_OK) {
+        char *bigger = realloc(buf, len + 1); /* + 1: never malloc(0) */
+        if (bigger == NULL) {
+            fprintf(stderr, "error: out of memory\n");
+            free(buf);
+            return NULL;
+        }
+        buf = bigger;
+        st = n5_list_names(c, base, 1, buf, len + 1, &len, NULL);
+        if (st == N5_OK) {
+            *out_len = len;
+            return buf;
+        }
+        if (st == N5_ERR_BUFFER_TOO_SMALL)
+            st = N5_OK; /* the tree grew in between: len holds the new size */
     }
-    return out;
-}
-
-/* n5_list and n5_list_recursive return a JSON array of strings, such as
- * ["raw","raw/s0","seg"]. This returns the next string after *cursor,
- * decoded in place (a decoded string is never longer than its JSON form),
- * and moves *cursor past it; NULL at the end of the array. Names are UTF-8
- * and may contain quotes, backslashes or control characters, which JSON
- * escapes; this decodes every escape JSON has. */
-static char *next_json_string(char **cursor)
-{
-    char *in = strchr(*cursor, '"'), *out, *start;
-    if (in == NULL)
-        return NULL;
-    start = out = ++in;
-    while (*in != '"' && *in != '\0') {
-        if (*in != '\\') {
-            *out++ = *in++;
-            continue;
-        }
-        in++;
-        switch (*in) {
-        case 'b': *out++ = '\b'; break;
-        case 'f': *out++ = '\f'; break;
-        case 'n': *out++ = '\n'; break;
-        case 'r': *out++ = '\r'; break;
-        case 't': *out++ = '\t'; break;
-        case 'u': {
-            char hex[5] = {0};
-            unsigned long cp;
-            memcpy(hex, in + 1, 4);
-            cp = strtoul(hex, NULL, 16);
-            in += 4;
-            /* Characters beyond U+FFFF come as a surrogate pair. */
-            if (cp >= 0xD800 && cp < 0xDC00 && in[1] == '\\' && in[2] == 'u') {
-                memcpy(hex, in + 3, 4);
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (strtoul(hex, NULL, 16) - 0xDC00);
-                in += 6;
-            }
-            out = put_utf8(out, cp);
-            break;
-        }
-        default: *out++ = *in; /* \" \\ \/ */
-        }
-        if (*in != '\0')
-            in++;
-    }
-    *cursor = *in == '"' ? in + 1 : in;
-    *out = '\0';
-    return start;
+    report_error();
+    free(buf);
+    return NULL;
 }
 
 static void print_dims(const char *label, const uint64_t *v, size_t ndim)
@@ -234,7 +193,8 @@ static int print_node(n5_container *c, const char *path)
 int main(int argc, char **argv)
 {
     const char *base;
-    char *list = NULL, *cursor, *name, *path = NULL;
+    char *list = NULL, *name, *path = NULL;
+    size_t list_len = 0;
     int failures = 0;
     n5_container *c;
 
@@ -253,15 +213,13 @@ int main(int argc, char **argv)
     }
     failures += print_node(c, base);
 
-    /* Every group and dataset below base, depth first, as paths relative to
-     * base: ["groups","groups/a","volume"]. */
-    list = path_text(n5_list_recursive, c, base);
+    list = list_below(c, base, &list_len);
     if (list == NULL) {
         n5_container_free(c);
         return 1;
     }
-    cursor = list;
-    while ((name = next_json_string(&cursor)) != NULL) {
+    /* Each name ends with its NUL, so it is a C string as it stands. */
+    for (name = list; name < list + list_len; name += strlen(name) + 1) {
         char *joined = realloc(path, strlen(base) + strlen(name) + 2);
         if (joined == NULL) {
             fprintf(stderr, "error: out of memory\n");
