@@ -474,6 +474,43 @@ static void test_corrupt_blocks(void)
     CHECK_MSG_HAS("gz/1/0");
     CHECK_OK(n5_block_info(gz, 2, pos, &mode, NULL, &n, &found));
     CHECK(mode == N5_BLOCK_MODE_DEFAULT && n == 4 && found == 1);
+    /* a header extent above blockSize, a header of another rank, an object
+       block in a numeric dataset, an element count no block can hold */
+    {
+        static const unsigned char too_big[] = {0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 2,
+                                                1, 2, 3, 4, 5, 6};
+        static const unsigned char rank3[] = {0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 2,
+                                              0, 0, 0, 1, 1, 2, 3, 4};
+        static const unsigned char object[] = {0, 2, 0, 0, 0, 4, 1, 2, 3, 4};
+        static const unsigned char hostile[] = {0, 1, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2,
+                                                0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4};
+        static const unsigned char trailing[] = {0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2,
+                                                 9, 8, 7, 6, 5, 4, 3};
+        uint64_t shape[2] = {0, 0};
+        CHECK(n5t_write_file(n5t_join(root, "raw/1/0"), too_big, sizeof too_big) == 0);
+        CHECK_ERR(n5_block_read(raw, 2, pos, N5_DTYPE_UINT8, back, 4, NULL, NULL), N5_ERR_CODEC);
+        CHECK_MSG_HAS("blockSize");
+        CHECK_ERR(n5_block_read_varlength(raw, 2, pos, N5_DTYPE_UINT8, back, 16, &n, NULL, NULL),
+                  N5_ERR_CODEC);
+        /* the header itself is reported as stored */
+        CHECK_OK(n5_block_info(raw, 2, pos, &mode, shape, &n, &found));
+        CHECK(mode == N5_BLOCK_MODE_DEFAULT && shape[0] == 3 && shape[1] == 2 && n == 6);
+        CHECK(n5t_write_file(n5t_join(root, "raw/1/0"), rank3, sizeof rank3) == 0);
+        CHECK_ERR(n5_block_read(raw, 2, pos, N5_DTYPE_UINT8, back, 4, NULL, NULL), N5_ERR_CODEC);
+        CHECK_MSG_HAS("dimensions");
+        CHECK(n5t_write_file(n5t_join(root, "raw/1/0"), object, sizeof object) == 0);
+        CHECK_ERR(n5_block_read(raw, 2, pos, N5_DTYPE_UINT8, back, 4, NULL, NULL), N5_ERR_CODEC);
+        CHECK_ERR(n5_block_read_varlength(raw, 2, pos, N5_DTYPE_UINT8, NULL, 0, &n, NULL, NULL),
+                  N5_ERR_CODEC);
+        CHECK(n5t_write_file(n5t_join(root, "gz/1/0"), hostile, sizeof hostile) == 0);
+        CHECK_ERR(n5_block_read_varlength(gz, 2, pos, N5_DTYPE_UINT8, NULL, 0, &n, NULL, NULL),
+                  N5_ERR_CODEC);
+        CHECK_ERR(n5_block_read(gz, 2, pos, N5_DTYPE_UINT8, back, 4, NULL, NULL), N5_ERR_CODEC);
+        /* data beyond what the header announces is ignored */
+        CHECK(n5t_write_file(n5t_join(root, "raw/1/0"), trailing, sizeof trailing) == 0);
+        CHECK_OK(n5_block_read(raw, 2, pos, N5_DTYPE_UINT8, back, 4, NULL, &found));
+        CHECK(found == 1 && back[0] == 9 && back[1] == 8 && back[2] == 7 && back[3] == 6);
+    }
     /* the dataset goes on working: rewriting and deleting corrupt blocks */
     CHECK_OK(n5_block_write(gz, 2, pos, bs, N5_DTYPE_UINT8, buf, 4));
     CHECK_OK(n5_block_read(gz, 2, pos, N5_DTYPE_UINT8, back, 4, NULL, &found));
