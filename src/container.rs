@@ -162,7 +162,13 @@ impl Container {
     pub fn open_with(root: impl AsRef<Path>, mode: Mode, options: Options) -> Result<Container> {
         let root = root.as_ref();
         let store = FsStore::new(root);
-        if mode == Mode::Create {
+        if mode == Mode::Create && !root.is_dir() {
+            if root.exists() {
+                return Err(Error::invalid_argument(format!(
+                    "'{}' is not a directory",
+                    root.display()
+                )));
+            }
             store.create_dirs("")?;
         }
         match std::fs::metadata(root) {
@@ -384,6 +390,11 @@ impl Container {
             return Err(Error::invalid_argument(
                 "refusing to remove the container root",
             ));
+        }
+        if !self.store().is_dir(&p) {
+            // Nothing there, or a file that is not a group or dataset
+            // (exists() says no): there is no group to remove.
+            return Ok(false);
         }
         self.store().remove_all(&p)
     }

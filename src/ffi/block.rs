@@ -80,8 +80,8 @@ pub extern "C" fn n5_block_read(
     boundary::status("n5_block_read", || {
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
-        convert::check_buf_dtype(d, buf_dtype)?;
-        let out = convert::data_out(buf, buf_len)?;
+        convert::check_numeric_buf_dtype(d, buf_dtype)?;
+        let out = convert::data_out(buf, buf_len, "buf")?;
         let shape = d.block_shape(&pos)?;
         let found = d.read_block_into(&pos, out)?;
         write_u64s(out_shape, &shape);
@@ -109,8 +109,8 @@ pub extern "C" fn n5_block_write(
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
-        convert::check_buf_dtype(d, buf_dtype)?;
-        let data = convert::data_in(buf, buf_len)?;
+        convert::check_numeric_buf_dtype(d, buf_dtype)?;
+        let data = convert::data_in(buf, buf_len, "buf")?;
         d.write_block(&pos, &shape, data)
     })
 }
@@ -188,7 +188,7 @@ pub extern "C" fn n5_block_read_varlength(
     boundary::status("n5_block_read_varlength", || {
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
-        convert::check_buf_dtype(d, buf_dtype)?;
+        convert::check_numeric_buf_dtype(d, buf_dtype)?;
         if buf.is_null() && buf_cap == 0 {
             convert::non_null(out_num_elements, "out_num_elements")?;
         }
@@ -229,8 +229,8 @@ pub extern "C" fn n5_block_write_varlength(
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
-        convert::check_buf_dtype(d, buf_dtype)?;
-        let data = convert::data_in(buf, buf_len)?;
+        convert::check_numeric_buf_dtype(d, buf_dtype)?;
+        let data = convert::data_in(buf, buf_len, "buf")?;
         d.write_varlength_block(&pos, &shape, data)
     })
 }
@@ -300,7 +300,7 @@ pub extern "C" fn n5_block_write_strings(
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
-        let bytes = convert::data_in(packed.cast(), packed_len)?;
+        let bytes = convert::data_in(packed.cast(), packed_len, "packed")?;
         if bytes.last().is_some_and(|&b| b != 0) {
             return Err(Error::invalid_argument(
                 "packed strings must end with a NUL (each string is NUL-terminated)",
@@ -366,7 +366,7 @@ pub extern "C" fn n5_block_write_object(
     boundary::status("n5_block_write_object", || {
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
-        let data = convert::data_in(buf, buf_len)?;
+        let data = convert::data_in(buf, buf_len, "buf")?;
         d.write_object_block(&pos, data)
     })
 }

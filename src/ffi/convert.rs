@@ -228,24 +228,24 @@ fn check_len(len: usize) -> Result<()> {
 }
 
 /// The caller's input data buffer (`NULL` only with length 0).
-pub(crate) fn data_in<'a>(buf: *const c_void, len: usize) -> Result<&'a [u8]> {
+pub(crate) fn data_in<'a>(buf: *const c_void, len: usize, arg: &str) -> Result<&'a [u8]> {
     check_len(len)?;
     if len == 0 {
         return Ok(&[]);
     }
-    non_null(buf, "buf")?;
+    non_null(buf, arg)?;
     // SAFETY: non-NULL, valid for `len` bytes for the duration of the call
     // (rule 2 of the header), `len <= isize::MAX`, and u8 needs no alignment.
     Ok(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) })
 }
 
 /// The caller's output data buffer (`NULL` only with length 0).
-pub(crate) fn data_out<'a>(buf: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
+pub(crate) fn data_out<'a>(buf: *mut c_void, len: usize, arg: &str) -> Result<&'a mut [u8]> {
     check_len(len)?;
     if len == 0 {
         return Ok(&mut []);
     }
-    non_null(buf, "buf")?;
+    non_null(buf, arg)?;
     // SAFETY: as in `data_in`; the caller lends the buffer to this call
     // exclusively.
     Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
@@ -258,6 +258,23 @@ pub(crate) fn dtype(code: i32) -> Result<DataType> {
             "{code} is not a dtype code (N5_DTYPE_UINT8 = 1 .. N5_DTYPE_OBJECT = 12)"
         ))
     })
+}
+
+/// Check that a buffer of dtype `code` fits the dataset's type and that the
+/// type is numeric (string and object blocks have their own functions).
+pub(crate) fn check_numeric_buf_dtype(ds: &Dataset, code: i32) -> Result<()> {
+    check_buf_dtype(ds, code)?;
+    let t = ds.data_type();
+    if !t.is_numeric() {
+        return Err(Error::new(
+            ErrorKind::DtypeMismatch,
+            format!(
+                "dataset '{}' holds {t} data, which has its own block functions",
+                crate::path::display(ds.path())
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Check that a buffer of dtype `code` fits the dataset's type.

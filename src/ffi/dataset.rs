@@ -56,8 +56,11 @@ pub extern "C" fn n5_dataset_create(
     boundary::value("n5_dataset_create", || {
         let c = container(c)?;
         let path = convert::string(path, "path")?;
-        if ndim == 0 {
-            return Err(Error::invalid_argument("ndim must be at least 1"));
+        if ndim == 0 || ndim > crate::metadata::MAX_RANK {
+            return Err(Error::invalid_argument(format!(
+                "ndim is {ndim}; a dataset has 1 to {} dimensions",
+                crate::metadata::MAX_RANK
+            )));
         }
         let dims = convert::u64s(dimensions, ndim, "dimensions")?;
         let blocks = convert::u64s(block_size, ndim, "block_size")?;

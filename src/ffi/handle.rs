@@ -25,82 +25,65 @@ const DEAD: u64 = 0xdead_dead_dead_dead;
 /// An open N5 container (a root directory). Opaque; created by
 /// `n5_container_open`, released by `n5_container_free`.
 pub struct n5_container {
-    magic: u64,
-    inner: Option<Container>,
+    _opaque: [u8; 0],
 }
 
 /// An open dataset with its metadata cached. Opaque; created by
 /// `n5_dataset_open` or `n5_dataset_create`, released by `n5_dataset_free`.
 pub struct n5_dataset {
-    magic: u64,
-    inner: Option<Dataset>,
+    _opaque: [u8; 0],
 }
 
-/// A handle type: a tagged cell around a Rust object.
+/// What a handle points to. `repr(C)` puts the tag first in every cell, so
+/// the tag of any handle, of either type, is the first 8 bytes of an
+/// allocation of at least 16: checking it never reads outside the cell,
+/// even when C passes a container where a dataset is expected.
+#[repr(C)]
+struct Cell<T> {
+    magic: u64,
+    object: Option<T>,
+}
+
+/// A C handle type and the Rust object behind it.
 pub(crate) trait Handle: Sized + 'static {
-    type Object;
+    /// The object a handle of this type holds.
+    type Object: 'static;
+    /// The tag of a live handle of this type.
     const LIVE: u64;
+    /// The type's name in error messages.
     const WHAT: &'static str;
-    fn new_cell(object: Self::Object) -> Self;
-    fn magic(&self) -> u64;
-    fn object(&self) -> Option<&Self::Object>;
-    fn kill(&mut self);
-    fn retire(ptr: *mut Self) -> Retired;
 }
 
 impl Handle for n5_container {
     type Object = Container;
     const LIVE: u64 = CONTAINER_LIVE;
     const WHAT: &'static str = "container";
-    fn new_cell(object: Container) -> Self {
-        n5_container {
-            magic: Self::LIVE,
-            inner: Some(object),
-        }
-    }
-    fn magic(&self) -> u64 {
-        self.magic
-    }
-    fn object(&self) -> Option<&Container> {
-        self.inner.as_ref()
-    }
-    fn kill(&mut self) {
-        self.magic = DEAD;
-        self.inner = None;
-    }
-    fn retire(ptr: *mut Self) -> Retired {
-        Retired::Container(ptr as usize)
-    }
 }
 
 impl Handle for n5_dataset {
     type Object = Dataset;
     const LIVE: u64 = DATASET_LIVE;
     const WHAT: &'static str = "dataset";
-    fn new_cell(object: Dataset) -> Self {
-        n5_dataset {
-            magic: Self::LIVE,
-            inner: Some(object),
-        }
-    }
-    fn magic(&self) -> u64 {
-        self.magic
-    }
-    fn object(&self) -> Option<&Dataset> {
-        self.inner.as_ref()
-    }
-    fn kill(&mut self) {
-        self.magic = DEAD;
-        self.inner = None;
-    }
-    fn retire(ptr: *mut Self) -> Retired {
-        Retired::Dataset(ptr as usize)
-    }
 }
 
 /// Move `object` into a new handle for C.
 pub(crate) fn into_handle<H: Handle>(object: H::Object) -> *mut H {
-    Box::into_raw(Box::new(H::new_cell(object)))
+    Box::into_raw(Box::new(Cell {
+        magic: H::LIVE,
+        object: Some(object),
+    }))
+    .cast::<H>()
+}
+
+/// The tag of the non-NULL handle `ptr`.
+fn magic<H>(ptr: *const H) -> u64 {
+    // SAFETY: a non-NULL handle comes from `into_handle` (of either type) and,
+    // by the header's ownership rules, has not been freed while in use by
+    // this call. Every cell is `repr(C)` with its u64 tag first, so the read
+    // is aligned and inside the allocation whatever the cell's type. In
+    // debug builds a freed cell stays allocated (quarantine), so the read is
+    // sound after a free too and finds the dead tag.
+    unsafe { ptr.cast::<u64>().read() }
 }
 
 /// Borrow the object behind the handle `ptr` for the duration of a call.
@@ -111,22 +94,20 @@ pub(crate) fn borrow<'a, H: Handle>(ptr: *const H, arg: &str) -> Result<&'a H::O
             format!("{} handle '{arg}' is NULL", H::WHAT),
         ));
     }
-    // SAFETY: a non-NULL handle comes from `into_handle` and, by the header's
-    // ownership rules, has not been freed while in use by this call. In debug
-    // builds a freed cell stays allocated (quarantine), so reading its tag is
-    // sound and tells live from dead.
-    let cell = unsafe { &*ptr };
-    if cell.magic() != H::LIVE {
+    if magic(ptr) != H::LIVE {
         return Err(invalid::<H>(arg));
     }
-    cell.object().ok_or_else(|| invalid::<H>(arg))
+    // SAFETY: the live tag of this type says the cell is a `Cell<H::Object>`
+    // made by `into_handle::<H>` and not yet freed.
+    let cell = unsafe { &*ptr.cast::<Cell<H::Object>>() };
+    cell.object.as_ref().ok_or_else(|| invalid::<H>(arg))
 }
 
 fn invalid<H: Handle>(arg: &str) -> Error {
     Error::new(
         ErrorKind::InvalidHandle,
         format!(
-            "'{arg}' is not a live {} handle (already freed, or not a handle)",
+            "'{arg}' is not a live {} handle (already freed, or not a handle of this type)",
             H::WHAT
         ),
     )
@@ -135,30 +116,34 @@ fn invalid<H: Handle>(arg: &str) -> Error {
 /// Release the handle `ptr` (NULL is a no-op; a handle that is not live is
 /// left alone).
 pub(crate) fn free<H: Handle>(ptr: *mut H) {
-    if ptr.is_null() {
+    if ptr.is_null() || magic(ptr) != H::LIVE {
         return;
     }
+    let cell_ptr = ptr.cast::<Cell<H::Object>>();
     // SAFETY: as in `borrow`; the caller gives up the handle with this call
     // and no other call uses it concurrently (the header's thread rules).
-    let cell = unsafe { &mut *ptr };
-    if cell.magic() != H::LIVE {
-        return;
-    }
-    cell.kill();
+    let cell = unsafe { &mut *cell_ptr };
+    cell.magic = DEAD;
+    cell.object = None;
     if cfg!(debug_assertions) {
-        quarantine(H::retire(ptr));
+        quarantine(cell_ptr as usize, drop_cell::<H::Object>);
     } else {
-        // SAFETY: `ptr` came from `Box::into_raw` in `into_handle` and is
-        // released exactly once (its tag was live and is now dead).
-        drop(unsafe { Box::from_raw(ptr) });
+        drop_cell::<H::Object>(cell_ptr as usize);
     }
 }
 
-/// A freed, emptied handle cell waiting in the debug quarantine.
-pub(crate) enum Retired {
-    Container(usize),
-    Dataset(usize),
+/// Return the emptied cell at `addr` to the allocator.
+fn drop_cell<T>(addr: usize) {
+    // SAFETY: `addr` came from `Box::into_raw` of a `Cell<T>` in
+    // `into_handle` and is released exactly once: `free` calls this for a
+    // live cell after marking it dead, directly or when the quarantine
+    // evicts it.
+    drop(unsafe { Box::from_raw(addr as *mut Cell<T>) });
 }
+
+/// A freed, emptied cell waiting in the debug quarantine, with the function
+/// that releases it.
+type Retired = (usize, fn(usize));
 
 /// How many freed cells debug builds keep before returning the oldest to
 /// the allocator (a few MiB at most).
@@ -166,16 +151,12 @@ const QUARANTINE_CAP: usize = 1 << 16;
 
 static QUARANTINE: Mutex<VecDeque<Retired>> = Mutex::new(VecDeque::new());
 
-fn quarantine(cell: Retired) {
+fn quarantine(addr: usize, release: fn(usize)) {
     let mut q = QUARANTINE.lock().unwrap_or_else(|p| p.into_inner());
-    q.push_back(cell);
+    q.push_back((addr, release));
     while q.len() > QUARANTINE_CAP {
-        match q.pop_front() {
-            // SAFETY: each address came from `Box::into_raw` of that type,
-            // was emptied by `kill` and entered the queue exactly once.
-            Some(Retired::Container(p)) => drop(unsafe { Box::from_raw(p as *mut n5_container) }),
-            Some(Retired::Dataset(p)) => drop(unsafe { Box::from_raw(p as *mut n5_dataset) }),
-            None => break,
+        if let Some((addr, release)) = q.pop_front() {
+            release(addr);
         }
     }
 }

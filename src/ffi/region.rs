@@ -31,8 +31,8 @@ pub extern "C" fn n5_region_read(
         let d = dataset(d)?;
         let offset = convert::dims_of(d, ndim, offset, "offset")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
-        convert::check_buf_dtype(d, buf_dtype)?;
-        let out = convert::data_out(buf, buf_len)?;
+        convert::check_numeric_buf_dtype(d, buf_dtype)?;
+        let out = convert::data_out(buf, buf_len, "buf")?;
         d.read_region(&offset, &shape, out)
     })
 }
@@ -56,8 +56,8 @@ pub extern "C" fn n5_region_write(
         let d = dataset(d)?;
         let offset = convert::dims_of(d, ndim, offset, "offset")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
-        convert::check_buf_dtype(d, buf_dtype)?;
-        let data = convert::data_in(buf, buf_len)?;
+        convert::check_numeric_buf_dtype(d, buf_dtype)?;
+        let data = convert::data_in(buf, buf_len, "buf")?;
         d.write_region(&offset, &shape, data)
     })
 }

@@ -1,10 +1,9 @@
 /*
- * Tests of contract deviations found in the library, which FAIL until the
- * library is fixed. Not registered in CMakeLists.txt: to run them, add
- * "known_bugs" to N5_C_TESTS there (it builds like the other programs;
- * the handle-type test needs N5_TEST_DEBUG_HANDLES and, to see the invalid
- * read, valgrind.known_bugs). Move each test to its area's program once its
- * fix has landed.
+ * Edge cases at the borders of the contract: rank 65, varlength reads of
+ * string and object datasets, the argument named in NULL-pointer messages,
+ * regular files where groups are expected, and a handle of one type passed
+ * where the other is expected (with N5_TEST_DEBUG_HANDLES; under valgrind
+ * this also shows that the check reads nothing outside the handle).
  */
 #include "n5_test.h"
 
