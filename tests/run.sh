@@ -2,16 +2,24 @@
 # The project's one test command: ./tests/run.sh [extra cargo test args]
 #
 # 1. Creates (or reuses) a Python venv at .venv in the repository root and
-#    installs the peer N5 implementations listed in tests/peers/requirements.txt
-#    (tensorstore, z5py, zarr 2, numcodecs, numpy, fsspec). The install is
-#    skipped when .venv already holds exactly these requirements (a marker file
-#    records the hash of the requirements and the Python version).
-# 2. Runs `cargo test --all-targets --no-fail-fast` (every test binary runs,
-#    even after a failure) with N5_PEER_PYTHON pointing at the venv's python,
-#    so that tests/peers.rs checks that the peers read what libn5 writes.
+#    installs the peer N5 implementations and FFI tools listed in
+#    tests/peers/requirements.txt (tensorstore, z5py, zarr 2, numcodecs,
+#    numpy, fsspec, cffi). The install is skipped when .venv already holds
+#    exactly these requirements (a marker file records the hash of the
+#    requirements and the Python version).
+# 2. Runs the Rust tests: `cargo test --all-targets --no-fail-fast` with
+#    N5_PEER_PYTHON pointing at the venv's python, so that tests/peers.rs
+#    checks that the peers read what libn5 writes.
+# 3. Runs `cmake --workflow --preset ci`: builds the release library through
+#    CMake and runs every ctest test: the C tests (and again under valgrind),
+#    the examples, the packaging tests (symbols, SONAME, install, CMake and
+#    pkg-config consumers), the Python cffi ABI test and the Octave MEX test.
+# 4. Runs `cmake --workflow --preset debug`: the same with cargo's dev
+#    profile, where freed handles are detected (N5_ERR_INVALID_HANDLE).
 #
-# Exits with cargo's status. Set PYTHON to choose the interpreter that creates
-# the venv (default: python3).
+# Every step runs even after a failure; a summary comes last, and the exit
+# status is non-zero when any step failed. Set PYTHON to choose the
+# interpreter that creates the venv (default: python3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +40,7 @@ fi
 want_hash="$( { cat "$REQ"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)"
 
 if [[ -x "$VENV/bin/python" ]] && [[ -f "$MARKER" ]] && [[ "$(cat "$MARKER")" == "$want_hash" ]] \
-    && "$VENV/bin/python" -c 'import tensorstore, z5py, zarr, numcodecs, numpy, fsspec' 2>/dev/null; then
+    && "$VENV/bin/python" -c 'import tensorstore, z5py, zarr, numcodecs, numpy, fsspec, cffi' 2>/dev/null; then
     say "reusing $VENV (peers already installed for this requirements.txt)"
 else
     if [[ ! -x "$VENV/bin/python" ]]; then
@@ -44,15 +52,34 @@ else
     say "installing peers: $VENV/bin/python -m pip install -r tests/peers/requirements.txt"
     rm -f "$MARKER"
     "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ"
-    "$VENV/bin/python" -c 'import tensorstore, z5py, zarr, numcodecs, numpy, fsspec'
+    "$VENV/bin/python" -c 'import tensorstore, z5py, zarr, numcodecs, numpy, fsspec, cffi'
     echo "$want_hash" > "$MARKER"
 fi
 "$VENV/bin/python" - <<'PY' >&2
 import importlib.metadata as m
 print("[run.sh] peers: " + ", ".join(
-    "%s %s" % (p, m.version(p)) for p in ("tensorstore", "z5py", "zarr", "numcodecs", "numpy", "fsspec")))
+    "%s %s" % (p, m.version(p)) for p in ("tensorstore", "z5py", "zarr", "numcodecs", "numpy", "fsspec", "cffi")))
 PY
 
 export N5_PEER_PYTHON="$VENV/bin/python"
-say "running: N5_PEER_PYTHON=$N5_PEER_PYTHON cargo test --all-targets --no-fail-fast $*"
-exec cargo test --all-targets --no-fail-fast "$@"
+results=()
+failed=0
+step() {
+    local name=$1
+    shift
+    say "== $name: $*"
+    if "$@"; then
+        results+=("passed  $name: $*")
+    else
+        results+=("FAILED  $name: $*")
+        failed=1
+    fi
+}
+
+step "Rust tests" cargo test --all-targets --no-fail-fast "$@"
+step "C library, release" cmake --workflow --preset ci
+step "C library, debug" cmake --workflow --preset debug
+
+say "summary:"
+for r in "${results[@]}"; do say "  $r"; done
+exit "$failed"

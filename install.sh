@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Build libn5, install it into a prefix, and run an example against the
+# installed copy, end to end:
+#
+#   ./install.sh [PREFIX]        (default: $HOME/.local)
+#
+# 1. configures and builds the release library with CMake (cargo underneath),
+#    in build/install;
+# 2. installs include/n5.h, libn5.so (with its SONAME links), libn5.a, the
+#    pkg-config file and the CMake package into PREFIX;
+# 3. compiles examples-c/write_read_volume.c and examples-c/n5ls.c against
+#    PREFIX with pkg-config only, runs the first (it writes a gzip volume and
+#    checks a sub-region read back) and lists the container with the second.
+#
+# Needs cargo, a C compiler, CMake >= 3.25 and pkg-config.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PREFIX="${1:-$HOME/.local}"
+mkdir -p "$PREFIX"
+PREFIX="$(cd "$PREFIX" && pwd)"
+BUILD="$ROOT/build/install"
+say() { printf '[install.sh] %s\n' "$*" >&2; }
+
+say "building the release library in $BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+    -DN5_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build "$BUILD" -j "$(nproc)"
+
+say "installing into $PREFIX"
+cmake --install "$BUILD" --prefix "$PREFIX"
+
+LIBDIR="$(dirname "$(find "$PREFIX" -path '*/pkgconfig/n5.pc' -print -quit)")"
+export PKG_CONFIG_PATH="$LIBDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+DEMO="$BUILD/demo"
+rm -rf "$DEMO" && mkdir -p "$DEMO"
+RPATH="-Wl,-rpath,$(pkg-config --variable=libdir n5)"
+for example in write_read_volume n5ls; do
+    say "cc -std=c99 examples-c/$example.c \$(pkg-config --cflags --libs n5)"
+    # shellcheck disable=SC2046
+    cc -std=c99 -Wall -Wextra -o "$DEMO/$example" "$ROOT/examples-c/$example.c" \
+        $(pkg-config --cflags --libs n5) "$RPATH"
+done
+
+say "running $DEMO/write_read_volume $DEMO/example.n5"
+"$DEMO/write_read_volume" "$DEMO/example.n5"
+say "running $DEMO/n5ls $DEMO/example.n5"
+"$DEMO/n5ls" "$DEMO/example.n5"
+say "libn5 $(pkg-config --modversion n5) is installed in $PREFIX"
+say "use it with: pkg-config --cflags --libs n5 (PKG_CONFIG_PATH=$LIBDIR),"
+say "or from CMake: find_package(n5 CONFIG REQUIRED) with CMAKE_PREFIX_PATH=$PREFIX"
