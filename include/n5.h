@@ -492,9 +492,15 @@ n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *
  * `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
  * `N5_MODE_CREATE` (creates the root and its attributes.json with
  * `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
- * NULL or a JSON object: `{"threads": N}` sets the worker threads used for
- * multi-block work (0 or absent: one per core; 1: the calling thread
- * only). Unknown keys are an error.
+ * NULL or a JSON object with these keys, all optional; unknown keys are an
+ * error:
+ * - `"threads"`: threads for multi-block work (region reads and writes):
+ *   the calling thread plus up to N - 1 helpers shared by every call on
+ *   this container, so concurrent callers never oversubscribe the machine
+ *   (0 or absent: one per core; 1: the calling thread only).
+ * - `"write_empty_blocks"`: `true` (default, as Java) stores all-zero
+ *   blocks like any other; `false` skips them and deletes a stored block
+ *   that becomes all zeros (missing blocks read as zeros).
  *
  * Returns a new handle to release with `n5_container_free`, or NULL with
  * the last error set (`N5_ERR_NOT_FOUND` for a missing root,
@@ -529,8 +535,9 @@ n5_status n5_container_root(const n5_container *c, char *buf, size_t buf_cap, si
 n5_status n5_container_mode(const n5_container *c, n5_mode *out_mode);
 
 /**
- * The options in effect, as a JSON object such as `{"threads":2}` (same
- * text convention as `n5_container_version`).
+ * The options in effect, as a JSON object such as
+ * `{"threads":2,"write_empty_blocks":true}` (same text convention as
+ * `n5_container_version`).
  */
 n5_status n5_container_options(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
 

@@ -12,6 +12,7 @@ use crate::attrpath;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::{self, DatasetAttributes};
+use crate::parallel::Pool;
 use crate::path::{self, display};
 use crate::storage::FsStore;
 
@@ -59,8 +60,15 @@ impl Mode {
 /// Options of an open container (the C API's `options_json`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// Worker threads for multi-block work; 1 means the calling thread only.
+    /// Threads for multi-block work (region reads and writes): the calling
+    /// thread plus `threads - 1` helpers shared by all calls on the
+    /// container; 1 means the calling thread only. Default: one per core.
     pub threads: usize,
+    /// Whether blocks that are entirely zero (the fill value) are stored.
+    /// `true` (the default, as in Java) stores them like any other; `false`
+    /// skips them and deletes a stored block that becomes all zeros, which
+    /// keeps sparse volumes small (missing blocks read as zeros).
+    pub write_empty_blocks: bool,
 }
 
 impl Default for Options {
@@ -69,13 +77,15 @@ impl Default for Options {
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            write_empty_blocks: true,
         }
     }
 }
 
 impl Options {
-    /// Parse options from a JSON object such as `{"threads": 4}`. Unknown
-    /// keys are an error so that typos do not pass silently.
+    /// Parse options from a JSON object such as
+    /// `{"threads": 4, "write_empty_blocks": false}`. Unknown keys are an
+    /// error so that typos do not pass silently.
     pub fn from_json(text: &str) -> Result<Options> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::new(ErrorKind::Json, format!("options: {e}")))?;
@@ -96,9 +106,16 @@ impl Options {
                         }
                     }
                 }
+                "write_empty_blocks" => {
+                    options.write_empty_blocks = v.as_bool().ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "options: write_empty_blocks must be true or false, not {v}"
+                        ))
+                    })?
+                }
                 other => {
                     return Err(Error::invalid_argument(format!(
-                        "options: unknown key '{other}' (known: threads)"
+                        "options: unknown key '{other}' (known: threads, write_empty_blocks)"
                     )))
                 }
             }
@@ -134,6 +151,7 @@ pub(crate) struct Inner {
     pub(crate) store: FsStore,
     pub(crate) mode: Mode,
     pub(crate) options: Options,
+    pub(crate) pool: Pool,
 }
 
 /// An open N5 container. Cheap to clone; clones share the same root.
@@ -190,6 +208,7 @@ impl Container {
             inner: Arc::new(Inner {
                 store,
                 mode,
+                pool: Pool::new(options.threads),
                 options,
             }),
         };
@@ -229,6 +248,10 @@ impl Container {
     /// The options the container was opened with.
     pub fn options(&self) -> &Options {
         &self.inner.options
+    }
+
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.inner.pool
     }
 
     pub(crate) fn store(&self) -> &FsStore {
@@ -534,6 +557,10 @@ mod tests {
         assert!(Options::from_json(r#"{"thread": 3}"#).is_err());
         assert!(Options::from_json(r#"{"threads": -1}"#).is_err());
         assert!(Options::from_json("[").is_err());
+        let o = Options::from_json(r#"{"write_empty_blocks": false, "threads": 1}"#).unwrap();
+        assert!(!o.write_empty_blocks && o.threads == 1);
+        assert!(Options::default().write_empty_blocks);
+        assert!(Options::from_json(r#"{"write_empty_blocks": 0}"#).is_err());
         assert_eq!(Mode::from_code(2), Some(Mode::Create));
         assert_eq!(Mode::from_code(3), None);
     }

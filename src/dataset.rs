@@ -215,12 +215,18 @@ impl Dataset {
     /// Write a numeric block of `shape` at `grid_pos` from `data` (native
     /// byte order, `prod(shape)` elements). Normal writers pass
     /// [`Dataset::block_shape`]; any shape within `1..=blockSize` is stored
-    /// as given. The file is replaced atomically.
+    /// as given. The file is replaced atomically. With
+    /// [`crate::Options::write_empty_blocks`] off, an all-zero block is not
+    /// stored, and a stored one at `grid_pos` is deleted.
     pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
         self.check_write(&attrs, grid_pos, shape)?;
         check_buffer(shape, attrs.data_type.size(), data.len())?;
+        if !self.container.options().write_empty_blocks && is_all_zero(data) {
+            self.container.store().delete(&self.block_key(grid_pos))?;
+            return Ok(());
+        }
         let header = BlockHeader {
             mode: BlockMode::Default,
             size: shape.iter().map(|&s| s as u32).collect(),
@@ -394,6 +400,12 @@ impl Dataset {
         }
         Ok(())
     }
+}
+
+/// Whether every byte of `data` is zero.
+fn is_all_zero(data: &[u8]) -> bool {
+    let mut words = data.chunks_exact(8);
+    words.by_ref().all(|w| w == [0u8; 8]) && words.remainder().iter().all(|&b| b == 0)
 }
 
 /// Check that a buffer of `len` bytes holds exactly `prod(shape)` elements.

@@ -1,6 +1,9 @@
 //! Region I/O: reading and writing any box of a numeric dataset, in voxel
-//! units, through the blocks it touches. Missing blocks read as zeros;
-//! partially covered blocks are read, modified and written back.
+//! units, through the blocks it touches, in parallel on the container's
+//! worker pool (`parallel`). Missing blocks read as zeros; partially covered
+//! blocks are read, modified and written back.
+
+use std::sync::Mutex;
 
 use crate::dataset::{check_buffer, Dataset};
 use crate::error::{Error, ErrorKind, Result};
@@ -99,53 +102,74 @@ fn check_region(attrs: &DatasetAttributes, offset: &[u64], shape: &[u64]) -> Res
     Ok(())
 }
 
-/// Visit every block overlapping the region, in grid order (dimension 0 fastest).
-fn for_each_overlap(
-    attrs: &DatasetAttributes,
-    offset: &[u64],
-    shape: &[u64],
-    mut f: impl FnMut(&Overlap) -> Result<()>,
-) -> Result<()> {
-    let n = attrs.ndim();
-    if shape.contains(&0) {
-        return Ok(());
+/// The blocks a region touches: a box of the block grid, numbered with
+/// dimension 0 fastest.
+struct Grid<'a> {
+    attrs: &'a DatasetAttributes,
+    offset: &'a [u64],
+    shape: &'a [u64],
+    first: Vec<u64>,
+    count: Vec<u64>,
+    total: usize,
+}
+
+impl<'a> Grid<'a> {
+    fn new(attrs: &'a DatasetAttributes, offset: &'a [u64], shape: &'a [u64]) -> Result<Self> {
+        let n = attrs.ndim();
+        let (mut first, mut count) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for d in 0..n {
+            let bs = attrs.block_size[d] as u64;
+            if shape[d] == 0 {
+                first.push(0);
+                count.push(0);
+            } else {
+                let f = offset[d] / bs;
+                first.push(f);
+                count.push((offset[d] + shape[d] - 1) / bs - f + 1);
+            }
+        }
+        let total = count
+            .iter()
+            .try_fold(1usize, |acc, &c| acc.checked_mul(usize::try_from(c).ok()?))
+            .ok_or_else(|| Error::invalid_argument("the region touches more than 2^64 blocks"))?;
+        Ok(Grid {
+            attrs,
+            offset,
+            shape,
+            first,
+            count,
+            total,
+        })
     }
-    let bs: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
-    let first: Vec<u64> = (0..n).map(|d| offset[d] / bs[d]).collect();
-    let last: Vec<u64> = (0..n).map(|d| (offset[d] + shape[d] - 1) / bs[d]).collect();
-    let mut pos = first.clone();
-    loop {
-        let block_shape = attrs.block_shape(&pos)?;
+
+    /// The `i`-th block the region touches and where the two overlap.
+    fn overlap(&self, mut i: usize) -> Result<Overlap> {
+        let n = self.attrs.ndim();
+        let mut grid_pos = Vec::with_capacity(n);
+        for d in 0..n {
+            let c = self.count[d] as usize;
+            grid_pos.push(self.first[d] + (i % c) as u64);
+            i /= c;
+        }
+        let block_shape = self.attrs.block_shape(&grid_pos)?;
         let mut in_block = Vec::with_capacity(n);
         let mut in_region = Vec::with_capacity(n);
         let mut extent = Vec::with_capacity(n);
         for d in 0..n {
-            let start = pos[d] * bs[d];
-            let lo = offset[d].max(start);
-            let hi = (offset[d] + shape[d]).min(start + block_shape[d]);
+            let start = grid_pos[d] * self.attrs.block_size[d] as u64;
+            let lo = self.offset[d].max(start);
+            let hi = (self.offset[d] + self.shape[d]).min(start + block_shape[d]);
             in_block.push(lo - start);
-            in_region.push(lo - offset[d]);
+            in_region.push(lo - self.offset[d]);
             extent.push(hi - lo);
         }
-        f(&Overlap {
-            grid_pos: pos.clone(),
+        Ok(Overlap {
+            grid_pos,
             block_shape,
             in_block,
             in_region,
             extent,
-        })?;
-        let mut d = 0;
-        loop {
-            if d == n {
-                return Ok(());
-            }
-            pos[d] += 1;
-            if pos[d] <= last[d] {
-                break;
-            }
-            pos[d] = first[d];
-            d += 1;
-        }
+        })
     }
 }
 
@@ -153,23 +177,37 @@ impl Dataset {
     /// Read the region at `offset` of `shape` (voxels, N5 order) into `out`,
     /// native byte order, dimension 0 fastest. `out` must hold exactly
     /// `prod(shape)` elements. Missing blocks read as zeros.
+    ///
+    /// The blocks are read and decoded in parallel by the container's
+    /// threads ([`crate::Options::threads`]), each thread with one
+    /// block-sized buffer; a region that is exactly one block is decoded
+    /// straight into `out`.
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, out.len())?;
-        let mut buf = Vec::new();
-        for_each_overlap(&attrs, offset, shape, |o| {
+        let grid = Grid::new(&attrs, offset, shape)?;
+        if grid.total == 1 {
+            let o = grid.overlap(0)?;
+            if o.extent == o.block_shape {
+                return self.read_block_into(&o.grid_pos, out).map(|_| ());
+            }
+        }
+        let out = Mutex::new(out);
+        self.container().pool().run(grid.total, Vec::new, |buf, i| {
+            let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
             buf.resize(nbytes, 0);
-            self.read_block_into(&o.grid_pos, &mut buf)?;
+            self.read_block_into(&o.grid_pos, buf)?;
+            let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
             copy_box(
-                &buf,
+                buf,
                 Placement {
                     shape: &o.block_shape,
                     offset: &o.in_block,
                 },
-                out,
+                &mut out,
                 Placement {
                     shape,
                     offset: &o.in_region,
@@ -185,18 +223,23 @@ impl Dataset {
     /// `prod(shape)` elements) to the region at `offset`. Blocks the region
     /// covers entirely are replaced; partially covered blocks are read,
     /// modified and written back.
+    ///
+    /// The blocks are encoded and written in parallel by the container's
+    /// threads, each with one block-sized buffer. Every block file is
+    /// replaced atomically; after a failure, blocks already written stay.
     pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         self.container().check_writable()?;
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
-        let mut buf = Vec::new();
-        for_each_overlap(&attrs, offset, shape, |o| {
+        let grid = Grid::new(&attrs, offset, shape)?;
+        self.container().pool().run(grid.total, Vec::new, |buf, i| {
+            let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
             buf.resize(nbytes, 0);
             if o.extent != o.block_shape {
-                self.read_block_into(&o.grid_pos, &mut buf)?;
+                self.read_block_into(&o.grid_pos, buf)?;
             }
             copy_box(
                 data,
@@ -204,7 +247,7 @@ impl Dataset {
                     shape,
                     offset: &o.in_region,
                 },
-                &mut buf,
+                buf,
                 Placement {
                     shape: &o.block_shape,
                     offset: &o.in_block,
@@ -212,7 +255,7 @@ impl Dataset {
                 &o.extent,
                 elem,
             );
-            self.write_block(&o.grid_pos, &o.block_shape, &buf)
+            self.write_block(&o.grid_pos, &o.block_shape, buf)
         })
     }
 }

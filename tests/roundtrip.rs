@@ -6,7 +6,7 @@
 mod common;
 
 use common::{bytes, compression, Scratch, COMPRESSIONS};
-use n5::{Container, DataType, DatasetAttributes, Mode};
+use n5::{Container, DataType, DatasetAttributes, Mode, Options};
 
 /// (dimensions, blockSize) per rank, none a multiple of the block size.
 const SHAPES: &[(&[u64], &[u32])] = &[
@@ -73,8 +73,18 @@ fn flat(idx: &[u64], shape: &[u64]) -> usize {
 
 #[test]
 fn unaligned_regions_read_modify_write() {
-    let s = Scratch::new("regions");
-    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    for threads in [1, 2, 5] {
+        unaligned_regions_with_threads(threads);
+    }
+}
+
+fn unaligned_regions_with_threads(threads: usize) {
+    let s = Scratch::new(&format!("regions-{threads}"));
+    let options = Options {
+        threads,
+        ..Options::default()
+    };
+    let c = Container::open_with(s.join("c.n5"), Mode::Create, options).unwrap();
     let dims = [23u64, 17, 9];
     let a = DatasetAttributes::new(
         dims.to_vec(),
@@ -267,4 +277,75 @@ fn no_temporary_files_are_left_behind() {
             }
         }
     }
+}
+
+#[test]
+fn empty_blocks_are_skipped_when_asked() {
+    let s = Scratch::new("empty-blocks");
+    let options = Options {
+        write_empty_blocks: false,
+        ..Options::default()
+    };
+    let c = Container::open_with(s.join("c.n5"), Mode::Create, options).unwrap();
+    let a = DatasetAttributes::new(
+        vec![8, 8],
+        vec![4, 4],
+        DataType::U8,
+        compression(r#"{"type":"raw"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("d", a).unwrap();
+    let mut data = vec![0u8; 64];
+    data[0] = 1; // only block (0, 0) holds data
+    d.write_region(&[0, 0], &[8, 8], &data).unwrap();
+    assert_eq!(d.list_blocks().unwrap(), vec![vec![0, 0]]);
+    // Zeroing the one block deletes it; reads still give zeros.
+    d.write_region(&[0, 0], &[1, 1], &[0]).unwrap();
+    assert!(d.list_blocks().unwrap().is_empty());
+    let mut out = vec![7u8; 64];
+    d.read_region(&[0, 0], &[8, 8], &mut out).unwrap();
+    assert!(out.iter().all(|&b| b == 0));
+    // The default stores every block, as Java does.
+    let c2 = Container::open(s.join("c.n5"), Mode::ReadWrite).unwrap();
+    let d2 = c2.open_dataset("d").unwrap();
+    d2.write_region(&[0, 0], &[8, 8], &vec![0u8; 64]).unwrap();
+    assert_eq!(d2.list_blocks().unwrap().len(), 4);
+}
+
+#[test]
+fn concurrent_region_calls_on_shared_handles() {
+    let s = Scratch::new("concurrent-regions");
+    let options = Options {
+        threads: 3,
+        ..Options::default()
+    };
+    let c = Container::open_with(s.join("c.n5"), Mode::Create, options).unwrap();
+    let dims = [40u64, 30, 8];
+    let a = DatasetAttributes::new(
+        dims.to_vec(),
+        vec![7, 6, 3],
+        DataType::U32,
+        compression(r#"{"type":"zstd"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("d", a).unwrap();
+    // Each caller writes its own z slices (whole blocks in z do not
+    // overlap: slices 0-2, 3-5 and 6-7 are separate block rows).
+    let slabs = [(0u64, 3u64), (3, 3), (6, 2)];
+    std::thread::scope(|scope| {
+        for (k, &(z0, nz)) in slabs.iter().enumerate() {
+            let d = d.clone();
+            scope.spawn(move || {
+                let shape = [dims[0], dims[1], nz];
+                let n = shape.iter().product::<u64>() as usize;
+                let vals: Vec<u8> = (0..n)
+                    .flat_map(|i| ((i as u32) * 7 + k as u32).to_ne_bytes())
+                    .collect();
+                d.write_region(&[0, 0, z0], &shape, &vals).unwrap();
+                let mut back = vec![0u8; vals.len()];
+                d.read_region(&[0, 0, z0], &shape, &mut back).unwrap();
+                assert_eq!(back, vals);
+            });
+        }
+    });
 }

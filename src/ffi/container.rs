@@ -37,9 +37,15 @@ fn parse_json(text: &str, arg: &str) -> Result<Value> {
 /// `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
 /// `N5_MODE_CREATE` (creates the root and its attributes.json with
 /// `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
-/// NULL or a JSON object: `{"threads": N}` sets the worker threads used for
-/// multi-block work (0 or absent: one per core; 1: the calling thread
-/// only). Unknown keys are an error.
+/// NULL or a JSON object with these keys, all optional; unknown keys are an
+/// error:
+/// - `"threads"`: threads for multi-block work (region reads and writes):
+///   the calling thread plus up to N - 1 helpers shared by every call on
+///   this container, so concurrent callers never oversubscribe the machine
+///   (0 or absent: one per core; 1: the calling thread only).
+/// - `"write_empty_blocks"`: `true` (default, as Java) stores all-zero
+///   blocks like any other; `false` skips them and deletes a stored block
+///   that becomes all zeros (missing blocks read as zeros).
 ///
 /// Returns a new handle to release with `n5_container_free`, or NULL with
 /// the last error set (`N5_ERR_NOT_FOUND` for a missing root,
@@ -124,8 +130,9 @@ pub extern "C" fn n5_container_mode(c: *const n5_container, out_mode: *mut n5_mo
     })
 }
 
-/// The options in effect, as a JSON object such as `{"threads":2}` (same
-/// text convention as `n5_container_version`).
+/// The options in effect, as a JSON object such as
+/// `{"threads":2,"write_empty_blocks":true}` (same text convention as
+/// `n5_container_version`).
 #[no_mangle]
 pub extern "C" fn n5_container_options(
     c: *const n5_container,
@@ -135,7 +142,11 @@ pub extern "C" fn n5_container_options(
 ) -> n5_status {
     boundary::status("n5_container_options", || {
         let c = container(c)?;
-        let text = json_text(&serde_json::json!({ "threads": c.options().threads }));
+        let o = c.options();
+        let text = json_text(&serde_json::json!({
+            "threads": o.threads,
+            "write_empty_blocks": o.write_empty_blocks,
+        }));
         write_text(&text, buf, buf_cap, out_len)
     })
 }

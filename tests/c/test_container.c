@@ -205,7 +205,7 @@ static void test_options(void)
     static const char *invalid_args[] = {
         "{\"thread\":2}",  "{\"threads\":2,\"cache\":1}", "{\"threads\":-1}",
         "{\"threads\":\"2\"}", "{\"threads\":1.5}", "{\"threads\":null}",
-        "{\"threads\":100000}",
+        "{\"threads\":100000}", "{\"write_empty_blocks\":1}",
     };
     static const char *bad_json[] = {"{", "", "{\"threads\":}", "[]", "null", "2", "\"x\"",
                                      "{\"threads\":2} x"};
@@ -215,10 +215,13 @@ static void test_options(void)
     /* NULL: one thread per core */
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_CREATE, NULL));
     text = n5t_text(n5t_text_options, c);
-    CHECK(text != NULL && sscanf(text, "{\"threads\":%d}", &threads) == 1 && threads >= 1);
+    CHECK(text != NULL &&
+          sscanf(text, "{\"threads\":%d,\"write_empty_blocks\":true}", &threads) == 1 &&
+          threads >= 1);
     n5_container_free(c);
     /* {} and {"threads":0} are the default too */
-    snprintf(expected, sizeof expected, "{\"threads\":%d}", threads);
+    snprintf(expected, sizeof expected, "{\"threads\":%d,\"write_empty_blocks\":true}",
+             threads);
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_READ, "{}"));
     CHECK_TEXT(n5t_text_options, c, expected);
     n5_container_free(c);
@@ -228,10 +231,14 @@ static void test_options(void)
     free(text);
 
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_READ_WRITE, "{\"threads\":2}"));
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":2}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":2,\"write_empty_blocks\":true}");
     n5_container_free(c);
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_READ, " { \"threads\" : 1 } "));
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":1}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":1,\"write_empty_blocks\":true}");
+    n5_container_free(c);
+    c = CHECK_HANDLE(
+        n5_container_open(root, N5_MODE_READ, "{\"write_empty_blocks\":false,\"threads\":3}"));
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":false}");
     n5_container_free(c);
 
     /* unknown keys and out-of-range values are errors; bad JSON is N5_ERR_JSON;
@@ -267,7 +274,7 @@ static void test_getters(void)
         return;
     CHECK_TEXT(n5t_text_version, c, "4.0.0");
     CHECK_TEXT(n5t_text_root, c, root);
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":true}");
     CHECK_ERR(n5_container_mode(c, NULL), N5_ERR_NULL_POINTER);
     CHECK_OK(n5_container_mode(c, &mode));
     CHECK_EQ(mode, N5_MODE_CREATE);

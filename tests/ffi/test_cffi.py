@@ -229,7 +229,8 @@ class CffiTest(unittest.TestCase):
         c = open_container(root, options='{"threads": 2}')
         self.assertEqual(text(lib.n5_container_version, c), "4.0.0")
         self.assertEqual(text(lib.n5_container_root, c), root)
-        self.assertEqual(json.loads(text(lib.n5_container_options, c)), {"threads": 2})
+        self.assertEqual(json.loads(text(lib.n5_container_options, c)),
+                         {"threads": 2, "write_empty_blocks": True})
         mode = ffi.new("n5_mode *")
         check(lib.n5_container_mode(c, mode))
         self.assertEqual(mode[0], lib.N5_MODE_CREATE)
