@@ -308,7 +308,7 @@ fn empty_blocks_are_skipped_when_asked() {
     // The default stores every block, as Java does.
     let c2 = Container::open(s.join("c.n5"), Mode::ReadWrite).unwrap();
     let d2 = c2.open_dataset("d").unwrap();
-    d2.write_region(&[0, 0], &[8, 8], &vec![0u8; 64]).unwrap();
+    d2.write_region(&[0, 0], &[8, 8], &[0u8; 64]).unwrap();
     assert_eq!(d2.list_blocks().unwrap().len(), 4);
 }
 
