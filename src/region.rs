@@ -225,7 +225,8 @@ impl Dataset {
     /// modified and written back.
     ///
     /// The blocks are encoded and written in parallel by the container's
-    /// threads, each with one block-sized buffer. Every block file is
+    /// threads, each with one block-sized buffer; a region that is exactly
+    /// one block is encoded straight from `data`. Every block file is
     /// replaced atomically; after a failure, blocks already written stay.
     pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         self.container().check_writable()?;
@@ -234,6 +235,12 @@ impl Dataset {
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
         let grid = Grid::new(&attrs, offset, shape)?;
+        if grid.total == 1 {
+            let o = grid.overlap(0)?;
+            if o.extent == o.block_shape {
+                return self.write_block(&o.grid_pos, &o.block_shape, data);
+            }
+        }
         self.container().pool().run(grid.total, Vec::new, |buf, i| {
             let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
