@@ -141,23 +141,39 @@ impl Dataset {
     /// A stored block larger than nominal (padded end blocks) is clipped, a
     /// smaller one is zero-extended, a missing one gives zeros and `false`.
     pub fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
+        self.read_block_into_with(grid_pos, out, &mut Vec::new())
+    }
+
+    /// [`Dataset::read_block_into`] reading the file through `file`, a
+    /// buffer the caller reuses from block to block.
+    pub(crate) fn read_block_into_with(
+        &self,
+        grid_pos: &[u64],
+        out: &mut [u8],
+        file: &mut Vec<u8>,
+    ) -> Result<bool> {
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
         let shape = attrs.block_shape(grid_pos)?;
         let elem = attrs.data_type.size();
         check_buffer(&shape, elem, out.len())?;
-        let Some(bytes) = self.container.store().read(&self.block_key(grid_pos))? else {
+        if !self
+            .container
+            .store()
+            .read_into(&self.block_key(grid_pos), file)?
+        {
             out.fill(0);
             return Ok(false);
-        };
+        }
+        let bytes = &file[..];
         let err = self.block_error(grid_pos);
-        if block::decode_into_if_exact(&bytes, &attrs, &shape, out)
+        if block::decode_into_if_exact(bytes, &attrs, &shape, out)
             .map_err(&err)?
             .is_some()
         {
             return Ok(true);
         }
-        let block = block::decode(&bytes, &attrs).map_err(&err)?;
+        let block = block::decode(bytes, &attrs).map_err(&err)?;
         place_block(&block, &shape, elem, out).map_err(&err)?;
         Ok(true)
     }

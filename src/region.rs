@@ -195,28 +195,31 @@ impl Dataset {
             }
         }
         let out = Mutex::new(out);
-        self.container().pool().run(grid.total, Vec::new, |buf, i| {
-            let o = grid.overlap(i)?;
-            let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-            buf.resize(nbytes, 0);
-            self.read_block_into(&o.grid_pos, buf)?;
-            let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-            copy_box(
-                buf,
-                Placement {
-                    shape: &o.block_shape,
-                    offset: &o.in_block,
-                },
-                &mut out,
-                Placement {
-                    shape,
-                    offset: &o.in_region,
-                },
-                &o.extent,
-                elem,
-            );
-            Ok(())
-        })
+        let init = || (Vec::new(), Vec::new());
+        self.container()
+            .pool()
+            .run(grid.total, init, |(buf, file), i| {
+                let o = grid.overlap(i)?;
+                let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                buf.resize(nbytes, 0);
+                self.read_block_into_with(&o.grid_pos, buf, file)?;
+                let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+                copy_box(
+                    buf,
+                    Placement {
+                        shape: &o.block_shape,
+                        offset: &o.in_block,
+                    },
+                    &mut out,
+                    Placement {
+                        shape,
+                        offset: &o.in_region,
+                    },
+                    &o.extent,
+                    elem,
+                );
+                Ok(())
+            })
     }
 
     /// Write `data` (native byte order, dimension 0 fastest, exactly
@@ -241,28 +244,31 @@ impl Dataset {
                 return self.write_block(&o.grid_pos, &o.block_shape, data);
             }
         }
-        self.container().pool().run(grid.total, Vec::new, |buf, i| {
-            let o = grid.overlap(i)?;
-            let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-            buf.resize(nbytes, 0);
-            if o.extent != o.block_shape {
-                self.read_block_into(&o.grid_pos, buf)?;
-            }
-            copy_box(
-                data,
-                Placement {
-                    shape,
-                    offset: &o.in_region,
-                },
-                buf,
-                Placement {
-                    shape: &o.block_shape,
-                    offset: &o.in_block,
-                },
-                &o.extent,
-                elem,
-            );
-            self.write_block(&o.grid_pos, &o.block_shape, buf)
-        })
+        let init = || (Vec::new(), Vec::new());
+        self.container()
+            .pool()
+            .run(grid.total, init, |(buf, file), i| {
+                let o = grid.overlap(i)?;
+                let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                buf.resize(nbytes, 0);
+                if o.extent != o.block_shape {
+                    self.read_block_into_with(&o.grid_pos, buf, file)?;
+                }
+                copy_box(
+                    data,
+                    Placement {
+                        shape,
+                        offset: &o.in_region,
+                    },
+                    buf,
+                    Placement {
+                        shape: &o.block_shape,
+                        offset: &o.in_block,
+                    },
+                    &o.extent,
+                    elem,
+                );
+                self.write_block(&o.grid_pos, &o.block_shape, buf)
+            })
     }
 }

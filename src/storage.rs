@@ -48,11 +48,19 @@ impl FsStore {
     /// The whole content of the file at `key`, or `None` when it does not
     /// exist. A directory where a file is expected is an error.
     pub fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let mut buf = Vec::new();
+        Ok(self.read_into(key, &mut buf)?.then_some(buf))
+    }
+
+    /// Read the whole file at `key` into `buf` (replacing its contents,
+    /// reusing its memory); `false` when the file does not exist. A
+    /// directory where a file is expected is an error.
+    pub fn read_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
         let path = self.path(key);
         let mut file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
-            Err(e) if e.kind() == IoKind::NotADirectory => return Ok(None),
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(false),
+            Err(e) if e.kind() == IoKind::NotADirectory => return Ok(false),
             Err(e) => return Err(Error::io(path.display(), e)),
         };
         let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
@@ -65,10 +73,11 @@ impl FsStore {
                 ),
             ));
         }
-        let mut buf = Vec::with_capacity(meta.len().min(1 << 30) as usize);
-        file.read_to_end(&mut buf)
+        buf.clear();
+        buf.reserve(meta.len().min(1 << 30) as usize);
+        file.read_to_end(buf)
             .map_err(|e| Error::io(path.display(), e))?;
-        Ok(Some(buf))
+        Ok(true)
     }
 
     /// Whether a file or directory exists at `key`.
