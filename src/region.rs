@@ -173,6 +173,71 @@ impl<'a> Grid<'a> {
     }
 }
 
+/// A region's output buffer shared by the threads of a read: one lock per
+/// plane of the slowest dimension (the buffer's contiguous slices), so
+/// threads copying different blocks rarely wait for each other.
+struct Planes<'a> {
+    planes: Vec<Mutex<&'a mut [u8]>>,
+    shape: &'a [u64],
+}
+
+impl<'a> Planes<'a> {
+    fn new(out: &'a mut [u8], shape: &'a [u64], elem: usize) -> Self {
+        let n = shape.len();
+        let plane_bytes = shape[..n - 1].iter().product::<u64>() as usize * elem;
+        let planes = if n == 1 || plane_bytes == 0 {
+            vec![Mutex::new(out)]
+        } else {
+            out.chunks_mut(plane_bytes).map(Mutex::new).collect()
+        };
+        Planes { planes, shape }
+    }
+
+    /// Copy the part of the block in `buf` that overlap `o` describes into
+    /// the region, one plane at a time.
+    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize) {
+        let n = self.shape.len();
+        if n == 1 {
+            let mut out = self.planes[0].lock().unwrap_or_else(|p| p.into_inner());
+            copy_box(
+                buf,
+                Placement {
+                    shape: &o.block_shape,
+                    offset: &o.in_block,
+                },
+                &mut out,
+                Placement {
+                    shape: self.shape,
+                    offset: &o.in_region,
+                },
+                &o.extent,
+                elem,
+            );
+            return;
+        }
+        let block_plane = o.block_shape[..n - 1].iter().product::<u64>() as usize * elem;
+        for z in 0..o.extent[n - 1] {
+            let src = (o.in_block[n - 1] + z) as usize * block_plane;
+            let dst = (o.in_region[n - 1] + z) as usize;
+            let mut out = self.planes[dst].lock().unwrap_or_else(|p| p.into_inner());
+            copy_box(
+                &buf[src..src + block_plane],
+                Placement {
+                    shape: &o.block_shape[..n - 1],
+                    offset: &o.in_block[..n - 1],
+                },
+                &mut out,
+                Placement {
+                    shape: &self.shape[..n - 1],
+                    offset: &o.in_region[..n - 1],
+                },
+                &o.extent[..n - 1],
+                elem,
+            );
+        }
+    }
+}
+
 impl Dataset {
     /// Read the region at `offset` of `shape` (voxels, N5 order) into `out`,
     /// native byte order, dimension 0 fastest. `out` must hold exactly
@@ -194,7 +259,7 @@ impl Dataset {
                 return self.read_block_into(&o.grid_pos, out).map(|_| ());
             }
         }
-        let out = Mutex::new(out);
+        let out = Planes::new(out, shape, elem);
         let init = || (Vec::new(), Vec::new());
         self.container()
             .pool()
@@ -203,21 +268,7 @@ impl Dataset {
                 let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
                 buf.resize(nbytes, 0);
                 self.read_block_into_with(&o.grid_pos, buf, file)?;
-                let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-                copy_box(
-                    buf,
-                    Placement {
-                        shape: &o.block_shape,
-                        offset: &o.in_block,
-                    },
-                    &mut out,
-                    Placement {
-                        shape,
-                        offset: &o.in_region,
-                    },
-                    &o.extent,
-                    elem,
-                );
+                out.copy_in(buf, &o, elem);
                 Ok(())
             })
     }
