@@ -1,0 +1,465 @@
+//! The floors: how fast the same work goes without libn5.
+//!
+//! * I/O floor: the block files libn5 wrote, written (temporary file and
+//!   rename, no fsync, as libn5's storage does) or read with plain std::fs,
+//!   one file per block.
+//! * Codec floor: the codec library alone compressing every block (from its
+//!   big-endian bytes, prepared untimed) or decompressing it (into a reused
+//!   block buffer), plus that file I/O. gzip is libdeflate's whole-buffer
+//!   gzip (the library libn5 uses for gzip blocks), zstd the zstd crate with reused
+//!   contexts, lz4 the LZ4 block API on the same 64 KiB pieces as libn5's
+//!   LZ4Block framing (without its XXH32 piece checksums), blosc c-blosc's
+//!   `_ctx` functions.
+//!
+//! Multi-block work is spread over the job's threads (std::thread::scope,
+//! blocks handed out one at a time); single-block reads are one call each,
+//! so their floor is sequential. Not in the floors: the byte swapping to and
+//! from big-endian and the copy between blocks and the region buffer.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::sys;
+use crate::workload::{measure, remove_tree, Codec, Impl, Job, Report, Workload};
+
+// Linked by the blosc-src dependency (the same c-blosc build libn5 uses).
+use blosc_src as _;
+
+extern "C" {
+    /// c-blosc 1.x: compress without global state (see blosc.h).
+    fn blosc_compress_ctx(
+        clevel: c_int,
+        doshuffle: c_int,
+        typesize: usize,
+        nbytes: usize,
+        src: *const c_void,
+        dest: *mut c_void,
+        destsize: usize,
+        compressor: *const c_char,
+        blocksize: usize,
+        numinternalthreads: c_int,
+    ) -> c_int;
+    /// c-blosc 1.x: decompress without global state (see blosc.h).
+    fn blosc_decompress_ctx(
+        src: *const c_void,
+        dest: *mut c_void,
+        destsize: usize,
+        numinternalthreads: c_int,
+    ) -> c_int;
+}
+
+/// c-blosc's BLOSC_MAX_OVERHEAD.
+const BLOSC_MAX_OVERHEAD: usize = 16;
+/// lz4-java's LZ4Block piece header: magic, token, two lengths, checksum.
+const LZ4_PIECE_HEADER: usize = 21;
+/// Bytes per LZ4Block piece (N5's default blockSize).
+const LZ4_PIECE: usize = 65536;
+
+fn io_err(what: &Path) -> impl Fn(io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", what.display())
+}
+
+/// Runs `work(state, i)` for every `i` in `0..n` on `threads` threads, each
+/// with its own `init()` state; blocks are handed out one at a time.
+fn parallel<S>(
+    n: usize,
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, usize) -> Result<(), String> + Sync,
+) -> Result<(), String> {
+    if threads <= 1 {
+        let mut s = init();
+        return (0..n).try_for_each(|i| work(&mut s, i));
+    }
+    let next = AtomicUsize::new(0);
+    let error = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                let mut s = init();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        return;
+                    }
+                    if let Err(e) = work(&mut s, i) {
+                        next.store(n, Ordering::Relaxed);
+                        *error.lock().expect("error slot") = Some(e);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    match error.into_inner().expect("error slot") {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Writes `data` to `path` as libn5's storage does: a temporary file in the
+/// same directory (created on demand), then a rename; no fsync.
+fn write_atomic(path: &Path, data: &[u8], unique: usize) -> Result<(), String> {
+    let dir = path.parent().expect("block files have a parent");
+    let name = path.file_name().expect("block files have a name");
+    let tmp = dir.join(format!(
+        ".tmp.{}.{}.{unique}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let mut file = match File::create(&tmp) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).map_err(io_err(dir))?;
+            File::create(&tmp).map_err(io_err(&tmp))?
+        }
+        Err(e) => return Err(io_err(&tmp)(e)),
+    };
+    file.write_all(data).map_err(io_err(&tmp))?;
+    drop(file);
+    fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// Reads the whole file at `path` into `buf` (cleared first).
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> Result<(), String> {
+    buf.clear();
+    let mut file = File::open(path).map_err(io_err(path))?;
+    file.read_to_end(buf).map_err(io_err(path))?;
+    Ok(())
+}
+
+/// The N5 mode-0 block header of a block of `shape`.
+fn block_header(shape: [u64; 3]) -> Vec<u8> {
+    let mut h = vec![0, 0, 0, 3];
+    for s in shape {
+        h.extend_from_slice(&(s as u32).to_be_bytes());
+    }
+    h
+}
+
+/// A codec's per-thread state.
+enum Coder {
+    Raw,
+    Gzip(libdeflater::Compressor, libdeflater::Decompressor),
+    Lz4(Vec<u8>),
+    Zstd(
+        zstd::bulk::Compressor<'static>,
+        zstd::bulk::Decompressor<'static>,
+    ),
+    Blosc,
+}
+
+impl Coder {
+    fn new(codec: Codec) -> Coder {
+        match codec {
+            Codec::Raw => Coder::Raw,
+            Codec::Gzip => Coder::Gzip(
+                libdeflater::Compressor::new(libdeflater::CompressionLvl::new(6).expect("level 6")),
+                libdeflater::Decompressor::new(),
+            ),
+            Codec::Lz4 => Coder::Lz4(Vec::new()),
+            Codec::Zstd => Coder::Zstd(
+                zstd::bulk::Compressor::new(3).expect("zstd context"),
+                zstd::bulk::Decompressor::new().expect("zstd context"),
+            ),
+            Codec::Blosc => Coder::Blosc,
+        }
+    }
+
+    /// Appends the compressed `data` to `out`.
+    fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        match self {
+            Coder::Raw => out.extend_from_slice(data),
+            Coder::Gzip(c, _) => {
+                let start = out.len();
+                out.resize(start + c.gzip_compress_bound(data.len()), 0);
+                let n = c
+                    .gzip_compress(data, &mut out[start..])
+                    .map_err(|e| format!("gzip: {e}"))?;
+                out.truncate(start + n);
+            }
+            Coder::Lz4(scratch) => {
+                let bound = lz4::block::compress_bound(LZ4_PIECE).map_err(|e| e.to_string())?;
+                scratch.resize(bound, 0);
+                for piece in data.chunks(LZ4_PIECE) {
+                    let n = lz4::block::compress_to_buffer(piece, None, false, scratch)
+                        .map_err(|e| format!("lz4: {e}"))?;
+                    let (method, body) = if n < piece.len() {
+                        (0x20u8, &scratch[..n])
+                    } else {
+                        (0x10u8, piece)
+                    };
+                    out.extend_from_slice(b"LZ4Block");
+                    out.push(method | 6);
+                    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&(piece.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&[0; 4]);
+                    out.extend_from_slice(body);
+                }
+                out.extend_from_slice(b"LZ4Block");
+                out.push(0x16);
+                out.extend_from_slice(&[0; 12]);
+            }
+            Coder::Zstd(c, _) => {
+                let start = out.len();
+                out.reserve(zstd::zstd_safe::compress_bound(data.len()));
+                let mut cursor = io::Cursor::new(&mut *out);
+                cursor.set_position(start as u64);
+                c.compress_to_buffer(data, &mut cursor)
+                    .map_err(|e| format!("zstd: {e}"))?;
+            }
+            Coder::Blosc => {
+                let start = out.len();
+                let capacity = data.len() + BLOSC_MAX_OVERHEAD;
+                out.resize(start + capacity, 0);
+                let cname = c"lz4";
+                // SAFETY: `data` is readable for `data.len()` bytes, the
+                // destination writable for `capacity` bytes (c-blosc writes at
+                // most `destsize`), they do not overlap, and `cname` is a
+                // NUL-terminated static string. The _ctx call uses no globals.
+                let n = unsafe {
+                    blosc_compress_ctx(
+                        5,
+                        1,
+                        2,
+                        data.len(),
+                        data.as_ptr().cast(),
+                        out[start..].as_mut_ptr().cast(),
+                        capacity,
+                        cname.as_ptr(),
+                        0,
+                        1,
+                    )
+                };
+                if n <= 0 {
+                    return Err(format!("blosc_compress_ctx returned {n}"));
+                }
+                out.truncate(start + n as usize);
+            }
+        }
+        Ok(())
+    }
+
+    /// Decompresses `payload` into exactly `out`.
+    fn decode(&mut self, payload: &[u8], out: &mut [u8]) -> Result<(), String> {
+        match self {
+            Coder::Raw => out.copy_from_slice(
+                payload
+                    .get(..out.len())
+                    .ok_or("raw: the payload is too short")?,
+            ),
+            Coder::Gzip(_, d) => {
+                let n = d
+                    .gzip_decompress(payload, out)
+                    .map_err(|e| format!("gzip: {e}"))?;
+                if n != out.len() {
+                    return Err(format!("gzip: {n} bytes decoded, {} expected", out.len()));
+                }
+            }
+            Coder::Lz4(_) => {
+                let (mut pos, mut filled) = (0usize, 0usize);
+                while filled < out.len() {
+                    let h = payload
+                        .get(pos..pos + LZ4_PIECE_HEADER)
+                        .ok_or("lz4: the stream ends early")?;
+                    let le =
+                        |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+                    let (method, clen, dlen) = (h[8] & 0xF0, le(9) as usize, le(13) as usize);
+                    let body = payload
+                        .get(pos + LZ4_PIECE_HEADER..pos + LZ4_PIECE_HEADER + clen)
+                        .ok_or("lz4: a piece is cut off")?;
+                    let dst = out
+                        .get_mut(filled..filled + dlen)
+                        .ok_or("lz4: more data than the block holds")?;
+                    if method == 0x10 {
+                        dst.copy_from_slice(body);
+                    } else {
+                        lz4::block::decompress_to_buffer(body, Some(dlen as i32), dst)
+                            .map_err(|e| format!("lz4: {e}"))?;
+                    }
+                    pos += LZ4_PIECE_HEADER + clen;
+                    filled += dlen;
+                }
+            }
+            Coder::Zstd(_, d) => {
+                let n = d
+                    .decompress_to_buffer(payload, out)
+                    .map_err(|e| format!("zstd: {e}"))?;
+                if n != out.len() {
+                    return Err(format!("zstd: {n} bytes decoded, {} expected", out.len()));
+                }
+            }
+            Coder::Blosc => {
+                // c-blosc trusts the frame's own sizes; a Blosc1 frame states
+                // its length (cbytes) at offset 12, checked against the payload.
+                let cbytes = payload
+                    .get(12..16)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                    .ok_or("blosc: no frame header")?;
+                if cbytes > payload.len() {
+                    return Err("blosc: the frame is cut off".into());
+                }
+                // SAFETY: `payload` holds the whole frame (checked above),
+                // `out` is writable for `out.len()` bytes and c-blosc writes
+                // at most `destsize` bytes; the buffers do not overlap. The
+                // _ctx call uses no global state.
+                let n = unsafe {
+                    blosc_decompress_ctx(
+                        payload.as_ptr().cast(),
+                        out.as_mut_ptr().cast(),
+                        out.len(),
+                        1,
+                    )
+                };
+                if n < 0 || n as usize != out.len() {
+                    return Err(format!("blosc_decompress_ctx returned {n}"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The length of the N5 block header at the start of `bytes` (mode 0).
+fn header_len(bytes: &[u8]) -> Result<usize, String> {
+    let ndim = bytes
+        .get(2..4)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
+        .ok_or("block file too short")?;
+    Ok(4 + 4 * ndim)
+}
+
+/// The shape of the block at grid position `p`.
+fn block_shape(job: &Job, p: [u64; 3]) -> [u64; 3] {
+    [0, 1, 2].map(|d| job.block[d].min(job.dims[d] - p[d] * job.block[d]))
+}
+
+/// Every grid position, dimension 0 fastest.
+fn all_positions(job: &Job) -> Vec<[u64; 3]> {
+    let g = job.grid();
+    let mut out = Vec::new();
+    for z in 0..g[2] {
+        for y in 0..g[1] {
+            for x in 0..g[0] {
+                out.push([x, y, z]);
+            }
+        }
+    }
+    out
+}
+
+/// The big-endian bytes of the block at `p`, cut from the raw volume.
+fn block_bytes_be(job: &Job, volume: &[u8], p: [u64; 3]) -> Vec<u8> {
+    let shape = block_shape(job, p);
+    let mut out = Vec::with_capacity((shape.iter().product::<u64>() * Job::ELEM) as usize);
+    for z in 0..shape[2] {
+        for y in 0..shape[1] {
+            let x0 = p[0] * job.block[0];
+            let (yy, zz) = (p[1] * job.block[1] + y, p[2] * job.block[2] + z);
+            let start = ((x0 + job.dims[0] * (yy + job.dims[1] * zz)) * Job::ELEM) as usize;
+            let row = &volume[start..start + (shape[0] * Job::ELEM) as usize];
+            for v in row.chunks_exact(2) {
+                out.extend_from_slice(&u16::from_ne_bytes([v[0], v[1]]).to_be_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// Runs a floor job (FloorIo or FloorCodec) in this (child) process.
+pub fn run_floor(job: &Job) -> Result<Report, String> {
+    let codec_floor = job.imp == Impl::FloorCodec;
+    let threads = if job.workload == Workload::ReadBlocks {
+        1
+    } else {
+        job.threads
+    };
+    if job.workload == Workload::Write {
+        let positions = all_positions(job);
+        // Untimed: the exact files libn5 wrote (I/O floor) or the blocks'
+        // big-endian bytes and headers (codec floor).
+        let inputs: Vec<(PathBuf, Vec<u8>, Vec<u8>)> = if codec_floor {
+            let volume = fs::read(&job.raw).map_err(io_err(&job.raw))?;
+            positions
+                .iter()
+                .map(|&p| {
+                    let rel = Job::block_path(Path::new(""), p);
+                    (
+                        rel,
+                        block_header(block_shape(job, p)),
+                        block_bytes_be(job, &volume, p),
+                    )
+                })
+                .collect()
+        } else {
+            positions
+                .iter()
+                .map(|&p| {
+                    let path = Job::block_path(&job.container, p);
+                    let bytes = fs::read(&path).map_err(io_err(&path))?;
+                    Ok((Job::block_path(Path::new(""), p), Vec::new(), bytes))
+                })
+                .collect::<Result<_, String>>()?
+        };
+        let (report, ()) = measure(
+            job.repeats,
+            || {
+                remove_tree(&job.scratch)?;
+                fs::create_dir_all(&job.scratch).map_err(io_err(&job.scratch))?;
+                sys::sync_all();
+                Ok(((), f64::NAN))
+            },
+            |()| {
+                parallel(
+                    inputs.len(),
+                    threads,
+                    || (Coder::new(job.codec), Vec::new()),
+                    |(coder, buf), i| {
+                        let (rel, header, data) = &inputs[i];
+                        let path = job.scratch.join(rel);
+                        if !codec_floor {
+                            return write_atomic(&path, data, i);
+                        }
+                        buf.clear();
+                        buf.extend_from_slice(header);
+                        coder.encode(data, buf)?;
+                        write_atomic(&path, buf, i)
+                    },
+                )
+            },
+        )?;
+        return Ok(report);
+    }
+    let positions = job.touched_blocks();
+    let (report, ()) = measure(
+        job.repeats,
+        || {
+            let resident = sys::evict(&job.container, job.cache)
+                .map_err(|e| format!("evicting {}: {e}", job.container.display()))?;
+            Ok(((), resident))
+        },
+        |()| {
+            parallel(
+                positions.len(),
+                threads,
+                || (Coder::new(job.codec), Vec::new(), Vec::new()),
+                |(coder, file, block), i| {
+                    let p = positions[i];
+                    read_into(&Job::block_path(&job.container, p), file)?;
+                    if codec_floor {
+                        let shape = block_shape(job, p);
+                        block.resize((shape.iter().product::<u64>() * Job::ELEM) as usize, 0);
+                        let h = header_len(file)?;
+                        coder.decode(&file[h..], block)?;
+                    }
+                    Ok(())
+                },
+            )
+        },
+    )?;
+    Ok(report)
+}

@@ -1,0 +1,549 @@
+//! n5-bench: the libn5 benchmark. One command from the repository root,
+//!
+//! ```text
+//! cargo run --release -p n5-bench -- [--quick]        (or bench/run.sh [--quick])
+//! ```
+//!
+//! writes a synthetic uint16 volume with libn5, reads it back in several
+//! ways, and prints a markdown table comparing libn5, measured in the same
+//! run, with two floors (plain file I/O; the codec library alone plus file
+//! I/O) and with the peers tensorstore and z5py (bench/peers.py in the
+//! project's venv). `--help` lists the options.
+//!
+//! This file owns the command line, the working directory and the order of
+//! the measurements; each measurement runs in a child process: this binary
+//! again with the hidden `--one JOB` (libn5 and the floors), or peers.py.
+//! Modules: [`data`] (volume and PRNG), [`workload`] (codecs, workloads,
+//! jobs, libn5's measurements), [`floor`], [`peers`], [`report`], [`sys`]
+//! (page cache, memory, machine).
+
+mod data;
+mod floor;
+mod peers;
+mod report;
+mod sys;
+mod workload;
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use report::{Run, ScalingRow};
+use sys::CacheMode;
+use workload::{Codec, Impl, Job, Outcome, Region, Workload};
+
+const USAGE: &str = "\
+n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore, z5py)
+
+usage: cargo run --release -p n5-bench -- [options]     (from the repository root)
+
+  --quick            256³ volume and a 150³ region (default: 512³ and 300³)
+  --repeats N        timed repeats per measurement; the median is reported (default 3)
+  --threads LIST     thread counts, comma-separated (default 1,2)
+  --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
+  --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
+  --cache MODE       page cache before reads: fadvise (default: fsync and
+                     posix_fadvise DONTNEED on every container file), drop
+                     (also sync; echo 3 > /proc/sys/vm/drop_caches; root only)
+                     or warm (no eviction)
+  --warm             same as --cache warm
+  --no-peers         skip tensorstore and z5py
+  --python PATH      Python with the peers (default: <repo>/.venv/bin/python,
+                     made by ./tests/run.sh or bench/run.sh)
+  --scaling          also libn5 whole-volume write and read at 256³, 512³ and
+                     1024×1024×512 (raw and gzip, 2 threads; needs ~3 GiB disk)
+  --dir DIR          work in a fresh subdirectory of DIR (default: $TMPDIR or
+                     /tmp); ~1.3 GiB free needed for the full run
+  --keep             keep the working directory
+  --json FILE        write everything (all times, memory, machine) as JSON
+  --markdown FILE    write the report, headed with the command and date, to
+                     FILE (e.g. bench/RESULTS.md)
+  -h, --help         this text
+";
+
+/// Command-line settings.
+#[derive(Debug)]
+struct Config {
+    quick: bool,
+    repeats: usize,
+    threads: Vec<usize>,
+    codecs: Vec<Codec>,
+    workloads: Vec<Workload>,
+    cache: CacheMode,
+    peers: bool,
+    python: PathBuf,
+    scaling: bool,
+    dir: Option<PathBuf>,
+    keep: bool,
+    json: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+}
+
+/// Parses a comma-separated list with `item`.
+fn list<T>(text: &str, item: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
+    text.split(',')
+        .map(|s| item(s.trim()).ok_or_else(|| format!("unknown item '{s}' in '{text}'")))
+        .collect()
+}
+
+impl Config {
+    fn parse(args: &[String]) -> Result<Config, String> {
+        let mut c = Config {
+            quick: false,
+            repeats: 3,
+            threads: vec![1, 2],
+            codecs: Codec::ALL.to_vec(),
+            workloads: Workload::ALL.to_vec(),
+            cache: CacheMode::Fadvise,
+            peers: true,
+            python: peers::default_python(),
+            scaling: false,
+            dir: None,
+            keep: false,
+            json: None,
+            markdown: None,
+        };
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            let mut value = || {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{arg} needs a value"))
+            };
+            match arg.as_str() {
+                "--quick" => c.quick = true,
+                "--repeats" => {
+                    c.repeats = value()?
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or("--repeats needs a positive integer")?
+                }
+                "--threads" => {
+                    c.threads = list(&value()?, |s| s.parse().ok().filter(|&n| n > 0))?;
+                    c.threads.sort_unstable();
+                    c.threads.dedup();
+                }
+                "--codecs" => c.codecs = list(&value()?, Codec::parse)?,
+                "--workloads" => c.workloads = list(&value()?, Workload::parse)?,
+                "--cache" => {
+                    c.cache = CacheMode::parse(&value()?).ok_or("--cache: fadvise, drop or warm")?
+                }
+                "--warm" => c.cache = CacheMode::Warm,
+                "--no-peers" => c.peers = false,
+                "--python" => c.python = value()?.into(),
+                "--scaling" => c.scaling = true,
+                "--dir" => c.dir = Some(value()?.into()),
+                "--keep" => c.keep = true,
+                "--json" => c.json = Some(value()?.into()),
+                "--markdown" => c.markdown = Some(value()?.into()),
+                other => return Err(format!("unknown argument '{other}'")),
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// Prints a progress line to stderr.
+macro_rules! say {
+    ($($arg:tt)*) => { eprintln!("[n5-bench] {}", format!($($arg)*)) };
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--one") {
+        return child(args.get(1).map_or("", String::as_str));
+    }
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let config = match Config::parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("n5-bench: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let command = std::iter::once("cargo run --release -p n5-bench --".to_string())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    match run(&config, command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("n5-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The hidden child mode: runs one job, prints its JSON report on stdout.
+fn child(job_json: &str) -> ExitCode {
+    let result = serde_json::from_str(job_json)
+        .map_err(|e| format!("job: {e}"))
+        .and_then(|v| Job::from_json(&v))
+        .and_then(|job| match job.imp {
+            Impl::Libn5 => workload::run_libn5(&job),
+            Impl::FloorIo | Impl::FloorCodec => floor::run_floor(&job),
+            _ => Err("peers run in bench/peers.py".into()),
+        });
+    match result {
+        Ok(report) => {
+            println!("{}", report.to_json());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("{}", serde_json::json!({"status": "error", "message": e}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `job` in a fresh process (this binary or peers.py) and logs it.
+fn run_job(config: &Config, job: &Job) -> Outcome {
+    let outcome = if job.imp.is_peer() {
+        peers::run(&config.python, job)
+    } else {
+        match std::env::current_exe().and_then(|exe| {
+            Command::new(exe)
+                .arg("--one")
+                .arg(job.to_json().to_string())
+                .output()
+        }) {
+            Ok(out) => Outcome::from_output(&out),
+            Err(e) => Outcome::Failed(format!("cannot start a child: {e}")),
+        }
+    };
+    let result = match &outcome {
+        Outcome::Ok(r) => format!(
+            "{:.1} ms (median of {}), peak RSS {} MiB",
+            r.median() * 1000.0,
+            r.times.len(),
+            r.maxrss_kib / 1024
+        ),
+        Outcome::NotApplicable(why) => format!("n/a: {why}"),
+        Outcome::Failed(msg) => format!("ERROR: {msg}"),
+    };
+    say!(
+        "{:<11} {:<11} {:<5} {} thread(s): {result}",
+        job.imp.name(),
+        job.workload.name(),
+        job.codec.name(),
+        job.threads
+    );
+    outcome
+}
+
+/// libn5's version string.
+fn libn5_version() -> String {
+    // SAFETY: n5_version_string returns a pointer to a static NUL-terminated
+    // string that is never freed.
+    unsafe { CStr::from_ptr(n5::ffi::status::n5_version_string()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Creates a fresh working directory under `--dir`, $TMPDIR or /tmp.
+fn make_work_dir(config: &Config) -> Result<PathBuf, String> {
+    let parent = config
+        .dir
+        .clone()
+        .or_else(|| std::env::var_os("TMPDIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let dir = parent.join(format!("n5-bench.{}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    dir.canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Generates the volume of `dims` into the file `raw`; returns the
+/// foreground fraction.
+fn write_volume(dims: [u64; 3], raw: &Path) -> Result<f64, String> {
+    let t = Instant::now();
+    let (volume, foreground) = data::generate_volume(dims);
+    fs::write(raw, &volume).map_err(|e| format!("{}: {e}", raw.display()))?;
+    say!(
+        "volume {}×{}×{} uint16 ({} MiB) generated in {:.1} s, {:.1}% foreground",
+        dims[0],
+        dims[1],
+        dims[2],
+        volume.len() >> 20,
+        t.elapsed().as_secs_f64(),
+        foreground * 100.0
+    );
+    Ok(foreground)
+}
+
+/// The container of an implementation for a codec (floors read libn5's).
+fn container_of(work: &Path, imp: Impl, codec: Codec) -> PathBuf {
+    let owner = match imp {
+        Impl::Libn5 | Impl::FloorIo | Impl::FloorCodec => "libn5",
+        other => other.name(),
+    };
+    work.join(format!("{owner}-{}.n5", codec.name()))
+}
+
+/// Runs the whole benchmark.
+fn run(config: &Config, command: String) -> Result<(), String> {
+    let work = make_work_dir(config)?;
+    let result = run_in(config, command, &work);
+    if config.keep {
+        say!("kept {}", work.display());
+    } else if let Err(e) = fs::remove_dir_all(&work) {
+        say!("could not remove {}: {e}", work.display());
+    }
+    result
+}
+
+fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
+    let dims: [u64; 3] = if config.quick { [256; 3] } else { [512; 3] };
+    let block = [64u64; 3];
+    let region = Region {
+        offset: [37, 51, 13],
+        shape: if config.quick { [150; 3] } else { [300; 3] },
+    };
+    let vol_bytes = dims.iter().product::<u64>() * Job::ELEM;
+
+    let machine = sys::Machine::detect();
+    let fs_type = sys::fs_type(work);
+    let free = sys::free_bytes(work).unwrap_or(u64::MAX);
+    let needed = 5 * vol_bytes + if config.scaling { 3 << 30 } else { 0 };
+    say!(
+        "working directory {} ({fs_type}, {} MiB free, about {} MiB needed)",
+        work.display(),
+        free >> 20,
+        needed >> 20
+    );
+    if free < needed {
+        say!("WARNING: probably not enough free space; use --dir");
+    }
+    if fs_type == "tmpfs" && config.cache != CacheMode::Warm {
+        say!("WARNING: tmpfs keeps files in memory: reads cannot be cold; use --dir on a disk");
+    }
+
+    // Page cache: try drop_caches once, then say what is used.
+    let drop_caches = if config.cache == CacheMode::Warm {
+        Err("not tried (--warm)".to_string())
+    } else {
+        sys::drop_caches().map_err(|e| e.to_string())
+    };
+    if config.cache == CacheMode::Drop {
+        if let Err(e) = &drop_caches {
+            return Err(format!("--cache drop: /proc/sys/vm/drop_caches: {e}"));
+        }
+    }
+    let drop_text = match &drop_caches {
+        Ok(()) => "allowed here".to_string(),
+        Err(e) => format!("not allowed here ({e})"),
+    };
+    let mut cache = match config.cache {
+        CacheMode::Fadvise => format!(
+            "cold: before every timed read, every file of the container is fsynced and evicted with posix_fadvise(POSIX_FADV_DONTNEED); drop_caches {drop_text} but not used (--cache drop)"
+        ),
+        CacheMode::Drop => "cold: before every timed read, fsync + posix_fadvise(POSIX_FADV_DONTNEED) on every container file, then sync; echo 3 > /proc/sys/vm/drop_caches (dentries and inodes too)".to_string(),
+        CacheMode::Warm => "warm (--warm): reads hit the page cache left by the writes".to_string(),
+    };
+    say!("page cache: {cache}");
+
+    let peer_versions = if config.peers {
+        peers::versions(&config.python)
+    } else {
+        Err("skipped (--no-peers)".into())
+    };
+    match &peer_versions {
+        Ok(v) => say!("peers: {v}"),
+        Err(e) => say!("peers unavailable: {e}"),
+    }
+    let peer_ok = |name: &str| {
+        peer_versions
+            .as_ref()
+            .is_ok_and(|v| v.get(name).is_some_and(|x| x.is_string()))
+    };
+    let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec];
+    for (imp, name) in [(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")] {
+        if peer_ok(name) {
+            imps.push(imp);
+        }
+    }
+
+    let raw = work.join("volume.raw");
+    let foreground = write_volume(dims, &raw)?;
+    let grid = [0, 1, 2].map(|d| dims[d].div_ceil(block[d]));
+    let positions = data::random_positions(grid, 200);
+
+    let job = |imp: Impl, workload: Workload, codec: Codec, threads: usize| Job {
+        imp,
+        workload,
+        codec,
+        threads,
+        repeats: config.repeats,
+        cache: config.cache,
+        raw: raw.clone(),
+        dims,
+        block,
+        container: container_of(work, imp, codec),
+        scratch: work.join(format!("floor-{}", codec.name())),
+        region: region.clone(),
+        positions: positions.clone(),
+    };
+
+    let mut results = HashMap::new();
+    let mut ratios = Vec::new();
+    let reads: Vec<Workload> = config
+        .workloads
+        .iter()
+        .copied()
+        .filter(|&w| w != Workload::Write)
+        .collect();
+    let timed_write = config.workloads.contains(&Workload::Write);
+    for &codec in &config.codecs {
+        // Writes first: they make the containers the reads use.
+        for &imp in &imps {
+            if imp == Impl::FloorCodec && codec == Codec::Raw {
+                continue; // the raw floor is the I/O floor
+            }
+            if timed_write {
+                for &t in &config.threads {
+                    let o = run_job(config, &job(imp, Workload::Write, codec, t));
+                    results.insert((imp, Workload::Write, codec, t), o);
+                }
+            } else if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py)
+                && !reads.is_empty()
+            {
+                let mut setup = job(imp, Workload::Write, codec, config.threads[0]);
+                setup.repeats = 1;
+                run_job(config, &setup);
+            }
+            if imp == Impl::Libn5 {
+                let dataset = container_of(work, imp, codec).join(workload::DATASET);
+                if let Ok(bytes) = sys::bytes_below(&dataset) {
+                    ratios.push((codec, bytes as f64 / vol_bytes as f64));
+                }
+            }
+        }
+        for &w in &reads {
+            for &imp in &imps {
+                if imp == Impl::FloorCodec && codec == Codec::Raw {
+                    continue;
+                }
+                for &t in &config.threads {
+                    let o = run_job(config, &job(imp, w, codec, t));
+                    results.insert((imp, w, codec, t), o);
+                }
+            }
+        }
+        if !config.keep {
+            for imp in [Impl::Libn5, Impl::Tensorstore, Impl::Z5py] {
+                workload::remove_tree(&container_of(work, imp, codec))?;
+            }
+            workload::remove_tree(&work.join(format!("floor-{}", codec.name())))?;
+        }
+    }
+
+    // How well eviction worked, from mincore in libn5's and the floors' jobs.
+    let resident = results
+        .values()
+        .filter_map(Outcome::report)
+        .map(|r| r.resident_after_evict)
+        .fold(f64::NAN, f64::max);
+    if !resident.is_nan() {
+        cache.push_str(&format!(
+            "; checked with mincore after each eviction: at most {:.2}% of the container's pages stayed resident",
+            resident * 100.0
+        ));
+    }
+
+    let scaling = if config.scaling {
+        run_scaling(config, work)?
+    } else {
+        Vec::new()
+    };
+
+    let run = Run {
+        command,
+        date: sys::utc_now(),
+        libn5_version: libn5_version(),
+        peers: peer_versions,
+        machine,
+        fs_type,
+        dir: work.display().to_string(),
+        cache,
+        drop_caches: drop_caches.map_err(|e| e.to_string()),
+        dims,
+        block,
+        region,
+        n_blocks: positions.len(),
+        foreground,
+        ratios,
+        repeats: config.repeats,
+        threads: config.threads.clone(),
+        codecs: config.codecs.clone(),
+        workloads: config.workloads.clone(),
+        results,
+        scaling,
+    };
+    let text = run.markdown();
+    println!("{text}");
+    if let Some(path) = &config.markdown {
+        fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
+        say!("wrote {}", path.display());
+    }
+    if let Some(path) = &config.json {
+        let doc = serde_json::to_string_pretty(&run.to_json()).expect("JSON");
+        fs::write(path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
+        say!("wrote {}", path.display());
+    }
+    let failures = run.failures();
+    if !failures.is_empty() {
+        return Err(format!("{} measurement(s) failed", failures.len()));
+    }
+    Ok(())
+}
+
+/// --scaling: libn5 whole-volume write and read (raw and gzip, 2 threads) at
+/// three volume sizes.
+fn run_scaling(config: &Config, work: &Path) -> Result<Vec<ScalingRow>, String> {
+    let threads = 2;
+    let mut rows = Vec::new();
+    for dims in [[256, 256, 256], [512, 512, 512], [1024, 1024, 512]] {
+        let raw = work.join(format!("scaling-{}x{}x{}.raw", dims[0], dims[1], dims[2]));
+        write_volume(dims, &raw)?;
+        for codec in [Codec::Raw, Codec::Gzip] {
+            let container = work.join(format!("scaling-{}.n5", codec.name()));
+            let job = |workload| Job {
+                imp: Impl::Libn5,
+                workload,
+                codec,
+                threads,
+                repeats: config.repeats,
+                cache: config.cache,
+                raw: raw.clone(),
+                dims,
+                block: [64; 3],
+                container: container.clone(),
+                scratch: work.join("scaling-scratch"),
+                region: Region {
+                    offset: [0; 3],
+                    shape: dims,
+                },
+                positions: Vec::new(),
+            };
+            let write = run_job(config, &job(Workload::Write));
+            let read = run_job(config, &job(Workload::ReadAll));
+            rows.push(ScalingRow {
+                dims,
+                codec,
+                threads,
+                write,
+                read,
+            });
+            workload::remove_tree(&container)?;
+        }
+        fs::remove_file(&raw).map_err(|e| format!("{}: {e}", raw.display()))?;
+    }
+    Ok(rows)
+}

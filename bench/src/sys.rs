@@ -1,0 +1,272 @@
+//! Operating-system helpers: evicting files from the page cache (and checking
+//! that it worked with mincore), dropping all caches, peak memory (VmHWM), and the
+//! description of the machine and of the working directory's file system.
+
+use std::ffi::CString;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How reads get a cold page cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheMode {
+    /// fsync and posix_fadvise(POSIX_FADV_DONTNEED) on every file of the
+    /// container before each read: no privileges needed, nothing else evicted.
+    Fadvise,
+    /// The same, then `sync; echo 3 > /proc/sys/vm/drop_caches` (root only),
+    /// which also drops directory entries and inodes.
+    Drop,
+    /// No eviction: reads hit the page cache the write left behind.
+    Warm,
+}
+
+impl CacheMode {
+    /// The name used on the command line and in job descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Fadvise => "fadvise",
+            CacheMode::Drop => "drop",
+            CacheMode::Warm => "warm",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn parse(name: &str) -> Option<CacheMode> {
+        [CacheMode::Fadvise, CacheMode::Drop, CacheMode::Warm]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+}
+
+/// Every regular file below `root`, recursively.
+pub fn files_below(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            let ft = entry.file_type()?;
+            if ft.is_dir() {
+                stack.push(entry.path());
+            } else if ft.is_file() {
+                out.push(entry.path());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Total size in bytes of the regular files below `root`.
+pub fn bytes_below(root: &Path) -> io::Result<u64> {
+    files_below(root)?
+        .iter()
+        .map(|p| fs::metadata(p).map(|m| m.len()))
+        .sum()
+}
+
+/// Writes back and evicts every file below `root` from the page cache
+/// (`mode` Fadvise or Drop; Warm does nothing). Returns the fraction of the
+/// files' pages still resident afterwards (mincore), 0 when it worked.
+pub fn evict(root: &Path, mode: CacheMode) -> io::Result<f64> {
+    if mode == CacheMode::Warm {
+        return Ok(f64::NAN);
+    }
+    let files = files_below(root)?;
+    for path in &files {
+        let file = File::open(path)?;
+        let fd = file.as_raw_fd();
+        // SAFETY: `fd` is an open descriptor owned by `file` for the whole
+        // call; fdatasync and posix_fadvise only take it and integers.
+        let rc = unsafe {
+            if libc::fdatasync(fd) != 0 {
+                -1
+            } else {
+                libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED)
+            }
+        };
+        if rc != 0 {
+            return Err(io::Error::other(format!(
+                "evicting {} from the page cache failed",
+                path.display()
+            )));
+        }
+    }
+    if mode == CacheMode::Drop {
+        drop_caches()?;
+    }
+    let (mut resident, mut total) = (0u64, 0u64);
+    for path in &files {
+        let (r, t) = resident_pages(path)?;
+        resident += r;
+        total += t;
+    }
+    Ok(if total == 0 {
+        0.0
+    } else {
+        resident as f64 / total as f64
+    })
+}
+
+/// `sync; echo 3 > /proc/sys/vm/drop_caches`: fails without privileges.
+pub fn drop_caches() -> io::Result<()> {
+    sync_all();
+    fs::write("/proc/sys/vm/drop_caches", b"3")
+}
+
+/// sync(2): write every dirty page of the system back, so that a timed write
+/// does not pay for the previous one.
+pub fn sync_all() {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() }
+}
+
+/// (resident pages, pages) of the file at `path`, from mincore on a shared
+/// read-only mapping (which does not fault pages in).
+pub fn resident_pages(path: &Path) -> io::Result<(u64, u64)> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len() as usize;
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let pages = len.div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: a fresh shared read-only mapping of `len` bytes of an open
+    // file; it is only passed to mincore (never dereferenced) and unmapped
+    // below. `vec` has one byte per page of the mapping, as mincore needs.
+    unsafe {
+        let addr = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let rc = libc::mincore(addr, len, vec.as_mut_ptr());
+        let err = io::Error::last_os_error();
+        libc::munmap(addr, len);
+        if rc != 0 {
+            return Err(err);
+        }
+    }
+    let resident = vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
+    Ok((resident, pages as u64))
+}
+
+/// Peak resident set size of this process's image in KiB: VmHWM. Not
+/// getrusage's ru_maxrss, which after a vfork-style spawn (as Rust's
+/// Command does) also holds the parent's peak.
+pub fn peak_rss_kib() -> u64 {
+    proc_status_kib("VmHWM").unwrap_or(0)
+}
+
+/// A `kB` field of /proc/self/status, such as VmRSS or VmHWM.
+pub fn proc_status_kib(key: &str) -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// Free bytes for unprivileged users on the file system holding `dir`.
+pub fn free_bytes(dir: &Path) -> io::Result<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: `c` is NUL-terminated and outlives the call; statvfs writes one
+    // struct into the zeroed value we own.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    }
+}
+
+/// The file system type of `dir` (`df -T`), such as "ext4" or "tmpfs".
+pub fn fs_type(dir: &Path) -> String {
+    Command::new("df")
+        .arg("-T")
+        .arg(dir)
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            Some(text.lines().nth(1)?.split_whitespace().nth(1)?.to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The machine: CPU model, logical cores, RAM and kernel.
+#[derive(Debug)]
+pub struct Machine {
+    /// "model name" of /proc/cpuinfo.
+    pub cpu: String,
+    /// Logical CPUs available to this process.
+    pub cores: usize,
+    /// MemTotal in GiB.
+    pub ram_gib: f64,
+    /// The kernel release.
+    pub kernel: String,
+}
+
+impl Machine {
+    /// Reads /proc.
+    pub fn detect() -> Machine {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
+            .map_or("unknown".into(), |(_, v)| v.trim().to_string());
+        let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let ram_kib: f64 = meminfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("MemTotal:")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0.0);
+        let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map_or("unknown".into(), |s| s.trim().to_string());
+        Machine {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ram_gib: ram_kib / (1024.0 * 1024.0),
+            kernel,
+        }
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM UTC`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}

@@ -1,0 +1,590 @@
+//! What is measured: the codecs, the workloads, the job description a child
+//! process receives (`--one JOB`) and the report it prints, and libn5's own
+//! measurements (one `write_region` or `read_region` call per operation).
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use n5::{Compression, Container, DataType, DatasetAttributes, Mode, Options};
+use serde_json::{json, Value};
+
+use crate::sys::{self, CacheMode};
+
+/// The dataset's path inside every container.
+pub const DATASET: &str = "vol";
+
+/// The codecs every workload runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Codec {
+    /// No compression.
+    Raw,
+    /// gzip, level -1 (zlib's default, 6).
+    Gzip,
+    /// lz4 (Java's LZ4Block framing, 64 KiB pieces).
+    Lz4,
+    /// zstd level 3.
+    Zstd,
+    /// blosc with lz4, clevel 5, byte shuffle.
+    Blosc,
+}
+
+impl Codec {
+    /// Every codec, in table order.
+    pub const ALL: [Codec; 5] = [
+        Codec::Raw,
+        Codec::Gzip,
+        Codec::Lz4,
+        Codec::Zstd,
+        Codec::Blosc,
+    ];
+
+    /// The N5 compression type name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Raw => "raw",
+            Codec::Gzip => "gzip",
+            Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
+            Codec::Blosc => "blosc",
+        }
+    }
+
+    /// The codec called `name`.
+    pub fn parse(name: &str) -> Option<Codec> {
+        Codec::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The `compression` object of attributes.json (also given to the peers).
+    pub fn n5_json(self) -> Value {
+        match self {
+            Codec::Raw => json!({"type": "raw"}),
+            Codec::Gzip => json!({"type": "gzip", "level": -1}),
+            Codec::Lz4 => json!({"type": "lz4", "blockSize": 65536}),
+            Codec::Zstd => json!({"type": "zstd", "level": 3}),
+            Codec::Blosc => json!({"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}),
+        }
+    }
+}
+
+/// The operations timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Workload {
+    /// Write the whole volume with one call.
+    Write,
+    /// Read the whole volume with one call.
+    ReadAll,
+    /// Read single blocks at random grid positions, one call each.
+    ReadBlocks,
+    /// Read an unaligned region with one call.
+    ReadRegion,
+}
+
+impl Workload {
+    /// Every workload, in table order.
+    pub const ALL: [Workload; 4] = [
+        Workload::Write,
+        Workload::ReadAll,
+        Workload::ReadBlocks,
+        Workload::ReadRegion,
+    ];
+
+    /// The name in job descriptions and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Write => "write",
+            Workload::ReadAll => "read_all",
+            Workload::ReadBlocks => "read_blocks",
+            Workload::ReadRegion => "read_region",
+        }
+    }
+
+    /// The workload called `name`.
+    pub fn parse(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
+
+/// Who performs a measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Impl {
+    /// libn5 through its Rust API.
+    Libn5,
+    /// The file I/O floor: the same files, plain std::fs.
+    FloorIo,
+    /// The codec floor: the codec library alone plus the file I/O.
+    FloorCodec,
+    /// tensorstore's n5 driver (bench/peers.py).
+    Tensorstore,
+    /// z5py (bench/peers.py).
+    Z5py,
+}
+
+impl Impl {
+    /// The name in job descriptions and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::Libn5 => "libn5",
+            Impl::FloorIo => "floor_io",
+            Impl::FloorCodec => "floor_codec",
+            Impl::Tensorstore => "tensorstore",
+            Impl::Z5py => "z5py",
+        }
+    }
+
+    /// The implementation called `name`.
+    pub fn parse(name: &str) -> Option<Impl> {
+        [
+            Impl::Libn5,
+            Impl::FloorIo,
+            Impl::FloorCodec,
+            Impl::Tensorstore,
+            Impl::Z5py,
+        ]
+        .into_iter()
+        .find(|i| i.name() == name)
+    }
+
+    /// Whether bench/peers.py runs it.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Impl::Tensorstore | Impl::Z5py)
+    }
+}
+
+/// A box of voxels: offset and shape, N5 order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// First voxel.
+    pub offset: [u64; 3],
+    /// Extent.
+    pub shape: [u64; 3],
+}
+
+/// One measurement, run `repeats` times in one child process.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Who runs it.
+    pub imp: Impl,
+    /// What is timed.
+    pub workload: Workload,
+    /// The compression.
+    pub codec: Codec,
+    /// Threads (libn5's Options.threads, the floors' workers, the peers'
+    /// concurrency limits).
+    pub threads: usize,
+    /// How many times the operation is timed.
+    pub repeats: usize,
+    /// Cold or warm page cache for reads.
+    pub cache: CacheMode,
+    /// The volume as native-endian uint16, dimension 0 fastest.
+    pub raw: PathBuf,
+    /// Volume dimensions.
+    pub dims: [u64; 3],
+    /// Block size.
+    pub block: [u64; 3],
+    /// The implementation's container (for the floors: libn5's, whose block
+    /// files they read).
+    pub container: PathBuf,
+    /// Where the floors write (a fresh directory per repeat).
+    pub scratch: PathBuf,
+    /// The region of `ReadRegion`.
+    pub region: Region,
+    /// The block grid positions of `ReadBlocks`.
+    pub positions: Vec<[u64; 3]>,
+}
+
+fn arr3(v: &Value, key: &str) -> Result<[u64; 3], String> {
+    let a = v
+        .get(key)
+        .and_then(Value::as_array)
+        .filter(|a| a.len() == 3)
+        .ok_or_else(|| format!("job: '{key}' must be an array of 3 integers"))?;
+    let mut out = [0u64; 3];
+    for (o, x) in out.iter_mut().zip(a) {
+        *o = x
+            .as_u64()
+            .ok_or_else(|| format!("job: '{key}' must hold integers"))?;
+    }
+    Ok(out)
+}
+
+fn string(v: &Value, key: &str) -> Result<String, String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("job: '{key}' must be a string"))
+}
+
+impl Job {
+    /// The job as JSON, for `--one` and for bench/peers.py.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "impl": self.imp.name(),
+            "workload": self.workload.name(),
+            "codec": self.codec.name(),
+            "compression": self.codec.n5_json(),
+            "threads": self.threads,
+            "repeats": self.repeats,
+            "cache": self.cache.name(),
+            "raw": self.raw,
+            "dims": self.dims,
+            "block": self.block,
+            "container": self.container,
+            "dataset": DATASET,
+            "scratch": self.scratch,
+            "region": {"offset": self.region.offset, "shape": self.region.shape},
+            "positions": self.positions,
+        })
+    }
+
+    /// Parses [`Job::to_json`]'s output.
+    pub fn from_json(v: &Value) -> Result<Job, String> {
+        let positions = v
+            .get("positions")
+            .and_then(Value::as_array)
+            .ok_or("job: 'positions' must be an array")?
+            .iter()
+            .map(|p| arr3(&json!({ "p": p }), "p"))
+            .collect::<Result<_, _>>()?;
+        let region = v.get("region").ok_or("job: 'region' missing")?;
+        let count = |key: &str| {
+            v.get(key)
+                .and_then(Value::as_u64)
+                .filter(|&n| n > 0)
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("job: '{key}' must be a positive integer"))
+        };
+        Ok(Job {
+            imp: Impl::parse(&string(v, "impl")?).ok_or("job: unknown 'impl'")?,
+            workload: Workload::parse(&string(v, "workload")?).ok_or("job: unknown 'workload'")?,
+            codec: Codec::parse(&string(v, "codec")?).ok_or("job: unknown 'codec'")?,
+            threads: count("threads")?,
+            repeats: count("repeats")?,
+            cache: CacheMode::parse(&string(v, "cache")?).ok_or("job: unknown 'cache'")?,
+            raw: string(v, "raw")?.into(),
+            dims: arr3(v, "dims")?,
+            block: arr3(v, "block")?,
+            container: string(v, "container")?.into(),
+            scratch: string(v, "scratch")?.into(),
+            region: Region {
+                offset: arr3(region, "offset")?,
+                shape: arr3(region, "shape")?,
+            },
+            positions,
+        })
+    }
+
+    /// Bytes per voxel (uint16).
+    pub const ELEM: u64 = 2;
+
+    /// Blocks per dimension.
+    pub fn grid(&self) -> [u64; 3] {
+        [0, 1, 2].map(|d| self.dims[d].div_ceil(self.block[d]))
+    }
+
+    /// The boxes a read workload reads, one per call.
+    pub fn read_boxes(&self) -> Vec<Region> {
+        match self.workload {
+            Workload::Write | Workload::ReadAll => vec![Region {
+                offset: [0; 3],
+                shape: self.dims,
+            }],
+            Workload::ReadRegion => vec![self.region.clone()],
+            Workload::ReadBlocks => self
+                .positions
+                .iter()
+                .map(|p| {
+                    let offset = [0, 1, 2].map(|d| p[d] * self.block[d]);
+                    Region {
+                        offset,
+                        shape: [0, 1, 2].map(|d| self.block[d].min(self.dims[d] - offset[d])),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// The grid positions of the blocks the workload touches, in the order
+    /// libn5 visits them (dimension 0 fastest; for single blocks, the random
+    /// order, repetitions included).
+    pub fn touched_blocks(&self) -> Vec<[u64; 3]> {
+        if self.workload == Workload::ReadBlocks {
+            return self.positions.clone();
+        }
+        let r = self.read_boxes().remove(0);
+        let first = [0, 1, 2].map(|d| r.offset[d] / self.block[d]);
+        let last = [0, 1, 2].map(|d| (r.offset[d] + r.shape[d] - 1) / self.block[d]);
+        let mut out = Vec::new();
+        for z in first[2]..=last[2] {
+            for y in first[1]..=last[1] {
+                for x in first[0]..=last[0] {
+                    out.push([x, y, z]);
+                }
+            }
+        }
+        out
+    }
+
+    /// The block file of grid position `p` in `container`.
+    pub fn block_path(container: &Path, p: [u64; 3]) -> PathBuf {
+        container
+            .join(DATASET)
+            .join(p[0].to_string())
+            .join(p[1].to_string())
+            .join(p[2].to_string())
+    }
+}
+
+/// What a child process reports.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Seconds per repeat.
+    pub times: Vec<f64>,
+    /// Peak resident set size of the process (KiB).
+    pub maxrss_kib: u64,
+    /// Resident set size just before the first timed operation (KiB): the
+    /// input or output buffers, the interpreter and libraries.
+    pub baseline_kib: u64,
+    /// Largest fraction of the container's pages still resident after an
+    /// eviction (NaN when nothing was evicted).
+    pub resident_after_evict: f64,
+}
+
+impl Report {
+    /// The median time in seconds.
+    pub fn median(&self) -> f64 {
+        let mut t = self.times.clone();
+        t.sort_by(f64::total_cmp);
+        match t.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => t[n / 2],
+            n => (t[n / 2 - 1] + t[n / 2]) / 2.0,
+        }
+    }
+
+    /// The report as JSON (`status` ok).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "status": "ok",
+            "times": self.times,
+            "maxrss_kib": self.maxrss_kib,
+            "baseline_kib": self.baseline_kib,
+            "resident_after_evict": if self.resident_after_evict.is_nan() { Value::Null } else { json!(self.resident_after_evict) },
+        })
+    }
+
+    /// Parses a report whose `status` is ok.
+    pub fn from_json(v: &Value) -> Result<Report, String> {
+        let times = v
+            .get("times")
+            .and_then(Value::as_array)
+            .ok_or("report: no 'times'")?
+            .iter()
+            .map(|t| t.as_f64().ok_or("report: a time is not a number"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let kib = |key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Ok(Report {
+            times,
+            maxrss_kib: kib("maxrss_kib"),
+            baseline_kib: kib("baseline_kib"),
+            resident_after_evict: v
+                .get("resident_after_evict")
+                .and_then(Value::as_f64)
+                .unwrap_or(f64::NAN),
+        })
+    }
+}
+
+/// Times `op` `repeats` times, each time on a fresh state made by `prepare`
+/// (untimed, after the previous state is dropped), which also returns the
+/// fraction of pages left resident by its eviction (NaN for none). Returns
+/// the report, with the baseline memory taken after the first `prepare`, and
+/// the last state.
+pub fn measure<S>(
+    repeats: usize,
+    mut prepare: impl FnMut() -> Result<(S, f64), String>,
+    mut op: impl FnMut(&mut S) -> Result<(), String>,
+) -> Result<(Report, S), String> {
+    let mut report = Report {
+        resident_after_evict: f64::NAN,
+        ..Report::default()
+    };
+    let mut last = None;
+    for i in 0..repeats {
+        drop(last.take());
+        let (mut state, resident) = prepare()?;
+        // f64::max ignores a NaN operand.
+        report.resident_after_evict = report.resident_after_evict.max(resident);
+        if i == 0 {
+            report.baseline_kib = sys::proc_status_kib("VmRSS").unwrap_or(0);
+        }
+        let t = Instant::now();
+        op(&mut state)?;
+        report.times.push(t.elapsed().as_secs_f64());
+        last = Some(state);
+    }
+    report.maxrss_kib = sys::peak_rss_kib();
+    Ok((report, last.ok_or("no repeats")?))
+}
+
+/// Removes a directory tree if it exists.
+pub fn remove_tree(path: &Path) -> Result<(), String> {
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("removing {}: {e}", path.display())),
+    }
+}
+
+/// Checks that `out` holds the box `r` of the volume in `raw` (read row by row).
+pub fn verify(raw: &Path, dims: [u64; 3], r: &Region, out: &[u8]) -> Result<(), String> {
+    let file = fs::File::open(raw).map_err(|e| format!("{}: {e}", raw.display()))?;
+    let row = (r.shape[0] * Job::ELEM) as usize;
+    let mut expected = vec![0u8; row];
+    let mut at = 0usize;
+    for z in 0..r.shape[2] {
+        for y in 0..r.shape[1] {
+            let voxel = r.offset[0] + dims[0] * ((r.offset[1] + y) + dims[1] * (r.offset[2] + z));
+            file.read_exact_at(&mut expected, voxel * Job::ELEM)
+                .map_err(|e| format!("{}: {e}", raw.display()))?;
+            if out[at..at + row] != expected[..] {
+                return Err(format!(
+                    "wrong data read in row y={y} z={z} of the box at {:?}",
+                    r.offset
+                ));
+            }
+            at += row;
+        }
+    }
+    Ok(())
+}
+
+/// libn5's options with `threads` (and the defaults of any other field).
+fn options(threads: usize) -> Options {
+    // Fields added to Options later keep their defaults.
+    Options {
+        threads,
+        ..Options::default()
+    }
+}
+
+/// Runs a libn5 job in this (child) process.
+pub fn run_libn5(job: &Job) -> Result<Report, String> {
+    let e = |e: n5::Error| e.to_string();
+    if job.workload == Workload::Write {
+        let data = fs::read(&job.raw).map_err(|err| format!("{}: {err}", job.raw.display()))?;
+        let compression = Compression::from_user_json(&job.codec.n5_json()).map_err(e)?;
+        let (report, _) = measure(
+            job.repeats,
+            || {
+                remove_tree(&job.container)?;
+                sys::sync_all();
+                let c = Container::open_with(&job.container, Mode::Create, options(job.threads))
+                    .map_err(e)?;
+                let attrs = DatasetAttributes::new(
+                    job.dims.to_vec(),
+                    job.block.iter().map(|&b| b as u32).collect(),
+                    DataType::U16,
+                    compression.clone(),
+                )
+                .map_err(e)?;
+                Ok((c.create_dataset(DATASET, attrs).map_err(e)?, f64::NAN))
+            },
+            |ds| ds.write_region(&[0; 3], &job.dims, &data).map_err(e),
+        )?;
+        return Ok(report);
+    }
+    let boxes = job.read_boxes();
+    // One output buffer, as large as the largest box, reused by every call.
+    let out_len = boxes.iter().map(box_bytes).max().unwrap_or(0);
+    let (report, (_, out)) = measure(
+        job.repeats,
+        || {
+            let resident = sys::evict(&job.container, job.cache)
+                .map_err(|err| format!("evicting {}: {err}", job.container.display()))?;
+            let c = Container::open_with(&job.container, Mode::Read, options(job.threads))
+                .map_err(e)?;
+            let ds = c.open_dataset(DATASET).map_err(e)?;
+            Ok(((ds, vec![0u8; out_len]), resident))
+        },
+        |(ds, out)| {
+            for r in &boxes {
+                ds.read_region(&r.offset, &r.shape, &mut out[..box_bytes(r)])
+                    .map_err(e)?;
+            }
+            Ok(())
+        },
+    )?;
+    let last = boxes.last().expect("at least one box");
+    verify(&job.raw, job.dims, last, &out[..box_bytes(last)])?;
+    Ok(report)
+}
+
+/// Bytes of a box of uint16 voxels.
+pub fn box_bytes(r: &Region) -> usize {
+    (r.shape.iter().product::<u64>() * Job::ELEM) as usize
+}
+
+/// The result of one measurement.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// Measured.
+    Ok(Report),
+    /// Not applicable (a peer without the codec), with the reason.
+    NotApplicable(String),
+    /// Failed, with the message.
+    Failed(String),
+}
+
+impl Outcome {
+    /// Reads the JSON report a child printed as its last stdout line.
+    pub fn from_output(output: &std::process::Output) -> Outcome {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let parsed = stdout
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| serde_json::from_str::<Value>(l).ok());
+        let Some(v) = parsed else {
+            let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+            return Outcome::Failed(format!(
+                "no report ({}); stderr: {}",
+                output.status,
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
+        };
+        let text = |key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+        match v.get("status").and_then(Value::as_str) {
+            Some("ok") => match Report::from_json(&v) {
+                Ok(r) => Outcome::Ok(r),
+                Err(e) => Outcome::Failed(e),
+            },
+            Some("n/a") => Outcome::NotApplicable(text("reason")),
+            _ => Outcome::Failed(text("message")),
+        }
+    }
+
+    /// The report, when measured.
+    pub fn report(&self) -> Option<&Report> {
+        match self {
+            Outcome::Ok(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The outcome as JSON.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Outcome::Ok(r) => {
+                let mut v = r.to_json();
+                v["median_s"] = json!(r.median());
+                v
+            }
+            Outcome::NotApplicable(reason) => json!({"status": "n/a", "reason": reason}),
+            Outcome::Failed(message) => json!({"status": "error", "message": message}),
+        }
+    }
+}
