@@ -2,6 +2,8 @@
 //! when encoding; any sequence of frames, with or without content size, when
 //! decoding.
 
+use std::cell::RefCell;
+
 use super::stream::{ceil_log2, read_exact_then_probe};
 use crate::error::{Error, Result};
 
@@ -26,18 +28,61 @@ pub(crate) fn check_level(level: i32) -> Result<()> {
     Ok(())
 }
 
+thread_local! {
+    /// This thread's compression context and the level it is set to.
+    static COMPRESSOR: RefCell<Option<(i32, ::zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+    /// This thread's decompression context.
+    static DECOMPRESSOR: RefCell<Option<::zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
 /// Appends one zstd frame of `data` (content size in the header) to `out`.
+/// Each thread keeps its compression context from block to block (making
+/// one costs more than compressing a small block).
 pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
     check_level(level)?;
-    let frame = ::zstd::bulk::compress(data, level)
-        .map_err(|e| Error::codec(format!("zstd: compression failed: {e}")))?;
-    out.extend_from_slice(&frame);
-    Ok(())
+    let fail = |e: std::io::Error| Error::codec(format!("zstd: compression failed: {e}"));
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|(l, _)| *l != level) {
+            *slot = Some((level, ::zstd::bulk::Compressor::new(level).map_err(fail)?));
+        }
+        let (_, c) = slot.as_mut().expect("set above");
+        let start = out.len();
+        out.resize(start + ::zstd::zstd_safe::compress_bound(data.len()), 0);
+        match c.compress_to_buffer(data, &mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                Ok(())
+            }
+            Err(e) => {
+                out.truncate(start);
+                Err(fail(e))
+            }
+        }
+    })
 }
 
 /// Decodes a zstd payload into `out`, refusing frames whose window would need
 /// far more memory than `out` (see [`MIN_WINDOW_LOG_MAX`]).
 pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
+    // The fast path: frames that decode to exactly `out`, in one pass with
+    // this thread's context, straight into `out` (no window beyond it).
+    let exact = DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = ::zstd::bulk::Decompressor::new().ok();
+        }
+        slot.as_mut().is_some_and(
+            |d| matches!(d.decompress_to_buffer(payload, &mut *out), Ok(n) if n == out.len()),
+        )
+    });
+    if exact {
+        return Ok(());
+    }
+    // Anything else (surplus data, truncated or corrupt frames) streams, with
+    // the decoder's window bounded by the block's size.
     let mut dec = ::zstd::stream::read::Decoder::with_buffer(payload)
         .map_err(|e| Error::codec(format!("zstd: cannot start the decoder: {e}")))?;
     let window_log_max = (ceil_log2(out.len()) + 1).clamp(MIN_WINDOW_LOG_MAX, MAX_WINDOW_LOG_MAX);
