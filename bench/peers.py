@@ -6,9 +6,9 @@ thread counts as libn5, and reports the times and the peak memory.
     python peers.py --versions     # JSON: the versions of the peers
     python peers.py JOB            # JSON job from n5-bench; prints one JSON report
 
-n5-bench runs one process per measurement (peer x workload x codec x
-threads), which times its operation `repeats` times, so peak memory is that of
-one measurement. The job (see bench/src/workload.rs, Job::to_json) gives the
+n5-bench runs one process per timed operation (a job with "repeats": 1; the
+script accepts more), so peak memory is that of one measurement of one peer,
+workload, codec and thread count. The job (see bench/src/workload.rs, Job::to_json) gives the
 peer ("impl"), the workload, the N5 compression object, threads, repeats, the
 cache mode, the raw volume (native-endian uint16, N5 order: dimension 0
 fastest), dims and block (N5 order), the peer's own container, the region and

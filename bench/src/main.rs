@@ -41,7 +41,8 @@ n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore, z5p
 usage: cargo run --release -p n5-bench -- [options]     (from the repository root)
 
   --quick            256³ volume and a 150³ region (default: 512³ and 300³)
-  --repeats N        timed repeats per measurement; the median is reported (default 3)
+  --repeats N        times each measurement is timed, each in its own process,
+                     in round-robin rounds; the median is reported (default 3)
   --threads LIST     thread counts, comma-separated (default 1,2)
   --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
   --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
@@ -203,6 +204,32 @@ fn child(job_json: &str) -> ExitCode {
     }
 }
 
+/// Runs every job `--repeats` times, one timed repeat per process, round
+/// robin (all jobs once, then all again...), so that changes in the
+/// machine's load hit every implementation alike. A job that fails or is
+/// not applicable is not run again. Results are merged into `results`.
+fn run_rounds(config: &Config, jobs: &[Job], results: &mut HashMap<report::Key, Outcome>) {
+    for round in 0..config.repeats {
+        if config.repeats > 1 {
+            say!("round {}/{}", round + 1, config.repeats);
+        }
+        for job in jobs {
+            let key = (job.imp, job.workload, job.codec, job.threads);
+            let previous = results.remove(&key);
+            if let Some(done @ (Outcome::Failed(_) | Outcome::NotApplicable(_))) = previous {
+                results.insert(key, done);
+                continue;
+            }
+            let outcome = run_job(config, job);
+            let merged = match previous {
+                Some(p) => p.merge(outcome),
+                None => outcome,
+            };
+            results.insert(key, merged);
+        }
+    }
+}
+
 /// Runs `job` in a fresh process (this binary or peers.py) and logs it.
 fn run_job(config: &Config, job: &Job) -> Outcome {
     let outcome = if job.imp.is_peer() {
@@ -228,8 +255,13 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
         Outcome::NotApplicable(why) => format!("n/a: {why}"),
         Outcome::Failed(msg) => format!("ERROR: {msg}"),
     };
+    let warm = if job.cache == CacheMode::Warm && config.cache != CacheMode::Warm {
+        " (warm cache)"
+    } else {
+        ""
+    };
     say!(
-        "{:<11} {:<11} {:<5} {} thread(s): {result}",
+        "{:<11} {:<11} {:<5} {} thread(s){warm}: {result}",
         job.imp.name(),
         job.workload.name(),
         job.codec.name(),
@@ -238,13 +270,33 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     outcome
 }
 
-/// libn5's version string.
+/// libn5's version string, with the repository's commit when known (and a
+/// note when src/ has uncommitted changes).
 fn libn5_version() -> String {
     // SAFETY: n5_version_string returns a pointer to a static NUL-terminated
     // string that is never freed.
-    unsafe { CStr::from_ptr(n5::ffi::status::n5_version_string()) }
+    let version = unsafe { CStr::from_ptr(n5::ffi::status::n5_version_string()) }
         .to_string_lossy()
-        .into_owned()
+        .into_owned();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(commit) => {
+            let dirty = git(&["status", "--porcelain", "--", "src"]).is_some_and(|s| !s.is_empty());
+            let note = if dirty { ", src/ modified" } else { "" };
+            format!("{version} (commit {commit}{note})")
+        }
+        None => version,
+    }
 }
 
 /// Creates a fresh working directory under `--dir`, $TMPDIR or /tmp.
@@ -380,7 +432,7 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         workload,
         codec,
         threads,
-        repeats: config.repeats,
+        repeats: 1,
         cache: config.cache,
         raw: raw.clone(),
         dims,
@@ -393,6 +445,7 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
 
     let mut results = HashMap::new();
     let mut ratios = Vec::new();
+    let mut warm_check = None;
     let reads: Vec<Workload> = config
         .workloads
         .iter()
@@ -401,39 +454,56 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         .collect();
     let timed_write = config.workloads.contains(&Workload::Write);
     for &codec in &config.codecs {
+        let active: Vec<Impl> = imps
+            .iter()
+            .copied()
+            // The raw floor is the I/O floor.
+            .filter(|&imp| !(imp == Impl::FloorCodec && codec == Codec::Raw))
+            .collect();
         // Writes first: they make the containers the reads use.
-        for &imp in &imps {
-            if imp == Impl::FloorCodec && codec == Codec::Raw {
-                continue; // the raw floor is the I/O floor
-            }
-            if timed_write {
-                for &t in &config.threads {
-                    let o = run_job(config, &job(imp, Workload::Write, codec, t));
-                    results.insert((imp, Workload::Write, codec, t), o);
-                }
-            } else if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py)
-                && !reads.is_empty()
-            {
-                let mut setup = job(imp, Workload::Write, codec, config.threads[0]);
-                setup.repeats = 1;
-                run_job(config, &setup);
-            }
-            if imp == Impl::Libn5 {
-                let dataset = container_of(work, imp, codec).join(workload::DATASET);
-                if let Ok(bytes) = sys::bytes_below(&dataset) {
-                    ratios.push((codec, bytes as f64 / vol_bytes as f64));
+        if timed_write {
+            let jobs: Vec<Job> = active
+                .iter()
+                .flat_map(|&imp| {
+                    let job = &job;
+                    config
+                        .threads
+                        .iter()
+                        .map(move |&t| job(imp, Workload::Write, codec, t))
+                })
+                .collect();
+            run_rounds(config, &jobs, &mut results);
+        } else if !reads.is_empty() {
+            for &imp in &active {
+                if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py) {
+                    run_job(config, &job(imp, Workload::Write, codec, config.threads[0]));
                 }
             }
         }
+        let dataset = container_of(work, Impl::Libn5, codec).join(workload::DATASET);
+        if let Ok(bytes) = sys::bytes_below(&dataset) {
+            ratios.push((codec, bytes as f64 / vol_bytes as f64));
+        }
         for &w in &reads {
-            for &imp in &imps {
-                if imp == Impl::FloorCodec && codec == Codec::Raw {
-                    continue;
-                }
-                for &t in &config.threads {
-                    let o = run_job(config, &job(imp, w, codec, t));
-                    results.insert((imp, w, codec, t), o);
-                }
+            let jobs: Vec<Job> = active
+                .iter()
+                .flat_map(|&imp| {
+                    let job = &job;
+                    config.threads.iter().map(move |&t| job(imp, w, codec, t))
+                })
+                .collect();
+            run_rounds(config, &jobs, &mut results);
+        }
+        // Does eviction matter here? The I/O floor's whole raw read, warm.
+        let cold = results
+            .get(&(Impl::FloorIo, Workload::ReadAll, codec, config.threads[0]))
+            .and_then(Outcome::report)
+            .map(workload::Report::median);
+        if let (Codec::Raw, Some(cold), false) = (codec, cold, config.cache == CacheMode::Warm) {
+            let mut warm = job(Impl::FloorIo, Workload::ReadAll, codec, config.threads[0]);
+            warm.cache = CacheMode::Warm;
+            if let Some(w) = run_job(config, &warm).report() {
+                warm_check = Some((cold, w.median()));
             }
         }
         if !config.keep {
@@ -444,6 +514,14 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         }
     }
 
+    if let Some((cold, warm)) = warm_check {
+        cache.push_str(&format!(
+            "; the I/O floor reads the whole raw volume in {:.1} ms cold, {:.1} ms warm ({} thread(s))",
+            cold * 1000.0,
+            warm * 1000.0,
+            config.threads[0]
+        ));
+    }
     // How well eviction worked, from mincore in libn5's and the floors' jobs.
     let resident = results
         .values()
@@ -519,7 +597,7 @@ fn run_scaling(config: &Config, work: &Path) -> Result<Vec<ScalingRow>, String> 
                 workload,
                 codec,
                 threads,
-                repeats: config.repeats,
+                repeats: 1,
                 cache: config.cache,
                 raw: raw.clone(),
                 dims,
@@ -532,8 +610,18 @@ fn run_scaling(config: &Config, work: &Path) -> Result<Vec<ScalingRow>, String> 
                 },
                 positions: Vec::new(),
             };
-            let write = run_job(config, &job(Workload::Write));
-            let read = run_job(config, &job(Workload::ReadAll));
+            let mut results = HashMap::new();
+            run_rounds(
+                config,
+                &[job(Workload::Write), job(Workload::ReadAll)],
+                &mut results,
+            );
+            let mut take = |w| {
+                results
+                    .remove(&(Impl::Libn5, w, codec, threads))
+                    .unwrap_or_else(|| Outcome::Failed("not run".into()))
+            };
+            let (write, read) = (take(Workload::Write), take(Workload::ReadAll));
             rows.push(ScalingRow {
                 dims,
                 codec,

@@ -140,13 +140,12 @@ impl Run {
     }
 
     fn version(&self, peer: &str) -> String {
-        match &self.peers {
-            Ok(v) => v
-                .get(peer)
-                .and_then(Value::as_str)
-                .map_or_else(|| "not installed".into(), str::to_string),
-            Err(_) => "not run".into(),
-        }
+        self.peers
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get(peer))
+            .and_then(Value::as_str)
+            .map_or_else(|| "not installed".into(), str::to_string)
     }
 
     /// The markdown report.
@@ -155,21 +154,17 @@ impl Run {
         let m = &self.machine;
         let _ = writeln!(s, "# libn5 benchmark\n");
         let _ = writeln!(s, "`{}` — {}\n", self.command, self.date);
-        let _ = writeln!(
-            s,
-            "* libn5 {}; tensorstore {}; z5py {}{}",
-            self.libn5_version,
-            self.version("tensorstore"),
-            self.version("z5py"),
-            match &self.peers {
-                Ok(v) => format!(
-                    " (Python {}, numpy {})",
-                    v.get("python").and_then(Value::as_str).unwrap_or("?"),
-                    v.get("numpy").and_then(Value::as_str).unwrap_or("?")
-                ),
-                Err(e) => format!(" ({e})"),
-            }
-        );
+        let peers = match &self.peers {
+            Ok(v) => format!(
+                "tensorstore {}; z5py {} (Python {}, numpy {})",
+                self.version("tensorstore"),
+                self.version("z5py"),
+                v.get("python").and_then(Value::as_str).unwrap_or("?"),
+                v.get("numpy").and_then(Value::as_str).unwrap_or("?")
+            ),
+            Err(e) => format!("peers: {e}"),
+        };
+        let _ = writeln!(s, "* libn5 {}; {peers}", self.libn5_version);
         let _ = writeln!(
             s,
             "* machine: {}, {} logical cores, {:.1} GiB RAM, Linux {}; working directory on {} ({})",
@@ -197,7 +192,7 @@ impl Run {
         let _ = writeln!(s, "* page cache: {}", self.cache);
         let _ = writeln!(
             s,
-            "* every measurement (implementation × workload × codec × threads) runs in a fresh process (`n5-bench --one`, `python bench/peers.py`) that times the operation {} time(s); the median is shown; peak RSS is that process's VmHWM\n",
+            "* every timed operation runs in a fresh process (`n5-bench --one`, `python bench/peers.py`): {} round(s), each running every implementation and thread count of a workload and codec once (round robin, so that changes in the machine's load hit all alike); the median is shown; peak RSS is the largest VmHWM of those processes\n",
             self.repeats
         );
 
@@ -405,7 +400,7 @@ impl Run {
             "workloads": {"region": {"offset": self.region.offset, "shape": self.region.shape},
                           "single_block_reads": self.n_blocks},
             "repeats": self.repeats,
-            "process_model": "one process per implementation x workload x codec x threads, timing the operation `repeats` times",
+            "process_model": "one process per timed operation; `repeats` rounds over the implementations and thread counts of each workload and codec",
             "measurements": measurements.iter().map(|((imp, w, c, t), o)| {
                 let mut v = o.to_json();
                 v["impl"] = json!(imp.name());

@@ -567,6 +567,24 @@ impl Outcome {
         }
     }
 
+    /// This outcome and a later one of the same measurement: the times of
+    /// both, the larger peaks; a failure or n/a wins.
+    pub fn merge(self, later: Outcome) -> Outcome {
+        match (self, later) {
+            (Outcome::Ok(mut a), Outcome::Ok(b)) => {
+                a.times.extend(b.times);
+                a.maxrss_kib = a.maxrss_kib.max(b.maxrss_kib);
+                a.baseline_kib = a.baseline_kib.max(b.baseline_kib);
+                a.resident_after_evict = a.resident_after_evict.max(b.resident_after_evict);
+                Outcome::Ok(a)
+            }
+            (f @ Outcome::Failed(_), _) | (_, f @ Outcome::Failed(_)) => f,
+            (Outcome::NotApplicable(r), _) | (_, Outcome::NotApplicable(r)) => {
+                Outcome::NotApplicable(r)
+            }
+        }
+    }
+
     /// The report, when measured.
     pub fn report(&self) -> Option<&Report> {
         match self {
