@@ -279,6 +279,35 @@ pub fn encode(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) -> R
     Ok(out)
 }
 
+/// Encode a numeric block whose native-order `data` the caller no longer
+/// needs: `data` is converted to big-endian in place (no copy) and the
+/// header and compressed payload replace the contents of `out`, whose
+/// memory is reused from block to block.
+pub(crate) fn encode_in_place(
+    header: &BlockHeader,
+    data: &mut [u8],
+    attrs: &DatasetAttributes,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let elem = attrs.data_type.size();
+    if data.len() != header.num_elements as usize * elem {
+        return Err(Error::new(
+            crate::ErrorKind::BufferSize,
+            format!(
+                "block data has {} bytes but {} elements of {} need {}",
+                data.len(),
+                header.num_elements,
+                attrs.data_type,
+                header.num_elements as usize * elem
+            ),
+        ));
+    }
+    out.clear();
+    header.write(out);
+    swap_to_from_be(data, elem);
+    attrs.compression.encode(data, elem, out)
+}
+
 /// The payload of a `string` block: each string's UTF-8 followed by NUL.
 pub fn encode_strings<S: AsRef<str>>(strings: &[S]) -> Result<Vec<u8>> {
     let mut out = Vec::new();

@@ -251,6 +251,36 @@ impl Dataset {
         self.store_block(grid_pos, &header, data, &attrs)
     }
 
+    /// [`Dataset::write_block`] for a caller that no longer needs `data`
+    /// (region writes): `data` is converted to big-endian in place and the
+    /// block file is built in `scratch`, so no per-block memory is allocated.
+    pub(crate) fn write_block_in_place(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let attrs = self.attributes();
+        self.check_numeric(&attrs)?;
+        self.check_write(&attrs, grid_pos, shape)?;
+        check_buffer(shape, attrs.data_type.size(), data.len())?;
+        if !self.container.options().write_empty_blocks && is_all_zero(data) {
+            self.container.store().delete(&self.block_key(grid_pos))?;
+            return Ok(());
+        }
+        let header = BlockHeader {
+            mode: BlockMode::Default,
+            size: shape.iter().map(|&s| s as u32).collect(),
+            num_elements: shape.iter().product(),
+        };
+        block::encode_in_place(&header, data, &attrs, scratch)
+            .map_err(self.block_error(grid_pos))?;
+        self.container
+            .store()
+            .write_atomic(&self.block_key(grid_pos), scratch)
+    }
+
     /// Write a varlength (mode 1) block: a header `shape` with
     /// `data.len() / element size` elements, any number. When that number
     /// equals `prod(shape)` the block is written in mode 0, as Java does.

@@ -293,7 +293,8 @@ impl Dataset {
     /// modified and written back.
     ///
     /// The blocks are encoded and written in parallel by the container's
-    /// threads, each with one block-sized buffer; a region that is exactly
+    /// threads, each with a block-sized buffer and a buffer for the block
+    /// file, reused from block to block; a region that is exactly
     /// one block is encoded straight from `data`. Every block file is
     /// replaced atomically; after a failure, blocks already written stay.
     pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
@@ -333,7 +334,7 @@ impl Dataset {
                     &o.extent,
                     elem,
                 );
-                self.write_block(&o.grid_pos, &o.block_shape, buf)
+                self.write_block_in_place(&o.grid_pos, &o.block_shape, buf, file)
             })
     }
 }
