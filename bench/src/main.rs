@@ -351,16 +351,185 @@ fn run(config: &Config, command: String) -> Result<(), String> {
     result
 }
 
+/// What every job of the main run shares.
+struct Setup<'a> {
+    config: &'a Config,
+    work: &'a Path,
+    raw: PathBuf,
+    dims: [u64; 3],
+    block: [u64; 3],
+    region: Region,
+    positions: Vec<[u64; 3]>,
+}
+
+impl Setup<'_> {
+    /// One timed repeat of a measurement.
+    fn job(&self, imp: Impl, workload: Workload, codec: Codec, threads: usize) -> Job {
+        Job {
+            imp,
+            workload,
+            codec,
+            threads,
+            repeats: 1,
+            cache: self.config.cache,
+            raw: self.raw.clone(),
+            dims: self.dims,
+            block: self.block,
+            container: container_of(self.work, imp, codec),
+            scratch: self.work.join(format!("floor-{}", codec.name())),
+            region: self.region.clone(),
+            positions: self.positions.clone(),
+        }
+    }
+
+    /// The jobs of `workload` and `codec`: every implementation and thread count.
+    fn jobs(&self, imps: &[Impl], workload: Workload, codec: Codec) -> Vec<Job> {
+        imps.iter()
+            .flat_map(|&imp| {
+                let threads = &self.config.threads;
+                threads
+                    .iter()
+                    .map(move |&t| self.job(imp, workload, codec, t))
+            })
+            .collect()
+    }
+}
+
+/// Tries drop_caches once and describes how reads get a cold cache; fails
+/// when `--cache drop` is impossible.
+fn page_cache(config: &Config) -> Result<(String, Result<(), String>), String> {
+    let drop_caches = if config.cache == CacheMode::Warm {
+        Err("not tried (--warm)".to_string())
+    } else {
+        sys::drop_caches().map_err(|e| e.to_string())
+    };
+    if let (CacheMode::Drop, Err(e)) = (config.cache, &drop_caches) {
+        return Err(format!("--cache drop: /proc/sys/vm/drop_caches: {e}"));
+    }
+    let drop_text = match &drop_caches {
+        Ok(()) => "allowed here".to_string(),
+        Err(e) => format!("not allowed here ({e})"),
+    };
+    let text = match config.cache {
+        CacheMode::Fadvise => format!(
+            "cold: before every timed read, every file of the container is fsynced and evicted with posix_fadvise(POSIX_FADV_DONTNEED); drop_caches {drop_text} but not used (--cache drop)"
+        ),
+        CacheMode::Drop => "cold: before every timed read, fsync + posix_fadvise(POSIX_FADV_DONTNEED) on every container file, then sync; echo 3 > /proc/sys/vm/drop_caches (dentries and inodes too)".to_string(),
+        CacheMode::Warm => "warm (--warm): reads hit the page cache left by the writes".to_string(),
+    };
+    say!("page cache: {text}");
+    Ok((text, drop_caches))
+}
+
+/// The peers' versions and the implementations to measure.
+fn implementations(config: &Config) -> (Result<serde_json::Value, String>, Vec<Impl>) {
+    let versions = if config.peers {
+        peers::versions(&config.python)
+    } else {
+        Err("skipped (--no-peers)".into())
+    };
+    match &versions {
+        Ok(v) => say!("peers: {v}"),
+        Err(e) => say!("peers unavailable: {e}"),
+    }
+    let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec];
+    for (imp, name) in [(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")] {
+        let installed = versions
+            .as_ref()
+            .is_ok_and(|v| v.get(name).is_some_and(|x| x.is_string()));
+        if installed {
+            imps.push(imp);
+        }
+    }
+    (versions, imps)
+}
+
+/// What measuring one codec found besides the measurements.
+struct CodecExtras {
+    /// libn5's dataset size over the raw volume's.
+    ratio: Option<f64>,
+    /// The I/O floor's whole read of the raw container, cold and warm.
+    warm_check: Option<(f64, f64)>,
+}
+
+/// Every workload with `codec`: the writes (which make the containers),
+/// then the reads; removes the containers afterwards unless `--keep`.
+fn measure_codec(
+    setup: &Setup,
+    imps: &[Impl],
+    codec: Codec,
+    results: &mut HashMap<report::Key, Outcome>,
+) -> Result<CodecExtras, String> {
+    let config = setup.config;
+    // The raw floor is the I/O floor.
+    let active: Vec<Impl> = imps
+        .iter()
+        .copied()
+        .filter(|&imp| !(imp == Impl::FloorCodec && codec == Codec::Raw))
+        .collect();
+    let reads: Vec<Workload> = config
+        .workloads
+        .iter()
+        .copied()
+        .filter(|&w| w != Workload::Write)
+        .collect();
+    if config.workloads.contains(&Workload::Write) {
+        run_rounds(
+            config,
+            &setup.jobs(&active, Workload::Write, codec),
+            results,
+        );
+    } else if !reads.is_empty() {
+        // Untimed: the containers the reads need.
+        for &imp in &active {
+            if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py) {
+                run_job(
+                    config,
+                    &setup.job(imp, Workload::Write, codec, config.threads[0]),
+                );
+            }
+        }
+    }
+    let vol_bytes = setup.dims.iter().product::<u64>() * Job::ELEM;
+    let dataset = container_of(setup.work, Impl::Libn5, codec).join(workload::DATASET);
+    let ratio = sys::bytes_below(&dataset)
+        .ok()
+        .map(|b| b as f64 / vol_bytes as f64);
+    for &w in &reads {
+        run_rounds(config, &setup.jobs(&active, w, codec), results);
+    }
+    // Does eviction matter here? The I/O floor's whole raw read, warm.
+    let t = config.threads[0];
+    let cold = results
+        .get(&(Impl::FloorIo, Workload::ReadAll, codec, t))
+        .and_then(Outcome::report)
+        .map(workload::Report::median);
+    let mut warm_check = None;
+    if let (Codec::Raw, Some(cold), false) = (codec, cold, config.cache == CacheMode::Warm) {
+        let mut warm = setup.job(Impl::FloorIo, Workload::ReadAll, codec, t);
+        warm.cache = CacheMode::Warm;
+        if let Some(w) = run_job(config, &warm).report() {
+            warm_check = Some((cold, w.median()));
+        }
+    }
+    if !config.keep {
+        for imp in [Impl::Libn5, Impl::Tensorstore, Impl::Z5py] {
+            workload::remove_tree(&container_of(setup.work, imp, codec))?;
+        }
+        workload::remove_tree(&setup.work.join(format!("floor-{}", codec.name())))?;
+    }
+    Ok(CodecExtras { ratio, warm_check })
+}
+
+/// The benchmark in the working directory `work`: checks, data, every
+/// codec, the scaling rows, the report.
 fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
     let dims: [u64; 3] = if config.quick { [256; 3] } else { [512; 3] };
     let block = [64u64; 3];
-    let region = Region {
-        offset: [37, 51, 13],
-        shape: if config.quick { [150; 3] } else { [300; 3] },
-    };
     let vol_bytes = dims.iter().product::<u64>() * Job::ELEM;
 
     let machine = sys::Machine::detect();
+    let load_start = sys::load_average();
     let fs_type = sys::fs_type(work);
     let free = sys::free_bytes(work).unwrap_or(u64::MAX);
     let needed = 5 * vol_bytes + if config.scaling { 3 << 30 } else { 0 };
@@ -376,151 +545,38 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
     if fs_type == "tmpfs" && config.cache != CacheMode::Warm {
         say!("WARNING: tmpfs keeps files in memory: reads cannot be cold; use --dir on a disk");
     }
-
-    // Page cache: try drop_caches once, then say what is used.
-    let drop_caches = if config.cache == CacheMode::Warm {
-        Err("not tried (--warm)".to_string())
-    } else {
-        sys::drop_caches().map_err(|e| e.to_string())
-    };
-    if config.cache == CacheMode::Drop {
-        if let Err(e) = &drop_caches {
-            return Err(format!("--cache drop: /proc/sys/vm/drop_caches: {e}"));
-        }
-    }
-    let drop_text = match &drop_caches {
-        Ok(()) => "allowed here".to_string(),
-        Err(e) => format!("not allowed here ({e})"),
-    };
-    let mut cache = match config.cache {
-        CacheMode::Fadvise => format!(
-            "cold: before every timed read, every file of the container is fsynced and evicted with posix_fadvise(POSIX_FADV_DONTNEED); drop_caches {drop_text} but not used (--cache drop)"
-        ),
-        CacheMode::Drop => "cold: before every timed read, fsync + posix_fadvise(POSIX_FADV_DONTNEED) on every container file, then sync; echo 3 > /proc/sys/vm/drop_caches (dentries and inodes too)".to_string(),
-        CacheMode::Warm => "warm (--warm): reads hit the page cache left by the writes".to_string(),
-    };
-    say!("page cache: {cache}");
-
-    let peer_versions = if config.peers {
-        peers::versions(&config.python)
-    } else {
-        Err("skipped (--no-peers)".into())
-    };
-    match &peer_versions {
-        Ok(v) => say!("peers: {v}"),
-        Err(e) => say!("peers unavailable: {e}"),
-    }
-    let peer_ok = |name: &str| {
-        peer_versions
-            .as_ref()
-            .is_ok_and(|v| v.get(name).is_some_and(|x| x.is_string()))
-    };
-    let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec];
-    for (imp, name) in [(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")] {
-        if peer_ok(name) {
-            imps.push(imp);
-        }
-    }
+    let (mut cache, drop_caches) = page_cache(config)?;
+    let (peer_versions, imps) = implementations(config);
 
     let raw = work.join("volume.raw");
     let foreground = write_volume(dims, &raw)?;
     let grid = [0, 1, 2].map(|d| dims[d].div_ceil(block[d]));
-    let positions = data::random_positions(grid, 200);
-
-    let job = |imp: Impl, workload: Workload, codec: Codec, threads: usize| Job {
-        imp,
-        workload,
-        codec,
-        threads,
-        repeats: 1,
-        cache: config.cache,
-        raw: raw.clone(),
+    let setup = Setup {
+        config,
+        work,
+        raw,
         dims,
         block,
-        container: container_of(work, imp, codec),
-        scratch: work.join(format!("floor-{}", codec.name())),
-        region: region.clone(),
-        positions: positions.clone(),
+        region: Region {
+            offset: [37, 51, 13],
+            shape: if config.quick { [150; 3] } else { [300; 3] },
+        },
+        positions: data::random_positions(grid, 200),
     };
 
     let mut results = HashMap::new();
     let mut ratios = Vec::new();
-    let mut warm_check = None;
-    let reads: Vec<Workload> = config
-        .workloads
-        .iter()
-        .copied()
-        .filter(|&w| w != Workload::Write)
-        .collect();
-    let timed_write = config.workloads.contains(&Workload::Write);
     for &codec in &config.codecs {
-        let active: Vec<Impl> = imps
-            .iter()
-            .copied()
-            // The raw floor is the I/O floor.
-            .filter(|&imp| !(imp == Impl::FloorCodec && codec == Codec::Raw))
-            .collect();
-        // Writes first: they make the containers the reads use.
-        if timed_write {
-            let jobs: Vec<Job> = active
-                .iter()
-                .flat_map(|&imp| {
-                    let job = &job;
-                    config
-                        .threads
-                        .iter()
-                        .map(move |&t| job(imp, Workload::Write, codec, t))
-                })
-                .collect();
-            run_rounds(config, &jobs, &mut results);
-        } else if !reads.is_empty() {
-            for &imp in &active {
-                if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py) {
-                    run_job(config, &job(imp, Workload::Write, codec, config.threads[0]));
-                }
-            }
+        let extras = measure_codec(&setup, &imps, codec, &mut results)?;
+        ratios.extend(extras.ratio.map(|r| (codec, r)));
+        if let Some((cold, warm)) = extras.warm_check {
+            cache.push_str(&format!(
+                "; the I/O floor reads the whole raw volume in {:.1} ms cold, {:.1} ms warm ({} thread(s))",
+                cold * 1000.0,
+                warm * 1000.0,
+                config.threads[0]
+            ));
         }
-        let dataset = container_of(work, Impl::Libn5, codec).join(workload::DATASET);
-        if let Ok(bytes) = sys::bytes_below(&dataset) {
-            ratios.push((codec, bytes as f64 / vol_bytes as f64));
-        }
-        for &w in &reads {
-            let jobs: Vec<Job> = active
-                .iter()
-                .flat_map(|&imp| {
-                    let job = &job;
-                    config.threads.iter().map(move |&t| job(imp, w, codec, t))
-                })
-                .collect();
-            run_rounds(config, &jobs, &mut results);
-        }
-        // Does eviction matter here? The I/O floor's whole raw read, warm.
-        let cold = results
-            .get(&(Impl::FloorIo, Workload::ReadAll, codec, config.threads[0]))
-            .and_then(Outcome::report)
-            .map(workload::Report::median);
-        if let (Codec::Raw, Some(cold), false) = (codec, cold, config.cache == CacheMode::Warm) {
-            let mut warm = job(Impl::FloorIo, Workload::ReadAll, codec, config.threads[0]);
-            warm.cache = CacheMode::Warm;
-            if let Some(w) = run_job(config, &warm).report() {
-                warm_check = Some((cold, w.median()));
-            }
-        }
-        if !config.keep {
-            for imp in [Impl::Libn5, Impl::Tensorstore, Impl::Z5py] {
-                workload::remove_tree(&container_of(work, imp, codec))?;
-            }
-            workload::remove_tree(&work.join(format!("floor-{}", codec.name())))?;
-        }
-    }
-
-    if let Some((cold, warm)) = warm_check {
-        cache.push_str(&format!(
-            "; the I/O floor reads the whole raw volume in {:.1} ms cold, {:.1} ms warm ({} thread(s))",
-            cold * 1000.0,
-            warm * 1000.0,
-            config.threads[0]
-        ));
     }
     // How well eviction worked, from mincore in libn5's and the floors' jobs.
     let resident = results
@@ -549,12 +605,13 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         machine,
         fs_type,
         dir: work.display().to_string(),
+        load: (load_start, sys::load_average()),
         cache,
-        drop_caches: drop_caches.map_err(|e| e.to_string()),
+        drop_caches,
         dims,
         block,
-        region,
-        n_blocks: positions.len(),
+        n_blocks: setup.positions.len(),
+        region: setup.region,
         foreground,
         ratios,
         repeats: config.repeats,

@@ -44,6 +44,8 @@ pub struct Run {
     pub fs_type: String,
     /// The working directory.
     pub dir: String,
+    /// Load averages at the start and at the end of the run.
+    pub load: (String, String),
     /// How reads get a cold cache, in words.
     pub cache: String,
     /// Whether drop_caches could be written (Ok) or why not.
@@ -167,8 +169,8 @@ impl Run {
         let _ = writeln!(s, "* libn5 {}; {peers}", self.libn5_version);
         let _ = writeln!(
             s,
-            "* machine: {}, {} logical cores, {:.1} GiB RAM, Linux {}; working directory on {} ({})",
-            m.cpu, m.cores, m.ram_gib, m.kernel, self.fs_type, self.dir
+            "* machine: {}, {} logical cores, {:.1} GiB RAM, Linux {}; working directory on {} ({}); load average {} at the start, {} at the end",
+            m.cpu, m.cores, m.ram_gib, m.kernel, self.fs_type, self.dir, self.load.0, self.load.1
         );
         let _ = writeln!(
             s,
@@ -229,6 +231,14 @@ impl Run {
                     );
                 }
             }
+        }
+        let noisy = self.noisy();
+        if noisy.1 > 0 {
+            let _ = writeln!(
+                s,
+                "\n{} of {} libn5 measurements have repeats more than 25% apart (slowest / fastest): the machine was busy; the JSON output has every time.",
+                noisy.0, noisy.1
+            );
         }
         let _ = writeln!(
             s,
@@ -342,6 +352,24 @@ impl Run {
         s
     }
 
+    /// (libn5 measurements whose slowest repeat is more than 25% above the
+    /// fastest, libn5 measurements with several repeats).
+    fn noisy(&self) -> (usize, usize) {
+        let spreads: Vec<f64> = self
+            .results
+            .iter()
+            .filter(|((imp, ..), _)| *imp == Impl::Libn5)
+            .filter_map(|(_, o)| o.report())
+            .filter(|r| r.times.len() > 1)
+            .map(|r| {
+                let max = r.times.iter().copied().fold(f64::MIN, f64::max);
+                let min = r.times.iter().copied().fold(f64::MAX, f64::min);
+                max / min
+            })
+            .collect();
+        (spreads.iter().filter(|&&x| x > 1.25).count(), spreads.len())
+    }
+
     /// Every failed measurement, described.
     pub fn failures(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = self
@@ -391,7 +419,8 @@ impl Run {
             "libn5_version": self.libn5_version,
             "peers": match &self.peers { Ok(v) => v.clone(), Err(e) => json!({"error": e}) },
             "machine": {"cpu": m.cpu, "cores": m.cores, "ram_gib": m.ram_gib, "kernel": m.kernel,
-                        "filesystem": self.fs_type, "dir": self.dir},
+                        "filesystem": self.fs_type, "dir": self.dir,
+                        "load_average_start": self.load.0, "load_average_end": self.load.1},
             "cache": self.cache,
             "drop_caches_allowed": match &self.drop_caches { Ok(()) => json!(true), Err(e) => json!(e) },
             "data": {"dims": self.dims, "block": self.block, "dtype": "uint16",

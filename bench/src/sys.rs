@@ -248,6 +248,14 @@ impl Machine {
     }
 }
 
+/// The 1, 5 and 15 minute load averages (/proc/loadavg).
+pub fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// The current UTC time as `YYYY-MM-DD HH:MM UTC`.
 pub fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
