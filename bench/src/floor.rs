@@ -59,6 +59,7 @@ const LZ4_PIECE_HEADER: usize = 21;
 /// Bytes per LZ4Block piece (N5's default blockSize).
 const LZ4_PIECE: usize = 65536;
 
+/// An error mapper that names the path.
 fn io_err(what: &Path) -> impl Fn(io::Error) -> String + '_ {
     move |e| format!("{}: {e}", what.display())
 }
@@ -154,6 +155,7 @@ enum Coder {
 }
 
 impl Coder {
+    /// Fresh state for `codec`.
     fn new(codec: Codec) -> Coder {
         match codec {
             Codec::Raw => Coder::Raw,

@@ -35,6 +35,7 @@ use report::{Run, ScalingRow};
 use sys::CacheMode;
 use workload::{Codec, Impl, Job, Outcome, Region, Workload};
 
+/// The `--help` text.
 const USAGE: &str = "\
 n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore, z5py)
 
@@ -91,6 +92,7 @@ fn list<T>(text: &str, item: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, Strin
 }
 
 impl Config {
+    /// Parses the arguments after the program name.
     fn parse(args: &[String]) -> Result<Config, String> {
         let mut c = Config {
             quick: false,
@@ -153,6 +155,7 @@ macro_rules! say {
     ($($arg:tt)*) => { eprintln!("[n5-bench] {}", format!($($arg)*)) };
 }
 
+/// The parent (the benchmark) or, with `--one`, a child (one measurement).
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--one") {

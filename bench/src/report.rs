@@ -88,6 +88,7 @@ fn ms(seconds: f64) -> String {
     }
 }
 
+/// KiB as whole MiB.
 fn mib(kib: u64) -> String {
     format!("{:.0}", kib as f64 / 1024.0)
 }
@@ -110,6 +111,7 @@ fn ratio(a: Option<&Outcome>, b: Option<&Outcome>) -> String {
     }
 }
 
+/// `512³` or `1024×1024×512`.
 fn dims_text(d: [u64; 3]) -> String {
     if d[0] == d[1] && d[1] == d[2] {
         format!("{}³", d[0])
@@ -119,6 +121,7 @@ fn dims_text(d: [u64; 3]) -> String {
 }
 
 impl Run {
+    /// The outcome of one measurement, if it ran.
     fn get(&self, imp: Impl, w: Workload, c: Codec, t: usize) -> Option<&Outcome> {
         self.results.get(&(imp, w, c, t))
     }
@@ -132,6 +135,7 @@ impl Run {
         }
     }
 
+    /// The workload as the table names it.
     fn workload_label(&self, w: Workload) -> String {
         match w {
             Workload::Write => format!("write {}", dims_text(self.dims)),
@@ -141,6 +145,7 @@ impl Run {
         }
     }
 
+    /// A peer's version, or "not installed".
     fn version(&self, peer: &str) -> String {
         self.peers
             .as_ref()

@@ -195,6 +195,7 @@ pub struct Job {
     pub positions: Vec<[u64; 3]>,
 }
 
+/// The 3-element integer array `key` of a job.
 fn arr3(v: &Value, key: &str) -> Result<[u64; 3], String> {
     let a = v
         .get(key)
@@ -210,6 +211,7 @@ fn arr3(v: &Value, key: &str) -> Result<[u64; 3], String> {
     Ok(out)
 }
 
+/// The string `key` of a job.
 fn string(v: &Value, key: &str) -> Result<String, String> {
     v.get(key)
         .and_then(Value::as_str)
