@@ -26,13 +26,16 @@ pub fn xxh32(data: &[u8], seed: u32) -> u32 {
         let mut v2 = seed.wrapping_add(PRIME2);
         let mut v3 = seed;
         let mut v4 = seed.wrapping_sub(PRIME1);
-        while rest.len() >= 16 {
-            v1 = round(v1, read_u32(&rest[0..]));
-            v2 = round(v2, read_u32(&rest[4..]));
-            v3 = round(v3, read_u32(&rest[8..]));
-            v4 = round(v4, read_u32(&rest[12..]));
-            rest = &rest[16..];
+        let mut stripes = rest.chunks_exact(16);
+        for s in &mut stripes {
+            // Fixed-size loads: no bounds checks in the loop.
+            let lane = |i: usize| u32::from_le_bytes([s[i], s[i + 1], s[i + 2], s[i + 3]]);
+            v1 = round(v1, lane(0));
+            v2 = round(v2, lane(4));
+            v3 = round(v3, lane(8));
+            v4 = round(v4, lane(12));
         }
+        rest = stripes.remainder();
         v1.rotate_left(1)
             .wrapping_add(v2.rotate_left(7))
             .wrapping_add(v3.rotate_left(12))
