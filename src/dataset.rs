@@ -178,6 +178,35 @@ impl Dataset {
         Ok(true)
     }
 
+    /// For a raw dataset, read the block file at `grid_pos` into `file` and,
+    /// when it holds exactly the nominal `shape` in mode 0, return where its
+    /// big-endian payload starts; `None` (read the block the general way)
+    /// for other codecs, missing blocks and blocks stored otherwise.
+    pub(crate) fn stored_raw_payload(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        file: &mut Vec<u8>,
+    ) -> Result<Option<usize>> {
+        let attrs = self.attributes();
+        if attrs.compression != crate::codec::Compression::Raw || !attrs.data_type.is_numeric() {
+            return Ok(None);
+        }
+        if !self
+            .container
+            .store()
+            .read_into(&self.block_key(grid_pos), file)?
+        {
+            return Ok(None);
+        }
+        let (header, at) = BlockHeader::parse(file).map_err(self.block_error(grid_pos))?;
+        let nbytes = header.check(&attrs).map_err(self.block_error(grid_pos))?;
+        let exact = header.mode == BlockMode::Default
+            && header.size.iter().zip(shape).all(|(&s, &n)| s as u64 == n)
+            && file.len() - at >= nbytes;
+        Ok(exact.then_some(at))
+    }
+
     fn check_numeric(&self, attrs: &DatasetAttributes) -> Result<()> {
         if !attrs.data_type.is_numeric() {
             return Err(Error::new(

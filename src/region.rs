@@ -30,6 +30,21 @@ pub(crate) fn copy_box(
     extent: &[u64],
     elem: usize,
 ) {
+    copy_box_then(src, from, dst, to, extent, elem, |_| {});
+}
+
+/// [`copy_box`], running `row_done` on each row of `dst` right after it is
+/// copied (while it is in cache), as the byte order conversion of a raw
+/// block read straight from its file does.
+fn copy_box_then(
+    src: &[u8],
+    from: Placement,
+    dst: &mut [u8],
+    to: Placement,
+    extent: &[u64],
+    elem: usize,
+    row_done: impl Fn(&mut [u8]),
+) {
     let n = extent.len();
     if extent.contains(&0) {
         return;
@@ -55,6 +70,7 @@ pub(crate) fn copy_box(
     }
     if first == n {
         dst[d_o..d_o + row].copy_from_slice(&src[so..so + row]);
+        row_done(&mut dst[d_o..d_o + row]);
         return;
     }
     // Rows along dimension `first`, then an odometer over the rest.
@@ -64,6 +80,7 @@ pub(crate) fn copy_box(
         let (mut a, mut b) = (so, d_o);
         for _ in 0..rows {
             dst[b..b + row].copy_from_slice(&src[a..a + row]);
+            row_done(&mut dst[b..b + row]);
             a += s1;
             b += d1;
         }
@@ -208,12 +225,18 @@ impl<'a> Planes<'a> {
     }
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
-    /// the region, one plane at a time.
-    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize) {
+    /// the region, one plane at a time; with `big_endian`, `buf` holds the
+    /// block as stored and each row is converted after its copy.
+    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize, big_endian: bool) {
+        let convert = |row: &mut [u8]| {
+            if big_endian {
+                crate::block::swap_to_from_be(row, elem);
+            }
+        };
         let n = self.shape.len();
         if n == 1 {
             let mut out = self.planes[0].lock().unwrap_or_else(|p| p.into_inner());
-            copy_box(
+            copy_box_then(
                 buf,
                 Placement {
                     shape: &o.block_shape,
@@ -226,6 +249,7 @@ impl<'a> Planes<'a> {
                 },
                 &o.extent,
                 elem,
+                convert,
             );
             return;
         }
@@ -234,7 +258,7 @@ impl<'a> Planes<'a> {
             let src = (o.in_block[n - 1] + z) as usize * block_plane;
             let dst = (o.in_region[n - 1] + z) as usize;
             let mut out = self.planes[dst].lock().unwrap_or_else(|p| p.into_inner());
-            copy_box(
+            copy_box_then(
                 &buf[src..src + block_plane],
                 Placement {
                     shape: &o.block_shape[..n - 1],
@@ -247,6 +271,7 @@ impl<'a> Planes<'a> {
                 },
                 &o.extent[..n - 1],
                 elem,
+                convert,
             );
         }
     }
@@ -280,9 +305,15 @@ impl Dataset {
             .run(grid.total, init, |(buf, file), i| {
                 let o = grid.overlap(i)?;
                 let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                // Raw blocks stored whole are copied from the file bytes
+                // straight into the region, converted row by row.
+                if let Some(at) = self.stored_raw_payload(&o.grid_pos, &o.block_shape, file)? {
+                    out.copy_in(&file[at..at + nbytes], &o, elem, true);
+                    return Ok(());
+                }
                 buf.resize(nbytes, 0);
                 self.read_block_into_with(&o.grid_pos, buf, file)?;
-                out.copy_in(buf, &o, elem);
+                out.copy_in(buf, &o, elem, false);
                 Ok(())
             })
     }
