@@ -233,24 +233,34 @@ pub fn decode_into_if_exact(
     shape: &[u64],
     out: &mut [u8],
 ) -> Result<Option<()>> {
+    match exact_payload(bytes, attrs, shape)? {
+        Some((at, nbytes)) if nbytes == out.len() => {
+            attrs.compression.decode(&bytes[at..], out)?;
+            swap_to_from_be(out, attrs.data_type.size());
+            Ok(Some(()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Where the payload of a mode-0 block whose header size equals `shape`
+/// starts in `bytes`, with its decoded size; `None` for a block of another
+/// form. The header is parsed and checked either way.
+pub(crate) fn exact_payload(
+    bytes: &[u8],
+    attrs: &DatasetAttributes,
+    shape: &[u64],
+) -> Result<Option<(usize, usize)>> {
     let (header, header_len) = BlockHeader::parse(bytes)?;
     let nbytes = header.check(attrs)?;
     let exact = header.mode == BlockMode::Default
-        && header.size.iter().zip(shape).all(|(&s, &n)| s as u64 == n)
-        && nbytes == out.len();
-    if !exact {
-        return Ok(None);
-    }
-    attrs.compression.decode(&bytes[header_len..], out)?;
-    swap_to_from_be(out, attrs.data_type.size());
-    Ok(Some(()))
+        && header.size.iter().zip(shape).all(|(&s, &n)| s as u64 == n);
+    Ok(exact.then_some((header_len, nbytes)))
 }
 
-/// Encode a block: header, then the compressed big-endian payload. `data` is
-/// in native order and holds `header.num_elements` elements.
-pub fn encode(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) -> Result<Vec<u8>> {
-    let elem = attrs.data_type.size();
-    let expected = header.num_elements as usize * elem;
+/// Check that `data` holds exactly the header's elements.
+fn check_data_len(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) -> Result<()> {
+    let expected = header.num_elements as usize * attrs.data_type.size();
     if data.len() != expected {
         return Err(Error::new(
             crate::ErrorKind::BufferSize,
@@ -262,6 +272,14 @@ pub fn encode(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) -> R
             ),
         ));
     }
+    Ok(())
+}
+
+/// Encode a block: header, then the compressed big-endian payload. `data` is
+/// in native order and holds `header.num_elements` elements.
+pub fn encode(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) -> Result<Vec<u8>> {
+    let elem = attrs.data_type.size();
+    check_data_len(header, data, attrs)?;
     let mut out = Vec::with_capacity(16 + 4 * header.size.len() + data.len());
     header.write(&mut out);
     if attrs.compression == crate::codec::Compression::Raw {
@@ -290,18 +308,7 @@ pub(crate) fn encode_in_place(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let elem = attrs.data_type.size();
-    if data.len() != header.num_elements as usize * elem {
-        return Err(Error::new(
-            crate::ErrorKind::BufferSize,
-            format!(
-                "block data has {} bytes but {} elements of {} need {}",
-                data.len(),
-                header.num_elements,
-                attrs.data_type,
-                header.num_elements as usize * elem
-            ),
-        ));
-    }
+    check_data_len(header, data, attrs)?;
     out.clear();
     header.write(out);
     swap_to_from_be(data, elem);

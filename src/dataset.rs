@@ -152,6 +152,24 @@ impl Dataset {
         out: &mut [u8],
         file: &mut Vec<u8>,
     ) -> Result<bool> {
+        Ok(!matches!(
+            self.read_block_for_region(grid_pos, out, file, false)?,
+            BlockRead::Missing
+        ))
+    }
+
+    /// Read the numeric block at `grid_pos` for a region: like
+    /// [`Dataset::read_block_into_with`], except that with `raw_in_place` a
+    /// raw block stored whole is left in `file` undecoded
+    /// ([`BlockRead::RawAt`]), for the caller to copy and convert straight
+    /// into its region.
+    pub(crate) fn read_block_for_region(
+        &self,
+        grid_pos: &[u64],
+        out: &mut [u8],
+        file: &mut Vec<u8>,
+        raw_in_place: bool,
+    ) -> Result<BlockRead> {
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
         let shape = attrs.block_shape(grid_pos)?;
@@ -163,48 +181,26 @@ impl Dataset {
             .read_into(&self.block_key(grid_pos), file)?
         {
             out.fill(0);
-            return Ok(false);
+            return Ok(BlockRead::Missing);
         }
         let bytes = &file[..];
         let err = self.block_error(grid_pos);
-        if block::decode_into_if_exact(bytes, &attrs, &shape, out)
-            .map_err(&err)?
-            .is_some()
-        {
-            return Ok(true);
+        if let Some((at, nbytes)) = block::exact_payload(bytes, &attrs, &shape).map_err(&err)? {
+            if raw_in_place
+                && attrs.compression == crate::codec::Compression::Raw
+                && bytes.len() - at >= nbytes
+            {
+                return Ok(BlockRead::RawAt(at));
+            }
+            if nbytes == out.len() {
+                attrs.compression.decode(&bytes[at..], out).map_err(&err)?;
+                block::swap_to_from_be(out, elem);
+                return Ok(BlockRead::Decoded);
+            }
         }
         let block = block::decode(bytes, &attrs).map_err(&err)?;
         place_block(&block, &shape, elem, out).map_err(&err)?;
-        Ok(true)
-    }
-
-    /// For a raw dataset, read the block file at `grid_pos` into `file` and,
-    /// when it holds exactly the nominal `shape` in mode 0, return where its
-    /// big-endian payload starts; `None` (read the block the general way)
-    /// for other codecs, missing blocks and blocks stored otherwise.
-    pub(crate) fn stored_raw_payload(
-        &self,
-        grid_pos: &[u64],
-        shape: &[u64],
-        file: &mut Vec<u8>,
-    ) -> Result<Option<usize>> {
-        let attrs = self.attributes();
-        if attrs.compression != crate::codec::Compression::Raw || !attrs.data_type.is_numeric() {
-            return Ok(None);
-        }
-        if !self
-            .container
-            .store()
-            .read_into(&self.block_key(grid_pos), file)?
-        {
-            return Ok(None);
-        }
-        let (header, at) = BlockHeader::parse(file).map_err(self.block_error(grid_pos))?;
-        let nbytes = header.check(&attrs).map_err(self.block_error(grid_pos))?;
-        let exact = header.mode == BlockMode::Default
-            && header.size.iter().zip(shape).all(|(&s, &n)| s as u64 == n)
-            && file.len() - at >= nbytes;
-        Ok(exact.then_some(at))
+        Ok(BlockRead::Decoded)
     }
 
     fn check_numeric(&self, attrs: &DatasetAttributes) -> Result<()> {
@@ -264,20 +260,35 @@ impl Dataset {
     /// [`crate::Options::write_empty_blocks`] off, an all-zero block is not
     /// stored, and a stored one at `grid_pos` is deleted.
     pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        match self.begin_numeric_write(grid_pos, shape, data)? {
+            Some((attrs, header)) => self.store_block(grid_pos, &header, data, &attrs),
+            None => Ok(()),
+        }
+    }
+
+    /// The checks of a numeric block write and its mode-0 header; `None`
+    /// when the block is all zeros and empty blocks are not stored (any
+    /// stored block at `grid_pos` is then deleted).
+    fn begin_numeric_write(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &[u8],
+    ) -> Result<Option<(Arc<DatasetAttributes>, BlockHeader)>> {
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
         self.check_write(&attrs, grid_pos, shape)?;
         check_buffer(shape, attrs.data_type.size(), data.len())?;
         if !self.container.options().write_empty_blocks && is_all_zero(data) {
             self.container.store().delete(&self.block_key(grid_pos))?;
-            return Ok(());
+            return Ok(None);
         }
         let header = BlockHeader {
             mode: BlockMode::Default,
             size: shape.iter().map(|&s| s as u32).collect(),
             num_elements: shape.iter().product(),
         };
-        self.store_block(grid_pos, &header, data, &attrs)
+        Ok(Some((attrs, header)))
     }
 
     /// [`Dataset::write_block`] for a caller that no longer needs `data`
@@ -290,18 +301,8 @@ impl Dataset {
         data: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let attrs = self.attributes();
-        self.check_numeric(&attrs)?;
-        self.check_write(&attrs, grid_pos, shape)?;
-        check_buffer(shape, attrs.data_type.size(), data.len())?;
-        if !self.container.options().write_empty_blocks && is_all_zero(data) {
-            self.container.store().delete(&self.block_key(grid_pos))?;
+        let Some((attrs, header)) = self.begin_numeric_write(grid_pos, shape, data)? else {
             return Ok(());
-        }
-        let header = BlockHeader {
-            mode: BlockMode::Default,
-            size: shape.iter().map(|&s| s as u32).collect(),
-            num_elements: shape.iter().product(),
         };
         block::encode_in_place(&header, data, &attrs, scratch)
             .map_err(self.block_error(grid_pos))?;
@@ -475,6 +476,17 @@ impl Dataset {
         }
         Ok(())
     }
+}
+
+/// What [`Dataset::read_block_for_region`] found.
+pub(crate) enum BlockRead {
+    /// No block is stored; the buffer holds zeros.
+    Missing,
+    /// The block was decoded into the buffer (native order).
+    Decoded,
+    /// A raw block stored whole: its big-endian payload starts at this
+    /// offset of the file buffer; the block buffer is untouched.
+    RawAt(usize),
 }
 
 /// Whether every byte of `data` is zero.

@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use crate::dataset::{check_buffer, Dataset};
+use crate::dataset::{check_buffer, BlockRead, Dataset};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::DatasetAttributes;
 
@@ -305,15 +305,13 @@ impl Dataset {
             .run(grid.total, init, |(buf, file), i| {
                 let o = grid.overlap(i)?;
                 let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                buf.resize(nbytes, 0);
                 // Raw blocks stored whole are copied from the file bytes
                 // straight into the region, converted row by row.
-                if let Some(at) = self.stored_raw_payload(&o.grid_pos, &o.block_shape, file)? {
-                    out.copy_in(&file[at..at + nbytes], &o, elem, true);
-                    return Ok(());
+                match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
+                    BlockRead::RawAt(at) => out.copy_in(&file[at..at + nbytes], &o, elem, true),
+                    _ => out.copy_in(buf, &o, elem, false),
                 }
-                buf.resize(nbytes, 0);
-                self.read_block_into_with(&o.grid_pos, buf, file)?;
-                out.copy_in(buf, &o, elem, false);
                 Ok(())
             })
     }

@@ -23,6 +23,31 @@ fn json_text(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
+/// The children (or, `recursive`, all descendants) of the group at `path`.
+fn names(c: &Container, path: &str, recursive: bool) -> Result<Vec<String>> {
+    if recursive {
+        c.deep_list(path)
+    } else {
+        c.list(path)
+    }
+}
+
+/// The body of `n5_list` and `n5_list_recursive`: the names as a JSON array.
+fn list_json(
+    c: *const n5_container,
+    path: *const c_char,
+    recursive: bool,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> Result<()> {
+    let c = container(c)?;
+    let path = convert::string(path, "path")?;
+    convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+    let names = names(c, path, recursive)?;
+    write_text(&json_text(&Value::from(names)), buf, buf_cap, out_len)
+}
+
 fn parse_json(text: &str, arg: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| {
         Error::new(
@@ -209,11 +234,7 @@ pub extern "C" fn n5_list(
     out_len: *mut usize,
 ) -> n5_status {
     boundary::status("n5_list", || {
-        let c = container(c)?;
-        let path = convert::string(path, "path")?;
-        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
-        let names = c.list(path)?;
-        write_text(&json_text(&Value::from(names)), buf, buf_cap, out_len)
+        list_json(c, path, false, buf, buf_cap, out_len)
     })
 }
 
@@ -229,11 +250,7 @@ pub extern "C" fn n5_list_recursive(
     out_len: *mut usize,
 ) -> n5_status {
     boundary::status("n5_list_recursive", || {
-        let c = container(c)?;
-        let path = convert::string(path, "path")?;
-        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
-        let names = c.deep_list(path)?;
-        write_text(&json_text(&Value::from(names)), buf, buf_cap, out_len)
+        list_json(c, path, true, buf, buf_cap, out_len)
     })
 }
 
@@ -259,8 +276,7 @@ pub extern "C" fn n5_list_names(
         let path = convert::string(path, "path")?;
         convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
         let names = match recursive {
-            0 => c.list(path)?,
-            1 => c.deep_list(path)?,
+            0 | 1 => names(c, path, recursive == 1)?,
             other => {
                 return Err(Error::invalid_argument(format!(
                     "recursive is {other}; it must be 0 or 1"

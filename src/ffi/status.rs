@@ -1,7 +1,8 @@
 //! C API: the library's version, the thread's last error, status names and
 //! dtype codes.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CString};
+use std::sync::OnceLock;
 
 use super::boundary;
 use super::convert;
@@ -128,26 +129,24 @@ pub extern "C" fn n5_dtype_size(dtype: n5_dtype) -> usize {
 /// `"string"`, `"object"`); static; NULL for a code that is not a dtype.
 #[no_mangle]
 pub extern "C" fn n5_dtype_name(dtype: n5_dtype) -> *const c_char {
-    boundary::infallible(
-        "n5_dtype_name",
-        std::ptr::null(),
-        || match DataType::from_code(dtype) {
-            Some(DataType::U8) => c"uint8".as_ptr(),
-            Some(DataType::U16) => c"uint16".as_ptr(),
-            Some(DataType::U32) => c"uint32".as_ptr(),
-            Some(DataType::U64) => c"uint64".as_ptr(),
-            Some(DataType::I8) => c"int8".as_ptr(),
-            Some(DataType::I16) => c"int16".as_ptr(),
-            Some(DataType::I32) => c"int32".as_ptr(),
-            Some(DataType::I64) => c"int64".as_ptr(),
-            Some(DataType::F32) => c"float32".as_ptr(),
-            Some(DataType::F64) => c"float64".as_ptr(),
-            Some(DataType::String) => c"string".as_ptr(),
-            Some(DataType::Object) => c"object".as_ptr(),
-            None => std::ptr::null(),
-        },
-    )
+    boundary::infallible("n5_dtype_name", std::ptr::null(), || {
+        let Some(t) = DataType::from_code(dtype) else {
+            return std::ptr::null();
+        };
+        let names = DTYPE_NAMES.get_or_init(|| {
+            DataType::ALL
+                .iter()
+                .map(|t| CString::new(t.name()).expect("dtype names have no NUL"))
+                .collect()
+        });
+        let index = DataType::ALL.iter().position(|&a| a == t);
+        index.map_or(std::ptr::null(), |i| names[i].as_ptr())
+    })
 }
+
+/// NUL-terminated copies of [`DataType::name`], in the order of
+/// [`DataType::ALL`], made once and kept for the life of the process.
+static DTYPE_NAMES: OnceLock<Vec<CString>> = OnceLock::new();
 
 /// The dtype code of an attributes.json type name (`"uint16"` gives
 /// `N5_DTYPE_UINT16`); `N5_DTYPE_INVALID` (0) with the last error set for
