@@ -1,0 +1,392 @@
+//! `n5 info`: a dataset's metadata, block grid, blocks stored and expected,
+//! bytes stored and compression ratio, how its edge blocks are stored
+//! (truncated or padded), its user attributes, and with `--stats` the
+//! minimum, maximum and mean of its elements, read in parallel.
+
+use clap::Args;
+use n5::{BlockMode, DataType, Dataset, Mode};
+use serde_json::{json, Value};
+
+use crate::cmd::common::{
+    block_file_size, dataset_json, open_dataset, stored_blocks, user_attributes,
+};
+use crate::error::{At, CliError, CliResult, EXIT_OK};
+use crate::location::Location;
+use crate::output::{compression, dims, progress, size, Out};
+use crate::{work, Global};
+
+/// Arguments of `n5 info`.
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// The dataset (CONTAINER/PATH/TO/DATASET).
+    pub path: String,
+    /// Also read every stored block and report min, max and mean (missing
+    /// blocks count as zeros, NaNs are counted apart).
+    #[arg(long)]
+    pub stats: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How one stored edge block is stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Edge {
+    /// Not an edge block, or not a mode-0 block.
+    Inner,
+    /// Header size = the remaining extent (Java, z5py, rust-n5, libn5).
+    Truncated,
+    /// Header size = the full blockSize (tensorstore, zarr).
+    Padded,
+    /// Any other size.
+    Other,
+}
+
+/// Running statistics of elements.
+#[derive(Clone, Copy, Debug)]
+struct Stats {
+    count: u64,
+    nan: u64,
+    sum: f64,
+    min_i: i128,
+    max_i: i128,
+    min_f: f64,
+    max_f: f64,
+}
+
+impl Stats {
+    fn new() -> Stats {
+        Stats {
+            count: 0,
+            nan: 0,
+            sum: 0.0,
+            min_i: i128::MAX,
+            max_i: i128::MIN,
+            min_f: f64::INFINITY,
+            max_f: f64::NEG_INFINITY,
+        }
+    }
+
+    fn merge(&mut self, o: &Stats) {
+        self.count += o.count;
+        self.nan += o.nan;
+        self.sum += o.sum;
+        self.min_i = self.min_i.min(o.min_i);
+        self.max_i = self.max_i.max(o.max_i);
+        self.min_f = self.min_f.min(o.min_f);
+        self.max_f = self.max_f.max(o.max_f);
+    }
+
+    /// `n` zeros (elements of blocks that are not stored).
+    fn zeros(n: u64) -> Stats {
+        let mut s = Stats::new();
+        if n > 0 {
+            s.count = n;
+            s.min_i = 0;
+            s.max_i = 0;
+            s.min_f = 0.0;
+            s.max_f = 0.0;
+        }
+        s
+    }
+
+    /// The statistics of the native-order elements of `t` in `data`.
+    fn of(t: DataType, data: &[u8]) -> Stats {
+        let mut s = Stats::new();
+        macro_rules! ints {
+            ($ty:ty) => {{
+                let mut sum: i128 = 0;
+                for c in data.chunks_exact(std::mem::size_of::<$ty>()) {
+                    let mut b = [0u8; std::mem::size_of::<$ty>()];
+                    b.copy_from_slice(c);
+                    let v = <$ty>::from_ne_bytes(b) as i128;
+                    s.min_i = s.min_i.min(v);
+                    s.max_i = s.max_i.max(v);
+                    sum += v;
+                    s.count += 1;
+                }
+                s.sum = sum as f64;
+            }};
+        }
+        macro_rules! floats {
+            ($ty:ty) => {{
+                for c in data.chunks_exact(std::mem::size_of::<$ty>()) {
+                    let mut b = [0u8; std::mem::size_of::<$ty>()];
+                    b.copy_from_slice(c);
+                    let v = <$ty>::from_ne_bytes(b) as f64;
+                    s.count += 1;
+                    if v.is_nan() {
+                        s.nan += 1;
+                        continue;
+                    }
+                    s.min_f = s.min_f.min(v);
+                    s.max_f = s.max_f.max(v);
+                    s.sum += v;
+                }
+            }};
+        }
+        match t {
+            DataType::U8 => ints!(u8),
+            DataType::U16 => ints!(u16),
+            DataType::U32 => ints!(u32),
+            DataType::U64 => ints!(u64),
+            DataType::I8 => ints!(i8),
+            DataType::I16 => ints!(i16),
+            DataType::I32 => ints!(i32),
+            DataType::I64 => ints!(i64),
+            DataType::F32 => floats!(f32),
+            DataType::F64 => floats!(f64),
+            DataType::String | DataType::Object => {}
+        }
+        s
+    }
+
+    fn to_json(self, t: DataType) -> Value {
+        let float = matches!(t, DataType::F32 | DataType::F64);
+        let number = |f: f64| {
+            if f.is_finite() {
+                json!(f)
+            } else {
+                json!(f.to_string())
+            }
+        };
+        let int = |i: i128| match (i64::try_from(i), u64::try_from(i)) {
+            (Ok(v), _) => json!(v),
+            (_, Ok(v)) => json!(v),
+            _ => json!(i.to_string()),
+        };
+        let values = self.count - self.nan;
+        let (min, max) = if values == 0 {
+            (Value::Null, Value::Null)
+        } else if float {
+            (number(self.min_f), number(self.max_f))
+        } else {
+            (int(self.min_i), int(self.max_i))
+        };
+        let mean = if values == 0 {
+            Value::Null
+        } else {
+            number(self.sum / values as f64)
+        };
+        let mut v = json!({"min": min, "max": max, "mean": mean, "count": self.count});
+        if float {
+            v["nan"] = json!(self.nan);
+        }
+        v
+    }
+}
+
+/// What info learns from one stored block inside the grid.
+struct BlockInfo {
+    file_bytes: u64,
+    nominal_bytes: u64,
+    nominal_elements: u64,
+    edge: Edge,
+    stats: Option<Stats>,
+}
+
+fn block_info(loc: &Location, ds: &Dataset, pos: &[u64], with_stats: bool) -> CliResult<BlockInfo> {
+    let attrs = ds.attributes();
+    let file = || loc.file(&ds.block_key(pos)).display().to_string();
+    let shape = ds.block_shape(pos).at(file())?;
+    let nominal_elements: u64 = shape.iter().product();
+    let full = shape
+        .iter()
+        .zip(&attrs.block_size)
+        .all(|(&s, &b)| s == b as u64);
+    let edge = if full {
+        Edge::Inner
+    } else {
+        match ds.block_header(pos).at(file())? {
+            Some(h) if h.mode != BlockMode::Object => {
+                if h.size.iter().zip(&shape).all(|(&s, &n)| s as u64 == n) {
+                    Edge::Truncated
+                } else if h.size == attrs.block_size {
+                    Edge::Padded
+                } else {
+                    Edge::Other
+                }
+            }
+            _ => Edge::Inner,
+        }
+    };
+    let stats = if with_stats {
+        let mut buf = vec![0u8; nominal_elements as usize * attrs.data_type.size()];
+        ds.read_block_into(pos, &mut buf).at(file())?;
+        Some(Stats::of(attrs.data_type, &buf))
+    } else {
+        None
+    };
+    Ok(BlockInfo {
+        file_bytes: block_file_size(loc, ds, pos),
+        nominal_bytes: nominal_elements * attrs.data_type.size() as u64,
+        nominal_elements,
+        edge,
+        stats,
+    })
+}
+
+/// `n5 info PATH/DATASET`.
+pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path);
+    let threads = work::threads(g.threads);
+    let c = loc.open(Mode::Read, 1)?;
+    let ds = open_dataset(&c, &loc)?;
+    let attrs = ds.attributes();
+    if a.stats && !attrs.data_type.is_numeric() {
+        return Err(CliError::new(
+            &loc.arg,
+            format!("--stats needs numeric data, not {}", attrs.data_type),
+        ));
+    }
+    let doc = c.attributes(&loc.inner).at(&loc.arg)?;
+    let grid = attrs.grid_shape();
+    let expected: u64 = grid.iter().product();
+    let (inside, outside) = stored_blocks(&ds, &loc.arg)?;
+    let bar = progress(inside.len() as u64, "info", g.quiet || !a.stats);
+    let infos = work::map(&inside, threads, |pos| {
+        let r = block_info(&loc, &ds, pos, a.stats);
+        bar.inc(1);
+        r
+    })?;
+    bar.finish_and_clear();
+    let outside_bytes: u64 = outside.iter().map(|p| block_file_size(&loc, &ds, p)).sum();
+    let stored_bytes: u64 = infos.iter().map(|i| i.file_bytes).sum::<u64>();
+    let logical: u64 = infos.iter().map(|i| i.nominal_bytes).sum();
+    // Strings and objects have no fixed element count per block: no ratio.
+    let numeric = attrs.data_type.is_numeric();
+    let ratio = (numeric && stored_bytes > 0).then(|| logical as f64 / stored_bytes as f64);
+    let count = |e: Edge| infos.iter().filter(|i| i.edge == e).count();
+    let (truncated, padded, other) = (
+        count(Edge::Truncated),
+        count(Edge::Padded),
+        count(Edge::Other),
+    );
+    let has_edges = attrs
+        .dimensions
+        .iter()
+        .zip(&attrs.block_size)
+        .any(|(&d, &b)| d % b as u64 != 0);
+    let edge_style = match (has_edges, truncated, padded, other) {
+        (false, ..) => "none (dimensions are multiples of blockSize)",
+        (true, 0, 0, 0) => "unknown (no edge block stored)",
+        (true, _, 0, 0) => "truncated",
+        (true, 0, _, 0) => "padded",
+        _ => "mixed",
+    };
+    let stats = a.stats.then(|| {
+        let mut s = Stats::new();
+        for i in &infos {
+            if let Some(b) = &i.stats {
+                s.merge(b);
+            }
+        }
+        let total: u64 = attrs.dimensions.iter().product();
+        let covered: u64 = infos.iter().map(|i| i.nominal_elements).sum();
+        s.merge(&Stats::zeros(total.saturating_sub(covered)));
+        s.to_json(attrs.data_type)
+    });
+    let user = user_attributes(&doc);
+
+    let mut out = Out::new();
+    if a.json {
+        let mut v = json!({
+            "path": loc.inner,
+            "container": loc.root.display().to_string(),
+        });
+        for (k, val) in dataset_json(&attrs) {
+            v[k] = val;
+        }
+        v["gridShape"] = json!(grid);
+        v["blocks"] =
+            json!({"expected": expected, "stored": inside.len(), "outsideGrid": outside.len()});
+        v["bytesStored"] = json!(stored_bytes + outside_bytes);
+        v["bytesUncompressed"] = json!(numeric.then_some(logical));
+        v["compressionRatio"] = json!(ratio);
+        v["edgeBlocks"] = json!(edge_style);
+        v["edgeBlockCounts"] = json!({"truncated": truncated, "padded": padded, "other": other});
+        v["attributes"] = Value::Object(user);
+        if let Some(s) = stats {
+            v["stats"] = s;
+        }
+        out.json(&v)?;
+    } else {
+        let mut rows: Vec<(String, String)> = vec![
+            (
+                "dataset".into(),
+                format!("{} in {}", n5_display(&loc.inner), loc.root.display()),
+            ),
+            ("dataType".into(), attrs.data_type.name().into()),
+            ("dimensions".into(), dims(&attrs.dimensions)),
+            ("blockSize".into(), dims(&attrs.block_size)),
+            ("compression".into(), compression(&attrs.compression)),
+            (
+                "grid".into(),
+                format!("{} ({expected} blocks)", dims(&grid)),
+            ),
+            (
+                "blocks".into(),
+                format!(
+                    "{} of {expected} stored{}",
+                    inside.len(),
+                    if outside.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", and {} outside the grid", outside.len())
+                    }
+                ),
+            ),
+            (
+                "stored".into(),
+                match ratio {
+                    Some(r) => format!(
+                        "{} ({} uncompressed, ratio {r:.2})",
+                        size(stored_bytes + outside_bytes),
+                        size(logical)
+                    ),
+                    None => size(stored_bytes + outside_bytes),
+                },
+            ),
+            (
+                "edge blocks".into(),
+                if truncated + padded + other > 0 {
+                    format!("{edge_style} ({truncated} truncated, {padded} padded, {other} other)")
+                } else {
+                    edge_style.to_string()
+                },
+            ),
+        ];
+        if !user.is_empty() {
+            rows.push((
+                "attributes".into(),
+                serde_json::to_string(&Value::Object(user)).unwrap_or_default(),
+            ));
+        }
+        if let Some(s) = stats {
+            let text = |k: &str| match &s[k] {
+                Value::String(t) => t.clone(),
+                v => v.to_string(),
+            };
+            rows.push(("min".into(), text("min")));
+            rows.push(("max".into(), text("max")));
+            rows.push(("mean".into(), text("mean")));
+            if let Some(n) = s.get("nan") {
+                rows.push(("NaNs".into(), n.to_string()));
+            }
+        }
+        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        for (k, v) in rows {
+            out.line(&format!("{k:<width$}  {v}"))?;
+        }
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+fn n5_display(p: &str) -> &str {
+    if p.is_empty() {
+        "/"
+    } else {
+        p
+    }
+}

@@ -1,0 +1,12 @@
+//! The subcommands, one module each: `ls` and `tree` ([`ls`]), [`info`],
+//! [`attrs`], [`cat`], [`import`], [`cp`] and [`verify`], plus what several
+//! of them share ([`common`]).
+
+pub mod attrs;
+pub mod cat;
+pub mod common;
+pub mod cp;
+pub mod import;
+pub mod info;
+pub mod ls;
+pub mod verify;

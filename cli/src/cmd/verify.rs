@@ -1,0 +1,265 @@
+//! `n5 verify`: decode every stored block of every dataset below a path, in
+//! parallel, and report each one that is corrupt (does not decode),
+//! truncated (the file ends early) or mis-sized (its header's shape fits
+//! neither the block's extent nor the padded blockSize), and each dataset
+//! whose metadata cannot be read. Exit code 3 when anything is bad.
+
+use clap::Args;
+use n5::{block, BlockHeader, BlockMode, Compression, DatasetAttributes, Mode};
+use serde_json::{json, Value};
+
+use crate::cmd::common::{in_grid, node, Node};
+use crate::error::{At, CliError, CliResult, EXIT_BAD_BLOCKS, EXIT_OK};
+use crate::location::{join, Location};
+use crate::output::{count, progress, Out};
+use crate::{work, Global};
+
+/// Arguments of `n5 verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Container, group or dataset.
+    pub path: String,
+    /// Print one JSON object: {ok, datasets, blocks, outsideGrid, bad: [{path, dataset, grid, kind, message}]}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One bad block or dataset.
+#[derive(Clone, Debug)]
+struct Problem {
+    /// The block file (or the dataset directory).
+    path: String,
+    /// The dataset's path in the container.
+    dataset: String,
+    /// The block's grid position, if a block.
+    grid: Option<Vec<u64>>,
+    /// `corrupt`, `truncated`, `mis-sized` or `metadata`.
+    kind: &'static str,
+    /// What is wrong.
+    message: String,
+}
+
+impl Problem {
+    fn to_json(&self) -> Value {
+        json!({
+            "path": self.path,
+            "dataset": self.dataset,
+            "grid": self.grid,
+            "kind": self.kind,
+            "message": self.message,
+        })
+    }
+}
+
+/// Whether a decoder's message says that its input ended early; `nbytes`
+/// is the block's decoded size.
+fn looks_truncated(message: &str, nbytes: usize) -> bool {
+    let m = message.to_ascii_lowercase();
+    // blosc: "the frame header claims N compressed bytes, the payload has
+    // M"; a frame is at most 32 bytes larger than its data, so a larger
+    // claim is a corrupt header, not a cut file.
+    let number_after = |key: &str| -> Option<u64> {
+        let rest = &m[m.find(key)? + key.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    if let (Some(claimed), Some(has)) = (number_after("claims"), number_after("payload has")) {
+        return has < claimed && claimed <= nbytes as u64 + 32;
+    }
+    [
+        "too short",
+        "truncated",
+        "unexpected end",
+        "end of",
+        "eof",
+        "incomplete",
+        "ended early",
+        "ends before",
+        "but the header announces",
+    ]
+    .iter()
+    .any(|k| m.contains(k))
+}
+
+/// Check one block file's bytes against the dataset; `Err((kind, message))`
+/// when it is bad.
+pub fn check_block(
+    bytes: &[u8],
+    attrs: &DatasetAttributes,
+    pos: &[u64],
+) -> Result<(), (&'static str, String)> {
+    let (header, header_len) = BlockHeader::parse(bytes).map_err(|e| {
+        let kind = if looks_truncated(e.message(), 0) {
+            "truncated"
+        } else {
+            "corrupt"
+        };
+        (kind, e.message().to_string())
+    })?;
+    let nbytes = header
+        .check(attrs)
+        .map_err(|e| ("mis-sized", e.message().to_string()))?;
+    if header.mode == BlockMode::Default {
+        let nominal = attrs
+            .block_shape(pos)
+            .map_err(|e| ("mis-sized", e.message().to_string()))?;
+        let exact = header
+            .size
+            .iter()
+            .zip(&nominal)
+            .all(|(&s, &n)| s as u64 == n);
+        if !exact && header.size != attrs.block_size {
+            return Err((
+                "mis-sized",
+                format!(
+                    "header shape {:?} is neither the block's extent {nominal:?} nor the blockSize {:?}",
+                    header.size, attrs.block_size
+                ),
+            ));
+        }
+    }
+    let payload = bytes.len() - header_len;
+    if attrs.compression == Compression::Raw && payload != nbytes {
+        let kind = if payload < nbytes {
+            "truncated"
+        } else {
+            "mis-sized"
+        };
+        return Err((
+            kind,
+            format!("raw payload has {payload} bytes but the header announces {nbytes}"),
+        ));
+    }
+    block::decode(bytes, attrs).map_err(|e| {
+        let kind = if looks_truncated(e.message(), nbytes) {
+            "truncated"
+        } else {
+            "corrupt"
+        };
+        (kind, e.message().to_string())
+    })?;
+    Ok(())
+}
+
+/// `n5 verify PATH`.
+pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path);
+    let c = loc.open(Mode::Read, 1)?;
+    if !c.exists(&loc.inner).at(&loc.arg)? {
+        return Err(CliError::new(&loc.arg, "no such group or dataset"));
+    }
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut paths = vec![loc.inner.clone()];
+    if matches!(node(&c, &loc.inner), Node::Group) {
+        paths.extend(
+            c.deep_list(&loc.inner)
+                .at(&loc.arg)?
+                .into_iter()
+                .map(|p| join(&loc.inner, &p)),
+        );
+    }
+    // Every stored block of every dataset: (dataset index, grid position).
+    let mut datasets = Vec::new();
+    let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
+    let mut outside = 0usize;
+    for p in paths {
+        match node(&c, &p) {
+            Node::Group => {}
+            Node::Broken(m) => problems.push(Problem {
+                path: loc.file(&p).join("attributes.json").display().to_string(),
+                dataset: p.clone(),
+                grid: None,
+                kind: "metadata",
+                message: m,
+            }),
+            Node::Dataset(_) => {
+                let ds = c.open_dataset(&p).at(&p)?;
+                let grid = ds.attributes().grid_shape();
+                match ds.list_blocks() {
+                    Ok(blocks) => {
+                        for b in blocks {
+                            if in_grid(&b, &grid) {
+                                jobs.push((datasets.len(), b));
+                            } else {
+                                outside += 1;
+                            }
+                        }
+                    }
+                    Err(e) => problems.push(Problem {
+                        path: loc.file(&p).display().to_string(),
+                        dataset: p.clone(),
+                        grid: None,
+                        kind: "corrupt",
+                        message: format!("cannot list its blocks: {}", e.message()),
+                    }),
+                }
+                datasets.push(ds);
+            }
+        }
+    }
+    let bar = progress(jobs.len() as u64, "verify", g.quiet);
+    let found: Result<Vec<Option<Problem>>, CliError> =
+        work::map(&jobs, work::threads(g.threads), |(i, pos)| {
+            let ds = &datasets[*i];
+            let key = ds.block_key(pos);
+            let file = loc.file(&key);
+            let problem = |kind, message| {
+                Some(Problem {
+                    path: file.display().to_string(),
+                    dataset: ds.path().to_string(),
+                    grid: Some(pos.clone()),
+                    kind,
+                    message,
+                })
+            };
+            let r = match std::fs::read(&file) {
+                Err(e) => problem("corrupt", format!("cannot read: {e}")),
+                Ok(bytes) => match check_block(&bytes, &ds.attributes(), pos) {
+                    Ok(()) => None,
+                    Err((kind, message)) => problem(kind, message),
+                },
+            };
+            bar.inc(1);
+            Ok(r)
+        });
+    bar.finish_and_clear();
+    problems.extend(found?.into_iter().flatten());
+
+    let ok = problems.is_empty();
+    let mut out = Out::new();
+    if a.json {
+        out.json(&json!({
+            "ok": ok,
+            "datasets": datasets.len(),
+            "blocks": jobs.len(),
+            "outsideGrid": outside,
+            "bad": problems.iter().map(Problem::to_json).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for p in &problems {
+            out.line(&format!("{}: {}: {}", p.path, p.kind, p.message))?;
+        }
+        let outside_note = if outside > 0 {
+            format!(" ({outside} stored outside the grid, not checked)")
+        } else {
+            String::new()
+        };
+        out.line(&format!(
+            "{}: {}, {}{outside_note}: {}",
+            loc.arg,
+            count(datasets.len(), "dataset"),
+            count(jobs.len(), "block"),
+            if ok {
+                "ok".to_string()
+            } else {
+                format!("{} bad", problems.len())
+            }
+        ))?;
+    }
+    out.flush()?;
+    Ok(if ok { EXIT_OK } else { EXIT_BAD_BLOCKS })
+}

@@ -1,0 +1,156 @@
+//! The `n5` command-line tool: the argument grammar of every subcommand
+//! (clap derive), the global options, and the dispatch to the subcommand
+//! modules in `cmd/`, with errors printed as one line and turned into the
+//! documented exit codes.
+
+mod cmd;
+mod error;
+mod location;
+mod npy;
+mod output;
+mod spec;
+mod work;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::{CliResult, EXIT_OK, EXIT_USAGE};
+
+/// Inspect, convert, copy and verify N5 containers.
+///
+/// PATH arguments name a container, or a group or dataset inside one:
+/// `vol.n5/raw/s0` is the dataset `raw/s0` of the container `vol.n5` (the
+/// last component ending in `.n5` is the container root).
+///
+/// Exit codes: 0 success, 1 error, 2 usage error, 3 `verify` found bad blocks.
+#[derive(Parser, Debug)]
+#[command(name = "n5", version, propagate_version = true)]
+#[command(
+    after_help = "Examples:\n  n5 tree vol.n5\n  n5 info --stats vol.n5/raw/s0\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Global {
+    /// Threads for block work (0: one per core).
+    #[arg(long, global = true, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
+    /// No progress bars (they are drawn only when stderr is a terminal anyway).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the groups and datasets in a container or group.
+    #[command(after_help = "Examples:\n  n5 ls vol.n5\n  n5 ls -r --json vol.n5/raw")]
+    Ls(cmd::ls::LsArgs),
+    /// Show the hierarchy below a container or group as a tree.
+    #[command(after_help = "Example:\n  n5 tree vol.n5")]
+    Tree(cmd::ls::TreeArgs),
+    /// Describe a dataset: metadata, blocks stored, bytes, compression ratio.
+    #[command(
+        after_help = "Examples:\n  n5 info vol.n5/raw/s0\n  n5 info --stats --json vol.n5/raw/s0"
+    )]
+    Info(cmd::info::InfoArgs),
+    /// Read, write or remove attributes by N5 attribute path (`a/b[2]`).
+    #[command(subcommand)]
+    Attrs(cmd::attrs::AttrsCommand),
+    /// Write a region of a dataset as raw little-endian bytes or .npy.
+    #[command(
+        after_help = "Examples:\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy\n  n5 cat vol.n5/raw/s0 --shape 64,64,64 > block.raw"
+    )]
+    Cat(cmd::cat::CatArgs),
+    /// Import a raw or .npy file into a new dataset.
+    #[command(
+        after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'"
+    )]
+    Import(cmd::import::ImportArgs),
+    /// Copy a dataset or a group tree, optionally recompressing or re-chunking.
+    #[command(
+        after_help = "Examples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128"
+    )]
+    Cp(cmd::cp::CpArgs),
+    /// Decode every block of every dataset and report the bad ones.
+    #[command(
+        after_help = "Exit code 3 when a block or dataset is bad.\n\nExamples:\n  n5 verify vol.n5\n  n5 verify --json vol.n5/raw/s0"
+    )]
+    Verify(cmd::verify::VerifyArgs),
+}
+
+fn run(cli: Cli) -> CliResult<u8> {
+    let g = cli.global;
+    match cli.command {
+        Command::Ls(a) => cmd::ls::ls(&a, g),
+        Command::Tree(a) => cmd::ls::tree(&a, g),
+        Command::Info(a) => cmd::info::info(&a, g),
+        Command::Attrs(a) => cmd::attrs::attrs(&a, g),
+        Command::Cat(a) => cmd::cat::cat(&a, g),
+        Command::Import(a) => cmd::import::import(&a, g),
+        Command::Cp(a) => cmd::cp::cp(&a, g),
+        Command::Verify(a) => cmd::verify::verify(&a, g),
+    }
+}
+
+fn main() -> ExitCode {
+    // A bug is still reported on one line, without a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("n5: internal error{at}: {}", what.replace('\n', " "));
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::from(
+                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        EXIT_USAGE
+                    } else {
+                        EXIT_OK
+                    },
+                );
+            }
+            // One line: clap's first line without its "error: " prefix.
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            eprintln!("n5: {first} (see 'n5 --help')");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if !e.silent {
+                eprintln!("{e}");
+            }
+            ExitCode::from(e.code)
+        }
+    }
+}

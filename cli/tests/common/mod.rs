@@ -1,0 +1,137 @@
+//! Helpers of the `n5` integration tests: running the built binary,
+//! parsing its JSON, temporary directories, and finding the peer corpus.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+/// What one run of `n5` gave.
+pub struct Run {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: Vec<u8>,
+    /// Standard error, as text.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Standard output as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+/// Run `n5 args...` with standard input closed.
+pub fn run(args: &[&str]) -> Run {
+    run_in(args, None)
+}
+
+/// Run `n5 args...` in `dir` (the current directory when `None`).
+pub fn run_in(args: &[&str], dir: Option<&Path>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_n5"));
+    cmd.args(args).stdin(Stdio::null());
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().expect("the n5 binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run `n5 args...` and check that it succeeds.
+pub fn ok(args: &[&str]) -> Run {
+    let r = run(args);
+    assert_eq!(
+        r.code,
+        0,
+        "n5 {args:?} failed with {}: {}{}",
+        r.code,
+        r.stderr,
+        r.text()
+    );
+    r
+}
+
+/// Run `n5 args...`, check that it succeeds and parse its output as JSON.
+pub fn json(args: &[&str]) -> Value {
+    let r = ok(args);
+    serde_json::from_slice(&r.stdout)
+        .unwrap_or_else(|e| panic!("n5 {args:?} printed no JSON ({e}): {}", r.text()))
+}
+
+/// Check that a failed run exited with `code` and said one line
+/// `n5: ...` that mentions `needle`.
+pub fn fails(args: &[&str], code: i32, needle: &str) -> Run {
+    let r = run(args);
+    assert_eq!(r.code, code, "n5 {args:?}: {} {}", r.stderr, r.text());
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "n5 {args:?}: not one line: {:?}", r.stderr);
+    assert!(
+        lines[0].starts_with("n5: ") && lines[0].contains(needle),
+        "n5 {args:?}: {:?} does not mention {needle:?}",
+        lines[0]
+    );
+    r
+}
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A new empty directory named after `name`.
+    pub fn new(name: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "n5-cli-test-{}-{}-{name}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    /// `name` inside the directory, as a string argument.
+    pub fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The peer corpus (`../shared/corpus` beside the repository), or `None`
+/// with a message when it is absent.
+pub fn corpus() -> Option<PathBuf> {
+    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus"));
+    if p.join("manifest.json").is_file() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: the peer corpus is not at {} (clone shared/ beside the repository)",
+            p.display()
+        );
+        None
+    }
+}
+
+/// The corpus manifest.
+pub fn manifest(corpus: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(corpus.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// Little-endian bytes of u16 values.
+pub fn le_u16(values: &[u16]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
