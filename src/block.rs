@@ -205,6 +205,37 @@ pub fn swap_to_from_be(data: &mut [u8], elem_size: usize) {
     }
 }
 
+/// Copy `src` to `dst` (equal lengths), converting elements of `elem_size`
+/// bytes between big-endian and native order on the way: one pass over the
+/// bytes where a copy followed by [`swap_to_from_be`] would take two.
+pub fn copy_to_from_be(dst: &mut [u8], src: &[u8], elem_size: usize) {
+    if cfg!(target_endian = "big") || !matches!(elem_size, 2 | 4 | 8) {
+        dst.copy_from_slice(src);
+        return;
+    }
+    assert_eq!(dst.len(), src.len(), "copy_to_from_be: lengths differ");
+    // As in swap_to_from_be, whole-word loads and stores become vector
+    // byte shuffles.
+    match elem_size {
+        2 => {
+            for (d, s) in dst.chunks_exact_mut(2).zip(src.chunks_exact(2)) {
+                d.copy_from_slice(&u16::from_be_bytes([s[0], s[1]]).to_ne_bytes());
+            }
+        }
+        4 => {
+            for (d, s) in dst.chunks_exact_mut(4).zip(src.chunks_exact(4)) {
+                d.copy_from_slice(&u32::from_be_bytes([s[0], s[1], s[2], s[3]]).to_ne_bytes());
+            }
+        }
+        _ => {
+            for (d, s) in dst.chunks_exact_mut(8).zip(src.chunks_exact(8)) {
+                let v = u64::from_be_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
+                d.copy_from_slice(&v.to_ne_bytes());
+            }
+        }
+    }
+}
+
 /// Decode a whole block file: parse and check the header, decompress the
 /// payload (exactly the announced bytes, never more) and convert numeric
 /// elements to native byte order.
@@ -354,6 +385,19 @@ mod tests {
 
     fn attrs(dims: &[u64], block: &[u32], t: DataType) -> DatasetAttributes {
         DatasetAttributes::new(dims.to_vec(), block.to_vec(), t, Compression::Raw).unwrap()
+    }
+
+    #[test]
+    fn copy_to_from_be_is_a_copy_then_a_swap() {
+        let src: Vec<u8> = (0..203u32).map(|i| (i * 37 + 11) as u8).collect();
+        for elem in [1, 2, 4, 8, 3] {
+            let len = src.len() / elem * elem;
+            let mut want = src[..len].to_vec();
+            swap_to_from_be(&mut want, elem);
+            let mut got = vec![0u8; len];
+            copy_to_from_be(&mut got, &src[..len], elem);
+            assert_eq!(got, want, "element size {elem}");
+        }
     }
 
     #[test]

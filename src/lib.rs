@@ -36,6 +36,7 @@ pub mod dtype;
 pub mod error;
 pub mod ffi;
 pub mod metadata;
+mod os;
 mod parallel;
 pub mod path;
 pub mod region;

@@ -30,20 +30,21 @@ pub(crate) fn copy_box(
     extent: &[u64],
     elem: usize,
 ) {
-    copy_box_then(src, from, dst, to, extent, elem, |_| {});
+    copy_box_with(src, from, dst, to, extent, elem, |d, s| {
+        d.copy_from_slice(s)
+    });
 }
 
-/// [`copy_box`], running `row_done` on each row of `dst` right after it is
-/// copied (while it is in cache), as the byte order conversion of a raw
-/// block read straight from its file does.
-fn copy_box_then(
+/// [`copy_box`] with each row copied by `copy_row(dst_row, src_row)`, such
+/// as a copy that also converts the byte order.
+pub(crate) fn copy_box_with(
     src: &[u8],
     from: Placement,
     dst: &mut [u8],
     to: Placement,
     extent: &[u64],
     elem: usize,
-    row_done: impl Fn(&mut [u8]),
+    copy_row: impl Fn(&mut [u8], &[u8]),
 ) {
     let n = extent.len();
     if extent.contains(&0) {
@@ -69,8 +70,7 @@ fn copy_box_then(
         first += 1;
     }
     if first == n {
-        dst[d_o..d_o + row].copy_from_slice(&src[so..so + row]);
-        row_done(&mut dst[d_o..d_o + row]);
+        copy_row(&mut dst[d_o..d_o + row], &src[so..so + row]);
         return;
     }
     // Rows along dimension `first`, then an odometer over the rest.
@@ -79,8 +79,7 @@ fn copy_box_then(
     loop {
         let (mut a, mut b) = (so, d_o);
         for _ in 0..rows {
-            dst[b..b + row].copy_from_slice(&src[a..a + row]);
-            row_done(&mut dst[b..b + row]);
+            copy_row(&mut dst[b..b + row], &src[a..a + row]);
             a += s1;
             b += d1;
         }
@@ -133,6 +132,16 @@ fn check_region(attrs: &DatasetAttributes, offset: &[u64], shape: &[u64]) -> Res
     Ok(())
 }
 
+/// How many blocks ahead of the ones being read a region read asks the
+/// kernel to fetch (`posix_fadvise(WILLNEED)`), so that reading a cold file
+/// overlaps decoding and copying the blocks before it.
+const READ_AHEAD: usize = 8;
+
+/// From this output size on, a region read advises the kernel to back the
+/// caller's buffer with huge pages (see `os::advise_huge_pages`): the page
+/// faults of filling a fresh buffer cost about as much as reading it.
+const HUGE_PAGE_OUTPUT: usize = 16 << 20;
+
 /// The blocks a region touches: a box of the block grid, numbered with
 /// dimension 0 fastest.
 struct Grid<'a> {
@@ -173,8 +182,8 @@ impl<'a> Grid<'a> {
         })
     }
 
-    /// The `i`-th block the region touches and where the two overlap.
-    fn overlap(&self, mut i: usize) -> Result<Overlap> {
+    /// The grid position of the `i`-th block the region touches.
+    fn grid_pos(&self, mut i: usize) -> Vec<u64> {
         let n = self.attrs.ndim();
         let mut grid_pos = Vec::with_capacity(n);
         for d in 0..n {
@@ -182,6 +191,13 @@ impl<'a> Grid<'a> {
             grid_pos.push(self.first[d] + (i % c) as u64);
             i /= c;
         }
+        grid_pos
+    }
+
+    /// The `i`-th block the region touches and where the two overlap.
+    fn overlap(&self, i: usize) -> Result<Overlap> {
+        let n = self.attrs.ndim();
+        let grid_pos = self.grid_pos(i);
         let block_shape = self.attrs.block_shape(&grid_pos)?;
         let mut in_block = Vec::with_capacity(n);
         let mut in_region = Vec::with_capacity(n);
@@ -226,17 +242,19 @@ impl<'a> Planes<'a> {
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
     /// the region, one plane at a time; with `big_endian`, `buf` holds the
-    /// block as stored and each row is converted after its copy.
+    /// block as stored and each row is converted as it is copied.
     fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize, big_endian: bool) {
-        let convert = |row: &mut [u8]| {
+        let copy_row = |d: &mut [u8], s: &[u8]| {
             if big_endian {
-                crate::block::swap_to_from_be(row, elem);
+                crate::block::copy_to_from_be(d, s, elem);
+            } else {
+                d.copy_from_slice(s);
             }
         };
         let n = self.shape.len();
         if n == 1 {
             let mut out = self.planes[0].lock().unwrap_or_else(|p| p.into_inner());
-            copy_box_then(
+            copy_box_with(
                 buf,
                 Placement {
                     shape: &o.block_shape,
@@ -249,7 +267,7 @@ impl<'a> Planes<'a> {
                 },
                 &o.extent,
                 elem,
-                convert,
+                copy_row,
             );
             return;
         }
@@ -258,7 +276,7 @@ impl<'a> Planes<'a> {
             let src = (o.in_block[n - 1] + z) as usize * block_plane;
             let dst = (o.in_region[n - 1] + z) as usize;
             let mut out = self.planes[dst].lock().unwrap_or_else(|p| p.into_inner());
-            copy_box_then(
+            copy_box_with(
                 &buf[src..src + block_plane],
                 Placement {
                     shape: &o.block_shape[..n - 1],
@@ -271,7 +289,7 @@ impl<'a> Planes<'a> {
                 },
                 &o.extent[..n - 1],
                 elem,
-                convert,
+                copy_row,
             );
         }
     }
@@ -298,11 +316,28 @@ impl Dataset {
                 return self.read_block_into(&o.grid_pos, out).map(|_| ());
             }
         }
+        if out.len() >= HUGE_PAGE_OUTPUT {
+            crate::os::advise_huge_pages(out);
+        }
         let out = Planes::new(out, shape, elem);
         let init = || (Vec::new(), Vec::new());
+        let ahead = READ_AHEAD.min(grid.total);
         self.container()
             .pool()
             .run(grid.total, init, |(buf, file), i| {
+                // Blocks are taken in order, so the block `ahead` places
+                // further on is the next one no thread has asked the kernel
+                // for yet (the first block asks for the whole first window).
+                let window = if i == 0 {
+                    1..ahead + 1
+                } else {
+                    i + ahead..i + ahead + 1
+                };
+                for j in window.take_while(|&j| j < grid.total) {
+                    self.container()
+                        .store()
+                        .prefetch(&self.block_key(&grid.grid_pos(j)));
+                }
                 let o = grid.overlap(i)?;
                 let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
                 buf.resize(nbytes, 0);

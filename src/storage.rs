@@ -52,6 +52,15 @@ impl FsStore {
         Ok(self.read_into(key, &mut buf)?.then_some(buf))
     }
 
+    /// Start reading the file at `key` into the page cache in the
+    /// background, for a [`FsStore::read_into`] soon after. A hint only:
+    /// a missing file or any error is ignored.
+    pub fn prefetch(&self, key: &str) {
+        if let Ok(file) = File::open(self.path(key)) {
+            crate::os::will_need(&file);
+        }
+    }
+
     /// Read the whole file at `key` into `buf` (replacing its contents,
     /// reusing its memory); `false` when the file does not exist. A
     /// directory where a file is expected is an error.

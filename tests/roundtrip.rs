@@ -145,6 +145,57 @@ fn unaligned_regions_with_threads(threads: usize) {
     }
 }
 
+/// A region larger than the read-ahead window and the huge-page threshold
+/// (16 MiB of output), over raw and compressed blocks, some missing.
+#[test]
+fn large_regions_read_back_exactly() {
+    let s = Scratch::new("large");
+    for (threads, json) in [(1, r#"{"type":"raw"}"#), (3, r#"{"type":"lz4"}"#)] {
+        let options = Options {
+            threads,
+            ..Options::default()
+        };
+        let c =
+            Container::open_with(s.join(&format!("c{threads}.n5")), Mode::Create, options).unwrap();
+        let dims = [300u64, 200, 75];
+        let a = DatasetAttributes::new(
+            dims.to_vec(),
+            vec![64, 32, 16],
+            DataType::U32,
+            compression(json),
+        )
+        .unwrap();
+        let d = c.create_dataset("big", a).unwrap();
+        // Leave the first slab of blocks unwritten: it reads as zeros.
+        let (woff, wshape) = ([0u64, 0, 16], [300u64, 200, 59]);
+        let value = |x: u64, y: u64, z: u64| (x + 1000 * y + 1_000_000 * z) as u32;
+        let mut data = Vec::with_capacity(wshape.iter().product::<u64>() as usize * 4);
+        for z in 0..wshape[2] {
+            for y in 0..wshape[1] {
+                for x in 0..wshape[0] {
+                    data.extend_from_slice(&value(x, y, z + woff[2]).to_ne_bytes());
+                }
+            }
+        }
+        d.write_region(&woff, &wshape, &data).unwrap();
+        let (ro, rs) = ([3u64, 1, 2], [297u64, 199, 73]);
+        let mut out = vec![0xAAu8; rs.iter().product::<u64>() as usize * 4];
+        assert!(out.len() > 16 << 20);
+        d.read_region(&ro, &rs, &mut out).unwrap();
+        let mut k = 0;
+        for z in ro[2]..ro[2] + rs[2] {
+            for y in ro[1]..ro[1] + rs[1] {
+                for x in ro[0]..ro[0] + rs[0] {
+                    let want = if z < 16 { 0 } else { value(x, y, z) };
+                    let got = u32::from_ne_bytes(out[k..k + 4].try_into().unwrap());
+                    assert_eq!(got, want, "at ({x}, {y}, {z}) with {json}");
+                    k += 4;
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn sparse_reads_zero_and_empty_regions_are_fine() {
     let s = Scratch::new("sparse");
