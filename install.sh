@@ -10,7 +10,10 @@
 #    pkg-config file and the CMake package into PREFIX;
 # 3. compiles examples-c/write_read_volume.c and examples-c/n5ls.c against
 #    PREFIX with pkg-config only, runs the first (it writes a gzip volume and
-#    checks a sub-region read back) and lists the container with the second.
+#    checks a sub-region read back) and lists the container with the second;
+# 4. with the installed command-line tool PREFIX/bin/n5 (cli/), imports a
+#    small generated raw volume as zstd into the same container, then shows
+#    it with `n5 tree` and `n5 info --stats` and checks it with `n5 verify`.
 #
 # Needs cargo, a C compiler, CMake >= 3.25 and pkg-config.
 set -euo pipefail
@@ -46,6 +49,23 @@ say "running $DEMO/write_read_volume $DEMO/example.n5"
 "$DEMO/write_read_volume" "$DEMO/example.n5"
 say "running $DEMO/n5ls $DEMO/example.n5"
 "$DEMO/n5ls" "$DEMO/example.n5"
-say "libn5 $(pkg-config --modversion n5) is installed in $PREFIX"
+N5="$PREFIX/bin/n5"
+say "the n5 tool: $N5 (see cli/README.md)"
+# A 64 x 48 x 16 uint16 ramp, little-endian, made without any other tool.
+RAMP="$DEMO/ramp.raw"
+LC_ALL=C awk 'BEGIN { for (i = 0; i < 64 * 48 * 16; i++) {
+    v = i % 4096; printf "%c%c", v % 256, int(v / 256) } }' > "$RAMP" || true
+if [[ "$(wc -c < "$RAMP")" -ne $((64 * 48 * 16 * 2)) ]]; then
+    head -c $((64 * 48 * 16 * 2)) /dev/zero > "$RAMP"    # an awk that cannot write NUL
+fi
+say "$N5 import ramp.raw $DEMO/example.n5/ramp --dtype uint16 --shape 64,48,16 -b 32,32,8 -c zstd"
+"$N5" import "$RAMP" "$DEMO/example.n5/ramp" --dtype uint16 --shape 64,48,16 -b 32,32,8 -c zstd
+say "$N5 tree $DEMO/example.n5"
+"$N5" tree "$DEMO/example.n5"
+say "$N5 info --stats $DEMO/example.n5/ramp"
+"$N5" info --stats "$DEMO/example.n5/ramp"
+say "$N5 verify $DEMO/example.n5"
+"$N5" verify "$DEMO/example.n5"
+say "libn5 $(pkg-config --modversion n5) is installed in $PREFIX, the n5 tool in $PREFIX/bin"
 say "use it with: pkg-config --cflags --libs n5 (PKG_CONFIG_PATH=$LIBDIR),"
 say "or from CMake: find_package(n5 CONFIG REQUIRED) with CMAKE_PREFIX_PATH=$PREFIX"

@@ -10,6 +10,9 @@
 # 2. Runs the Rust tests: `cargo test --all-targets --no-fail-fast` with
 #    N5_PEER_PYTHON pointing at the venv's python, so that tests/peers.rs
 #    checks that the peers read what libn5 writes.
+#    Then the `n5` command-line tool's tests: `cargo test -p n5-cli
+#    --all-targets` (cli/tests: every subcommand against the peer corpus and
+#    against containers the tests write).
 # 3. Runs `cmake --workflow --preset ci`: builds the release library through
 #    CMake and runs every ctest test: the C tests (and again under valgrind),
 #    the examples, the packaging tests (symbols, SONAME, install, CMake and
@@ -77,6 +80,7 @@ step() {
 }
 
 step "Rust tests" cargo test --all-targets --no-fail-fast "$@"
+step "n5 tool tests" cargo test -p n5-cli --all-targets --no-fail-fast
 step "C library, release" cmake --workflow --preset ci
 step "C library, debug" cmake --workflow --preset debug
 
