@@ -328,22 +328,20 @@ pub fn encode(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) -> R
     Ok(out)
 }
 
-/// Encode a numeric block whose native-order `data` the caller no longer
-/// needs: `data` is converted to big-endian in place (no copy) and the
-/// header and compressed payload replace the contents of `out`, whose
-/// memory is reused from block to block.
-pub(crate) fn encode_in_place(
+/// Encode a numeric block whose `data` the caller has already converted to
+/// big-endian (as region writes do while gathering it): the header and
+/// compressed payload replace the contents of `out`, whose memory is reused
+/// from block to block.
+pub(crate) fn encode_big_endian(
     header: &BlockHeader,
-    data: &mut [u8],
+    data: &[u8],
     attrs: &DatasetAttributes,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let elem = attrs.data_type.size();
     check_data_len(header, data, attrs)?;
     out.clear();
     header.write(out);
-    swap_to_from_be(data, elem);
-    attrs.compression.encode(data, elem, out)
+    attrs.compression.encode(data, attrs.data_type.size(), out)
 }
 
 /// The payload of a `string` block: each string's UTF-8 followed by NUL.

@@ -159,16 +159,17 @@ impl Dataset {
     }
 
     /// Read the numeric block at `grid_pos` for a region: like
-    /// [`Dataset::read_block_into_with`], except that with `raw_in_place` a
-    /// raw block stored whole is left in `file` undecoded
-    /// ([`BlockRead::RawAt`]), for the caller to copy and convert straight
-    /// into its region.
+    /// [`Dataset::read_block_into_with`], except that with `convert_later`
+    /// the caller converts the byte order as it copies the block into its
+    /// region: a raw block stored whole is left in `file` undecoded
+    /// ([`BlockRead::RawAt`]) and a compressed one is decoded into `out`
+    /// but left big-endian ([`BlockRead::BigEndian`]).
     pub(crate) fn read_block_for_region(
         &self,
         grid_pos: &[u64],
         out: &mut [u8],
         file: &mut Vec<u8>,
-        raw_in_place: bool,
+        convert_later: bool,
     ) -> Result<BlockRead> {
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
@@ -186,7 +187,7 @@ impl Dataset {
         let bytes = &file[..];
         let err = self.block_error(grid_pos);
         if let Some((at, nbytes)) = block::exact_payload(bytes, &attrs, &shape).map_err(&err)? {
-            if raw_in_place
+            if convert_later
                 && attrs.compression == crate::codec::Compression::Raw
                 && bytes.len() - at >= nbytes
             {
@@ -194,6 +195,9 @@ impl Dataset {
             }
             if nbytes == out.len() {
                 attrs.compression.decode(&bytes[at..], out).map_err(&err)?;
+                if convert_later {
+                    return Ok(BlockRead::BigEndian);
+                }
                 block::swap_to_from_be(out, elem);
                 return Ok(BlockRead::Decoded);
             }
@@ -291,24 +295,32 @@ impl Dataset {
         Ok(Some((attrs, header)))
     }
 
-    /// [`Dataset::write_block`] for a caller that no longer needs `data`
-    /// (region writes): `data` is converted to big-endian in place and the
-    /// block file is built in `scratch`, so no per-block memory is allocated.
-    pub(crate) fn write_block_in_place(
+    /// [`Dataset::write_block`] of a block the caller holds big-endian, as
+    /// region writes convert it while gathering it. The block file is built
+    /// in `scratch`, so no per-block memory is allocated; a raw block is
+    /// written as its header followed by `data`, with no copy.
+    pub(crate) fn write_block_big_endian(
         &self,
         grid_pos: &[u64],
         shape: &[u64],
-        data: &mut [u8],
+        data: &[u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         let Some((attrs, header)) = self.begin_numeric_write(grid_pos, shape, data)? else {
             return Ok(());
         };
-        block::encode_in_place(&header, data, &attrs, scratch)
+        let key = self.block_key(grid_pos);
+        if attrs.compression == crate::codec::Compression::Raw {
+            scratch.clear();
+            header.write(scratch);
+            return self
+                .container
+                .store()
+                .write_atomic_parts(&key, &[scratch, data]);
+        }
+        block::encode_big_endian(&header, data, &attrs, scratch)
             .map_err(self.block_error(grid_pos))?;
-        self.container
-            .store()
-            .write_atomic(&self.block_key(grid_pos), scratch)
+        self.container.store().write_atomic(&key, scratch)
     }
 
     /// Write a varlength (mode 1) block: a header `shape` with
@@ -484,6 +496,9 @@ pub(crate) enum BlockRead {
     Missing,
     /// The block was decoded into the buffer (native order).
     Decoded,
+    /// The block was decoded into the buffer and is still big-endian, as
+    /// stored (only when the caller converts it later).
+    BigEndian,
     /// A raw block stored whole: its big-endian payload starts at this
     /// offset of the file buffer; the block buffer is untouched.
     RawAt(usize),

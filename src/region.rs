@@ -341,11 +341,13 @@ impl Dataset {
                 let o = grid.overlap(i)?;
                 let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
                 buf.resize(nbytes, 0);
-                // Raw blocks stored whole are copied from the file bytes
-                // straight into the region, converted row by row.
+                // Blocks are converted to native order as they are copied
+                // into the region; raw blocks stored whole are copied from
+                // the file bytes straight away.
                 match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
                     BlockRead::RawAt(at) => out.copy_in(&file[at..at + nbytes], &o, elem, true),
-                    _ => out.copy_in(buf, &o, elem, false),
+                    BlockRead::BigEndian => out.copy_in(buf, &o, elem, true),
+                    BlockRead::Missing | BlockRead::Decoded => out.copy_in(buf, &o, elem, false),
                 }
                 Ok(())
             })
@@ -382,9 +384,16 @@ impl Dataset {
                 let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
                 buf.resize(nbytes, 0);
                 if o.extent != o.block_shape {
-                    self.read_block_into_with(&o.grid_pos, buf, file)?;
+                    // The stored block, big-endian, around what the region
+                    // replaces (zeros where none is stored).
+                    match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
+                        BlockRead::RawAt(at) => buf.copy_from_slice(&file[at..at + nbytes]),
+                        BlockRead::Decoded => crate::block::swap_to_from_be(buf, elem),
+                        BlockRead::Missing | BlockRead::BigEndian => {}
+                    }
                 }
-                copy_box(
+                // Gather the region's part, converting it to big-endian.
+                copy_box_with(
                     data,
                     Placement {
                         shape,
@@ -397,8 +406,9 @@ impl Dataset {
                     },
                     &o.extent,
                     elem,
+                    |d, s| crate::block::copy_to_from_be(d, s, elem),
                 );
-                self.write_block_in_place(&o.grid_pos, &o.block_shape, buf, file)
+                self.write_block_big_endian(&o.grid_pos, &o.block_shape, buf, file)
             })
     }
 }

@@ -115,6 +115,12 @@ impl FsStore {
     /// target, so readers see the old or the new content, never a mix, and a
     /// killed writer leaves the old file intact. Parent directories are created.
     pub fn write_atomic(&self, key: &str, data: &[u8]) -> Result<()> {
+        self.write_atomic_parts(key, &[data])
+    }
+
+    /// [`FsStore::write_atomic`] of the concatenation of `parts` (such as a
+    /// block header and its payload, without copying them together first).
+    pub fn write_atomic_parts(&self, key: &str, parts: &[&[u8]]) -> Result<()> {
         let path = self.path(key);
         let dir = path.parent().ok_or_else(|| {
             Error::invalid_argument(format!("cannot write to '{}'", path.display()))
@@ -135,7 +141,10 @@ impl FsStore {
             }
             Err(e) => return Err(Error::io(tmp.display(), e)),
         };
-        let result = file.write_all(data).and_then(|_| fs::rename(&tmp, &path));
+        let result = parts
+            .iter()
+            .try_for_each(|part| file.write_all(part))
+            .and_then(|_| fs::rename(&tmp, &path));
         if let Err(e) = result {
             let _ = fs::remove_file(&tmp);
             return Err(Error::io(path.display(), e));

@@ -8,7 +8,8 @@
 //!   block buffer), plus that file I/O. gzip is libdeflate's whole-buffer
 //!   gzip (the library libn5 uses for gzip blocks), zstd the zstd crate with reused
 //!   contexts, lz4 the LZ4 block API on the same 64 KiB pieces as libn5's
-//!   LZ4Block framing (without its XXH32 piece checksums), blosc c-blosc's
+//!   LZ4Block framing with the XXH32 checksum the framing requires of every
+//!   piece (the reference C XXH32 of the same library), blosc c-blosc's
 //!   `_ctx` functions.
 //!
 //! Multi-block work is spread over the job's threads (std::thread::scope,
@@ -30,6 +31,8 @@ use crate::workload::{measure, remove_tree, Codec, Impl, Job, Report, Workload};
 use blosc_src as _;
 
 extern "C" {
+    /// The reference XXH32 (xxhash.c, built into the lz4 crate's C library).
+    fn XXH32(input: *const c_void, length: usize, seed: u32) -> u32;
     /// c-blosc 1.x: compress without global state (see blosc.h).
     fn blosc_compress_ctx(
         clevel: c_int,
@@ -50,6 +53,14 @@ extern "C" {
         destsize: usize,
         numinternalthreads: c_int,
     ) -> c_int;
+}
+
+/// The LZ4Block checksum of a piece: XXH32 with lz4-java's seed, masked to
+/// 28 bits.
+fn piece_checksum(piece: &[u8]) -> u32 {
+    // SAFETY: `piece` is readable for `piece.len()` bytes; XXH32 only reads
+    // them.
+    unsafe { XXH32(piece.as_ptr().cast(), piece.len(), 0x9747_B28C) & 0x0FFF_FFFF }
 }
 
 /// c-blosc's BLOSC_MAX_OVERHEAD.
@@ -199,7 +210,7 @@ impl Coder {
                     out.push(method | 6);
                     out.extend_from_slice(&(body.len() as u32).to_le_bytes());
                     out.extend_from_slice(&(piece.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&[0; 4]);
+                    out.extend_from_slice(&piece_checksum(piece).to_le_bytes());
                     out.extend_from_slice(body);
                 }
                 out.extend_from_slice(b"LZ4Block");
@@ -270,7 +281,8 @@ impl Coder {
                         .ok_or("lz4: the stream ends early")?;
                     let le =
                         |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-                    let (method, clen, dlen) = (h[8] & 0xF0, le(9) as usize, le(13) as usize);
+                    let (method, clen, dlen, check) =
+                        (h[8] & 0xF0, le(9) as usize, le(13) as usize, le(17));
                     let body = payload
                         .get(pos + LZ4_PIECE_HEADER..pos + LZ4_PIECE_HEADER + clen)
                         .ok_or("lz4: a piece is cut off")?;
@@ -282,6 +294,9 @@ impl Coder {
                     } else {
                         lz4::block::decompress_to_buffer(body, Some(dlen as i32), dst)
                             .map_err(|e| format!("lz4: {e}"))?;
+                    }
+                    if piece_checksum(dst) != check {
+                        return Err("lz4: a piece's checksum does not match".into());
                     }
                     pos += LZ4_PIECE_HEADER + clen;
                     filled += dlen;

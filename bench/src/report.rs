@@ -247,7 +247,7 @@ impl Run {
         }
         let _ = writeln!(
             s,
-            "\nfloor: the codec library alone (libdeflate, lz4 block API, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
+            "\nfloor: the codec library alone (libdeflate, lz4 block API with the LZ4Block framing's XXH32 piece checksums, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
         );
 
         let (t1, tn) = (self.threads.first(), self.threads.last());
