@@ -54,11 +54,10 @@ pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    let style = ProgressStyle::with_template(
-        "{msg:>8} [{bar:40}] {pos}/{len} {per_sec} eta {eta} {prefix}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
+    let style =
+        ProgressStyle::with_template("{msg:>8} [{bar:40}] {pos}/{len} {elapsed} (eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
     bar.set_style(style);
     bar.set_message(what.to_string());
     bar.enable_steady_tick(Duration::from_millis(200));

@@ -44,8 +44,9 @@ pub struct ImportArgs {
     pub raw: bool,
 }
 
-/// Bytes written per slab (at least one block thick along the slowest dimension).
-const SLAB_BYTES: u64 = 64 << 20;
+/// Bytes written per slab (at least one block thick along the slowest
+/// dimension; small enough for the progress bar to move).
+const SLAB_BYTES: u64 = 16 << 20;
 
 /// Convert elements of `elem` bytes stored little-endian (or big-endian
 /// with `big`) to native order in place.
