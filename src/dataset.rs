@@ -2,6 +2,8 @@
 //! (numeric, varlength, string and object blocks), with edge blocks written
 //! truncated and read whether stored truncated or padded.
 
+use std::cell::RefCell;
+use std::io::Read;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -141,7 +143,61 @@ impl Dataset {
     /// A stored block larger than nominal (padded end blocks) is clipped, a
     /// smaller one is zero-extended, a missing one gives zeros and `false`.
     pub fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
-        self.read_block_into_with(grid_pos, out, &mut Vec::new())
+        let attrs = self.attributes();
+        if attrs.compression == crate::codec::Compression::Raw && attrs.data_type.is_numeric() {
+            if let Some(found) = self.read_raw_block_direct(grid_pos, &attrs, out)? {
+                return Ok(found);
+            }
+        }
+        FILE_BUFFER.with_borrow_mut(|file| {
+            let result = self.read_block_into_with(grid_pos, out, file);
+            if file.capacity() > KEEP_FILE_BUFFER {
+                *file = Vec::new();
+            }
+            result
+        })
+    }
+
+    /// [`Dataset::read_block_into`] of a raw block stored exactly as its
+    /// nominal shape says (the usual case): the payload is read from the
+    /// file straight into `out` and converted there, with no intermediate
+    /// buffer. `None` when the block is stored any other way (padded,
+    /// truncated, varlength, short), for the general path to handle.
+    fn read_raw_block_direct(
+        &self,
+        grid_pos: &[u64],
+        attrs: &DatasetAttributes,
+        out: &mut [u8],
+    ) -> Result<Option<bool>> {
+        let shape = attrs.block_shape(grid_pos)?;
+        let elem = attrs.data_type.size();
+        if check_buffer(&shape, elem, out.len()).is_err() {
+            return Ok(None);
+        }
+        let key = self.block_key(grid_pos);
+        let Some((mut file, len)) = self.container.store().open(&key)? else {
+            out.fill(0);
+            return Ok(Some(false));
+        };
+        let mut expected = Vec::with_capacity(4 + 4 * shape.len());
+        BlockHeader {
+            mode: BlockMode::Default,
+            size: shape.iter().map(|&s| s as u32).collect(),
+            num_elements: shape.iter().product(),
+        }
+        .write(&mut expected);
+        if len < (expected.len() + out.len()) as u64 {
+            return Ok(None);
+        }
+        let io = |e| Error::io(self.container.store().path(&key).display(), e);
+        let mut header = vec![0u8; expected.len()];
+        file.read_exact(&mut header).map_err(io)?;
+        if header != expected {
+            return Ok(None);
+        }
+        file.read_exact(out).map_err(io)?;
+        block::swap_to_from_be(out, elem);
+        Ok(Some(true))
     }
 
     /// [`Dataset::read_block_into`] reading the file through `file`, a
@@ -489,6 +545,16 @@ impl Dataset {
         Ok(())
     }
 }
+
+thread_local! {
+    /// The block-file buffer of this thread's single-block reads, reused
+    /// from call to call.
+    static FILE_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A [`FILE_BUFFER`] that grew beyond this (a huge block) is released after
+/// the read rather than kept for the thread's lifetime.
+const KEEP_FILE_BUFFER: usize = 64 << 20;
 
 /// What [`Dataset::read_block_for_region`] found.
 pub(crate) enum BlockRead {

@@ -65,11 +65,24 @@ impl FsStore {
     /// reusing its memory); `false` when the file does not exist. A
     /// directory where a file is expected is an error.
     pub fn read_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+        let Some((mut file, len)) = self.open(key)? else {
+            return Ok(false);
+        };
+        buf.clear();
+        buf.reserve(len.min(1 << 30) as usize);
+        file.read_to_end(buf)
+            .map_err(|e| Error::io(self.path(key).display(), e))?;
+        Ok(true)
+    }
+
+    /// Open the file at `key` for reading, with its length; `None` when it
+    /// does not exist. A directory where a file is expected is an error.
+    pub fn open(&self, key: &str) -> Result<Option<(File, u64)>> {
         let path = self.path(key);
-        let mut file = match File::open(&path) {
+        let file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == IoKind::NotFound => return Ok(false),
-            Err(e) if e.kind() == IoKind::NotADirectory => return Ok(false),
+            Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == IoKind::NotADirectory => return Ok(None),
             Err(e) => return Err(Error::io(path.display(), e)),
         };
         let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
@@ -82,11 +95,7 @@ impl FsStore {
                 ),
             ));
         }
-        buf.clear();
-        buf.reserve(meta.len().min(1 << 30) as usize);
-        file.read_to_end(buf)
-            .map_err(|e| Error::io(path.display(), e))?;
-        Ok(true)
+        Ok(Some((file, meta.len())))
     }
 
     /// Whether a file or directory exists at `key`.

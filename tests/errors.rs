@@ -10,14 +10,13 @@ use n5::{Container, DataType, DatasetAttributes, ErrorKind, Mode};
 use serde_json::json;
 
 fn setup(s: &Scratch) -> Container {
+    setup_with(s, r#"{"type":"gzip"}"#)
+}
+
+fn setup_with(s: &Scratch, comp: &str) -> Container {
     let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
-    let a = DatasetAttributes::new(
-        vec![10, 10],
-        vec![4, 4],
-        DataType::U16,
-        compression(r#"{"type":"gzip"}"#),
-    )
-    .unwrap();
+    let a =
+        DatasetAttributes::new(vec![10, 10], vec![4, 4], DataType::U16, compression(comp)).unwrap();
     let d = c.create_dataset("g/d", a).unwrap();
     d.write_region(&[0, 0], &[10, 10], &[3u8; 200]).unwrap();
     c.set_attribute("g", "k", json!(1)).unwrap();
@@ -126,8 +125,14 @@ fn read_only_writes_nothing() {
 
 #[test]
 fn corrupt_blocks_name_the_block() {
-    let s = Scratch::new("corrupt");
-    let c = setup(&s);
+    for comp in [r#"{"type":"gzip"}"#, r#"{"type":"raw"}"#] {
+        corrupt_blocks_with(comp);
+    }
+}
+
+fn corrupt_blocks_with(comp: &str) {
+    let s = Scratch::new(&format!("corrupt-{}", comp.len()));
+    let c = setup_with(&s, comp);
     let d = c.open_dataset("g/d").unwrap();
     let block = s.join("c.n5/g/d/1/1");
     let good = std::fs::read(&block).unwrap();
@@ -154,8 +159,8 @@ fn corrupt_blocks_name_the_block() {
         std::fs::write(&block, &bytes).unwrap();
         let mut out = vec![0u8; 32];
         let e = d.read_block_into(&[1, 1], &mut out).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Codec, "{what}: {e}");
-        assert!(e.message().contains("g/d/1/1"), "{what}: {e}");
+        assert_eq!(e.kind(), ErrorKind::Codec, "{comp} {what}: {e}");
+        assert!(e.message().contains("g/d/1/1"), "{comp} {what}: {e}");
         let mut region = vec![0u8; 200];
         assert!(
             d.read_region(&[0, 0], &[10, 10], &mut region).is_err(),
