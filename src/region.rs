@@ -220,6 +220,62 @@ impl<'a> Grid<'a> {
     }
 }
 
+/// A block's data ready to be copied into the region: its bytes, where it
+/// overlaps the region, and whether it is still big-endian.
+type Part<'a> = (&'a [u8], &'a Overlap, bool);
+
+/// How a region read hands out its blocks: in units of up to `run`
+/// consecutive blocks along dimension 0 (the blocks of one unit differ only
+/// in their dimension-0 position). A unit's blocks are copied into the
+/// region together, row by row across the blocks, so that the region's
+/// memory is written in long sequential stretches rather than in one
+/// block's short rows scattered over many pages: for 64³ blocks of uint16
+/// that halves the cost of the copy. Units tile the block numbering in
+/// order.
+struct Units {
+    /// Blocks per unit (the last unit of a row of blocks may have fewer).
+    run: usize,
+    /// Blocks of the region along dimension 0.
+    row: usize,
+    /// Units per row of blocks.
+    per_row: usize,
+    /// Units in all.
+    count: usize,
+}
+
+/// The most block data one unit of a region read holds per thread.
+const UNIT_BYTES: usize = 4 << 20;
+
+/// The most blocks in one unit of a region read.
+const UNIT_BLOCKS: usize = 8;
+
+impl Units {
+    fn new(grid: &Grid, block_bytes: usize) -> Units {
+        let row = grid.count.first().map_or(1, |&c| c as usize).max(1);
+        let run = if grid.count.len() < 2 {
+            1
+        } else {
+            (UNIT_BYTES / block_bytes.max(1))
+                .clamp(1, UNIT_BLOCKS)
+                .min(row)
+        };
+        let per_row = row.div_ceil(run);
+        Units {
+            run,
+            row,
+            per_row,
+            count: grid.total / row * per_row,
+        }
+    }
+
+    /// The block numbers of unit `u`.
+    fn blocks(&self, u: usize) -> std::ops::Range<usize> {
+        let (row, part) = (u / self.per_row, u % self.per_row);
+        let start = row * self.row + part * self.run;
+        start..(start + self.run).min((row + 1) * self.row)
+    }
+}
+
 /// A region's output buffer shared by the threads of a read: one lock per
 /// plane of the slowest dimension (the buffer's contiguous slices), so
 /// threads copying different blocks rarely wait for each other.
@@ -238,6 +294,61 @@ impl<'a> Planes<'a> {
             out.chunks_mut(plane_bytes).map(Mutex::new).collect()
         };
         Planes { planes, shape }
+    }
+
+    /// Copy a unit's blocks (consecutive along dimension 0, so alike in
+    /// every other dimension) into the region, one plane at a time and,
+    /// within a plane, row by row across the blocks: the rows of one row
+    /// index are adjacent in the region.
+    fn copy_run_in(&self, parts: &[Part], elem: usize) {
+        let n = self.shape.len();
+        let first = parts[0].1;
+        // Element strides of the region and, per block, of its buffer.
+        let strides = |shape: &[u64]| {
+            let mut s = vec![1usize; n];
+            for d in 1..n {
+                s[d] = s[d - 1] * shape[d - 1] as usize;
+            }
+            s
+        };
+        let region = strides(self.shape);
+        let blocks: Vec<Vec<usize>> = parts.iter().map(|p| strides(&p.1.block_shape)).collect();
+        // Rows per plane: the product of the extents of dimensions 1..n-1.
+        let rows: u64 = first.extent[1..n - 1].iter().product();
+        let copy_row = |d: &mut [u8], s: &[u8], big_endian: bool| {
+            if big_endian {
+                crate::block::copy_to_from_be(d, s, elem);
+            } else {
+                d.copy_from_slice(s);
+            }
+        };
+        let mut src = vec![0usize; parts.len()];
+        for z in 0..first.extent[n - 1] {
+            let plane = (first.in_region[n - 1] + z) as usize;
+            let mut out = self.planes[plane].lock().unwrap_or_else(|p| p.into_inner());
+            for r in 0..rows {
+                // The row's position in dimensions 1..n-1, the same in every block.
+                let (mut rest, mut dst) = (r, 0usize);
+                src.fill(0);
+                for d in 1..n - 1 {
+                    let c = rest % first.extent[d];
+                    rest /= first.extent[d];
+                    dst += (first.in_region[d] + c) as usize * region[d];
+                    for (k, p) in parts.iter().enumerate() {
+                        src[k] += (p.1.in_block[d] + c) as usize * blocks[k][d];
+                    }
+                }
+                for (k, (bytes, o, big_endian)) in parts.iter().enumerate() {
+                    let s = (src[k]
+                        + (o.in_block[n - 1] + z) as usize * blocks[k][n - 1]
+                        + o.in_block[0] as usize)
+                        * elem;
+                    let d = (dst + o.in_region[0] as usize) * elem;
+                    let len = o.extent[0] as usize * elem;
+                    copy_row(&mut out[d..d + len], &bytes[s..s + len], *big_endian);
+                }
+            }
+        }
     }
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
@@ -320,34 +431,51 @@ impl Dataset {
             crate::os::advise_huge_pages(out);
         }
         let out = Planes::new(out, shape, elem);
-        let init = || (Vec::new(), Vec::new());
-        let ahead = READ_AHEAD.min(grid.total);
+        let units = Units::new(&grid, attrs.block_num_elements() * elem);
+        let ahead = READ_AHEAD.max(units.run).min(grid.total);
+        let init = Vec::<(Vec<u8>, Vec<u8>)>::new;
         self.container()
             .pool()
-            .run(grid.total, init, |(buf, file), i| {
-                // Blocks are taken in order, so the block `ahead` places
-                // further on is the next one no thread has asked the kernel
-                // for yet (the first block asks for the whole first window).
-                let window = if i == 0 {
-                    1..ahead + 1
+            .run(units.count, init, |buffers, u| {
+                let blocks = units.blocks(u);
+                // Units are taken in order, so the blocks `ahead` places
+                // beyond this unit's are the next ones no thread has asked
+                // the kernel for yet (the first unit asks for the whole
+                // first window).
+                let from = if u == 0 {
+                    blocks.end
                 } else {
-                    i + ahead..i + ahead + 1
+                    blocks.start + ahead
                 };
-                for j in window.take_while(|&j| j < grid.total) {
+                for j in from..(blocks.end + ahead).min(grid.total) {
                     self.container()
                         .store()
                         .prefetch(&self.block_key(&grid.grid_pos(j)));
                 }
-                let o = grid.overlap(i)?;
-                let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                buf.resize(nbytes, 0);
-                // Blocks are converted to native order as they are copied
-                // into the region; raw blocks stored whole are copied from
-                // the file bytes straight away.
-                match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
-                    BlockRead::RawAt(at) => out.copy_in(&file[at..at + nbytes], &o, elem, true),
-                    BlockRead::BigEndian => out.copy_in(buf, &o, elem, true),
-                    BlockRead::Missing | BlockRead::Decoded => out.copy_in(buf, &o, elem, false),
+                buffers.resize_with(blocks.len(), Default::default);
+                // Each block is read into its own buffers; blocks are
+                // converted to native order as they are copied into the
+                // region, raw blocks stored whole straight from their file.
+                let mut found = Vec::with_capacity(blocks.len());
+                for (i, (buf, file)) in blocks.clone().zip(buffers.iter_mut()) {
+                    let o = grid.overlap(i)?;
+                    let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                    buf.resize(nbytes, 0);
+                    let read = self.read_block_for_region(&o.grid_pos, buf, file, true)?;
+                    found.push((o, read, nbytes));
+                }
+                let parts: Vec<Part> = found
+                    .iter()
+                    .zip(buffers.iter())
+                    .map(|((o, read, nbytes), (buf, file))| match read {
+                        BlockRead::RawAt(at) => (&file[*at..at + nbytes], o, true),
+                        BlockRead::BigEndian => (&buf[..], o, true),
+                        BlockRead::Missing | BlockRead::Decoded => (&buf[..], o, false),
+                    })
+                    .collect();
+                match parts.as_slice() {
+                    [(src, o, big_endian)] => out.copy_in(src, o, elem, *big_endian),
+                    _ => out.copy_run_in(&parts, elem),
                 }
                 Ok(())
             })
