@@ -412,9 +412,12 @@ impl Dataset {
     /// `prod(shape)` elements. Missing blocks read as zeros.
     ///
     /// The blocks are read and decoded in parallel by the container's
-    /// threads ([`crate::Options::threads`]), each thread with one
-    /// block-sized buffer; a region that is exactly one block is decoded
-    /// straight into `out`.
+    /// threads ([`crate::Options::threads`]), a few neighbouring blocks at a
+    /// time (at most 8 and 4 MiB of block data per thread, with their file
+    /// buffers), while the kernel reads the next block files ahead; a region
+    /// that is exactly one block is decoded straight into `out`, and an
+    /// output of 16 MiB or more is advised to use huge pages (see
+    /// `os::advise_huge_pages`).
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
