@@ -276,6 +276,72 @@ impl Units {
     }
 }
 
+/// One row of one block of a unit, as [`unit_rows`] visits them (byte
+/// offsets).
+struct UnitRow {
+    /// The plane of the region (index along its last dimension).
+    plane: usize,
+    /// Where the row starts inside that plane of the region.
+    in_plane: usize,
+    /// Which block of the unit.
+    block: usize,
+    /// Where the row starts inside that block's buffer.
+    in_block: usize,
+    /// The row's length.
+    len: usize,
+}
+
+/// Visit the rows of a unit's blocks (consecutive along dimension 0, so
+/// alike in every other dimension, as [`Units`] makes them) in the region's
+/// memory order: plane by plane, row by row, and within a row block by
+/// block, so the region is read or written sequentially. Needs at least two
+/// dimensions.
+fn unit_rows(shape: &[u64], overlaps: &[&Overlap], elem: usize, mut visit: impl FnMut(UnitRow)) {
+    let n = shape.len();
+    let first = overlaps[0];
+    // Element strides of the region and, per block, of its buffer.
+    let strides = |shape: &[u64]| {
+        let mut s = vec![1usize; n];
+        for d in 1..n {
+            s[d] = s[d - 1] * shape[d - 1] as usize;
+        }
+        s
+    };
+    let region = strides(shape);
+    let blocks: Vec<Vec<usize>> = overlaps.iter().map(|o| strides(&o.block_shape)).collect();
+    // Rows per plane: the product of the extents of dimensions 1..n-1.
+    let rows: u64 = first.extent[1..n - 1].iter().product();
+    let mut src = vec![0usize; overlaps.len()];
+    for z in 0..first.extent[n - 1] {
+        let plane = (first.in_region[n - 1] + z) as usize;
+        for r in 0..rows {
+            // The row's position in dimensions 1..n-1, the same in every block.
+            let (mut rest, mut dst) = (r, 0usize);
+            src.fill(0);
+            for d in 1..n - 1 {
+                let c = rest % first.extent[d];
+                rest /= first.extent[d];
+                dst += (first.in_region[d] + c) as usize * region[d];
+                for (k, o) in overlaps.iter().enumerate() {
+                    src[k] += (o.in_block[d] + c) as usize * blocks[k][d];
+                }
+            }
+            for (k, o) in overlaps.iter().enumerate() {
+                visit(UnitRow {
+                    plane,
+                    in_plane: (dst + o.in_region[0] as usize) * elem,
+                    block: k,
+                    in_block: (src[k]
+                        + (o.in_block[n - 1] + z) as usize * blocks[k][n - 1]
+                        + o.in_block[0] as usize)
+                        * elem,
+                    len: o.extent[0] as usize * elem,
+                });
+            }
+        }
+    }
+}
+
 /// A region's output buffer shared by the threads of a read: one lock per
 /// plane of the slowest dimension (the buffer's contiguous slices), so
 /// threads copying different blocks rarely wait for each other.
@@ -298,57 +364,28 @@ impl<'a> Planes<'a> {
 
     /// Copy a unit's blocks (consecutive along dimension 0, so alike in
     /// every other dimension) into the region, one plane at a time and,
-    /// within a plane, row by row across the blocks: the rows of one row
-    /// index are adjacent in the region.
+    /// within a plane, row by row across the blocks (see [`unit_rows`]).
     fn copy_run_in(&self, parts: &[Part], elem: usize) {
-        let n = self.shape.len();
-        let first = parts[0].1;
-        // Element strides of the region and, per block, of its buffer.
-        let strides = |shape: &[u64]| {
-            let mut s = vec![1usize; n];
-            for d in 1..n {
-                s[d] = s[d - 1] * shape[d - 1] as usize;
+        let overlaps: Vec<&Overlap> = parts.iter().map(|p| p.1).collect();
+        let mut locked: Option<(usize, std::sync::MutexGuard<&mut [u8]>)> = None;
+        unit_rows(self.shape, &overlaps, elem, |row| {
+            if locked.as_ref().is_none_or(|(p, _)| *p != row.plane) {
+                // Release the previous plane before taking the next.
+                locked = None;
+                let guard = self.planes[row.plane]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                locked = Some((row.plane, guard));
             }
-            s
-        };
-        let region = strides(self.shape);
-        let blocks: Vec<Vec<usize>> = parts.iter().map(|p| strides(&p.1.block_shape)).collect();
-        // Rows per plane: the product of the extents of dimensions 1..n-1.
-        let rows: u64 = first.extent[1..n - 1].iter().product();
-        let copy_row = |d: &mut [u8], s: &[u8], big_endian: bool| {
+            let out = &mut locked.as_mut().expect("a plane is locked").1;
+            let (bytes, _, big_endian) = parts[row.block];
+            let (d, s, len) = (row.in_plane, row.in_block, row.len);
             if big_endian {
-                crate::block::copy_to_from_be(d, s, elem);
+                crate::block::copy_to_from_be(&mut out[d..d + len], &bytes[s..s + len], elem);
             } else {
-                d.copy_from_slice(s);
+                out[d..d + len].copy_from_slice(&bytes[s..s + len]);
             }
-        };
-        let mut src = vec![0usize; parts.len()];
-        for z in 0..first.extent[n - 1] {
-            let plane = (first.in_region[n - 1] + z) as usize;
-            let mut out = self.planes[plane].lock().unwrap_or_else(|p| p.into_inner());
-            for r in 0..rows {
-                // The row's position in dimensions 1..n-1, the same in every block.
-                let (mut rest, mut dst) = (r, 0usize);
-                src.fill(0);
-                for d in 1..n - 1 {
-                    let c = rest % first.extent[d];
-                    rest /= first.extent[d];
-                    dst += (first.in_region[d] + c) as usize * region[d];
-                    for (k, p) in parts.iter().enumerate() {
-                        src[k] += (p.1.in_block[d] + c) as usize * blocks[k][d];
-                    }
-                }
-                for (k, (bytes, o, big_endian)) in parts.iter().enumerate() {
-                    let s = (src[k]
-                        + (o.in_block[n - 1] + z) as usize * blocks[k][n - 1]
-                        + o.in_block[0] as usize)
-                        * elem;
-                    let d = (dst + o.in_region[0] as usize) * elem;
-                    let len = o.extent[0] as usize * elem;
-                    copy_row(&mut out[d..d + len], &bytes[s..s + len], *big_endian);
-                }
-            }
-        }
+        });
     }
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
@@ -490,8 +527,10 @@ impl Dataset {
     /// modified and written back.
     ///
     /// The blocks are encoded and written in parallel by the container's
-    /// threads, each with a block-sized buffer and a buffer for the block
-    /// file, reused from block to block; a region that is exactly
+    /// threads, a few neighbouring blocks at a time (at most 8 and 4 MiB of
+    /// block data per thread, gathered from `data` row by row across them
+    /// and converted to big-endian on the way) with one buffer for the
+    /// block file, all reused from unit to unit; a region that is exactly
     /// one block is encoded straight from `data`. Every block file is
     /// replaced atomically; after a failure, blocks already written stay.
     pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
@@ -507,39 +546,61 @@ impl Dataset {
                 return self.write_block(&o.grid_pos, &o.block_shape, data);
             }
         }
-        let init = || (Vec::new(), Vec::new());
+        let units = Units::new(&grid, attrs.block_num_elements() * elem);
+        let plane_bytes = shape[..shape.len() - 1].iter().product::<u64>() as usize * elem;
+        let init = || (Vec::<Vec<u8>>::new(), Vec::new());
         self.container()
             .pool()
-            .run(grid.total, init, |(buf, file), i| {
-                let o = grid.overlap(i)?;
-                let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                buf.resize(nbytes, 0);
-                if o.extent != o.block_shape {
-                    // The stored block, big-endian, around what the region
-                    // replaces (zeros where none is stored).
-                    match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
-                        BlockRead::RawAt(at) => buf.copy_from_slice(&file[at..at + nbytes]),
-                        BlockRead::Decoded => crate::block::swap_to_from_be(buf, elem),
-                        BlockRead::Missing | BlockRead::BigEndian => {}
+            .run(units.count, init, |(buffers, file), u| {
+                let blocks = units.blocks(u);
+                buffers.resize_with(blocks.len(), Vec::new);
+                let mut overlaps = Vec::with_capacity(blocks.len());
+                for (i, buf) in blocks.zip(buffers.iter_mut()) {
+                    let o = grid.overlap(i)?;
+                    let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                    buf.resize(nbytes, 0);
+                    if o.extent != o.block_shape {
+                        // The stored block, big-endian, around what the
+                        // region replaces (zeros where none is stored).
+                        match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
+                            BlockRead::RawAt(at) => buf.copy_from_slice(&file[at..at + nbytes]),
+                            BlockRead::Decoded => crate::block::swap_to_from_be(buf, elem),
+                            BlockRead::Missing | BlockRead::BigEndian => {}
+                        }
                     }
+                    overlaps.push(o);
                 }
-                // Gather the region's part, converting it to big-endian.
-                copy_box_with(
-                    data,
-                    Placement {
-                        shape,
-                        offset: &o.in_region,
-                    },
-                    buf,
-                    Placement {
-                        shape: &o.block_shape,
-                        offset: &o.in_block,
-                    },
-                    &o.extent,
-                    elem,
-                    |d, s| crate::block::copy_to_from_be(d, s, elem),
-                );
-                self.write_block_big_endian(&o.grid_pos, &o.block_shape, buf, file)
+                // Gather the region's part of each block, converting it to
+                // big-endian; a unit of several blocks row by row across
+                // them, reading the region sequentially.
+                if let [o] = overlaps.as_slice() {
+                    copy_box_with(
+                        data,
+                        Placement {
+                            shape,
+                            offset: &o.in_region,
+                        },
+                        &mut buffers[0],
+                        Placement {
+                            shape: &o.block_shape,
+                            offset: &o.in_block,
+                        },
+                        &o.extent,
+                        elem,
+                        |d, s| crate::block::copy_to_from_be(d, s, elem),
+                    );
+                } else {
+                    let refs: Vec<&Overlap> = overlaps.iter().collect();
+                    unit_rows(shape, &refs, elem, |row| {
+                        let s = row.plane * plane_bytes + row.in_plane;
+                        let d = &mut buffers[row.block][row.in_block..row.in_block + row.len];
+                        crate::block::copy_to_from_be(d, &data[s..s + row.len], elem);
+                    });
+                }
+                for (o, buf) in overlaps.iter().zip(buffers.iter()) {
+                    self.write_block_big_endian(&o.grid_pos, &o.block_shape, buf, file)?;
+                }
+                Ok(())
             })
     }
 }
