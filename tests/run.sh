@@ -19,6 +19,9 @@
 #    pkg-config consumers), the Python cffi ABI test and the Octave MEX test.
 # 4. Runs `cmake --workflow --preset debug`: the same with cargo's dev
 #    profile, where freed handles are detected (N5_ERR_INVALID_HANDLE).
+# 5. Runs `cmake --workflow --preset sanitize`: the C tests and examples
+#    built with AddressSanitizer and UndefinedBehaviorSanitizer against the
+#    dev-profile library.
 #
 # Every step runs even after a failure; a summary comes last, and the exit
 # status is non-zero when any step failed. Set PYTHON to choose the
@@ -83,6 +86,7 @@ step "Rust tests" cargo test --all-targets --no-fail-fast "$@"
 step "n5 tool tests" cargo test -p n5-cli --all-targets --no-fail-fast
 step "C library, release" cmake --workflow --preset ci
 step "C library, debug" cmake --workflow --preset debug
+step "C library, ASan and UBSan" cmake --workflow --preset sanitize
 
 say "summary:"
 for r in "${results[@]}"; do say "  $r"; done
