@@ -1,0 +1,177 @@
+//! Killed writers lose nothing: a child process writes whole-dataset regions
+//! (gzip blocks, 2 threads) and merges one attribute key per generation in a
+//! loop, and is killed with SIGKILL at random moments, 200 times. After each
+//! kill every block decodes and holds either what it held before or a
+//! generation that child wrote; every key the child reported as written is
+//! in attributes.json, which parses; leftover temporary files are never
+//! listed as groups, datasets or blocks.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{compression, Scratch};
+use n5::{Container, DataType, DatasetAttributes, Mode, Options};
+use serde_json::json;
+
+const DIMS: [u64; 3] = [64, 64, 8];
+const BLOCK: [u32; 3] = [16, 16, 8];
+const KILLS: usize = 200;
+
+/// The child: writes generation after generation, reporting each step.
+fn child(root: &str, start: u64) {
+    let options = Options {
+        threads: 2,
+        ..Options::default()
+    };
+    let c = Container::open_with(root, Mode::ReadWrite, options).unwrap();
+    let d = c.open_dataset("d").unwrap();
+    let n = DIMS.iter().product::<u64>() as usize;
+    for g in start.. {
+        let data: Vec<u8> = std::iter::repeat_n(g as u16, n)
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        d.write_region(&[0, 0, 0], &DIMS, &data).unwrap();
+        println!("N5KILL wrote {g}");
+        c.set_attribute("g", &format!("k{g}"), json!(g)).unwrap();
+        println!("N5KILL attr {g}");
+    }
+}
+
+#[test]
+fn killed_writers_leave_old_or_new_blocks_and_every_confirmed_key() {
+    if let Ok(spec) = std::env::var("N5_TEST_CHILD_KILLED") {
+        let (root, start) = spec.split_once('|').unwrap();
+        child(root, start.parse().unwrap());
+        return;
+    }
+    let s = Scratch::new("killed");
+    let root = s.join("c.n5");
+    let c = Container::open(&root, Mode::Create).unwrap();
+    c.create_group("g").unwrap();
+    let a = DatasetAttributes::new(
+        DIMS.to_vec(),
+        BLOCK.to_vec(),
+        DataType::U16,
+        compression(r#"{"type":"gzip","level":1}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("d", a).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    // What each block held when last checked; keys confirmed so far.
+    let mut held: HashMap<Vec<u64>, u16> = HashMap::new();
+    let mut confirmed: BTreeSet<u64> = BTreeSet::new();
+    let (mut next, mut mid_write, mut stale) = (1u64, 0usize, 0usize);
+    for kill in 0..KILLS {
+        let mut ch = Command::new(&exe)
+            .args([
+                "--exact",
+                "killed_writers_leave_old_or_new_blocks_and_every_confirmed_key",
+                "--nocapture",
+            ])
+            .env("N5_TEST_CHILD_KILLED", format!("{}|{next}", root.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5 + rand(40)));
+        ch.kill().unwrap();
+        ch.wait().unwrap();
+        let mut out = String::new();
+        ch.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let (mut wrote, mut attrs) = (None, Vec::new());
+        for line in out.lines().filter_map(|l| l.strip_prefix("N5KILL ")) {
+            let (what, g) = line.split_once(' ').unwrap();
+            let g: u64 = g.parse().unwrap();
+            match what {
+                "wrote" => wrote = Some(g),
+                _ => attrs.push(g),
+            }
+        }
+        // The generations this child may have written, whole or in part.
+        let last = wrote.map_or(next, |w| w + 1);
+        let mut values = BTreeSet::new();
+        for pos in d.list_blocks().unwrap() {
+            let block = d
+                .read_block(&pos)
+                .unwrap_or_else(|e| panic!("kill {kill}: block {pos:?}: {e}"))
+                .unwrap();
+            let v = u16::from_ne_bytes([block.data[0], block.data[1]]);
+            assert!(
+                block.data.chunks_exact(2).all(|c| c == v.to_ne_bytes()),
+                "kill {kill}: block {pos:?} mixes generations"
+            );
+            let old = held.get(&pos).copied();
+            let new = (next..=last).contains(&(v as u64));
+            assert!(
+                Some(v) == old || new,
+                "kill {kill}: block {pos:?} holds {v}: neither its old {old:?} nor {next}..={last}"
+            );
+            if let Some(w) = wrote {
+                assert!(
+                    v as u64 >= w,
+                    "kill {kill}: block {pos:?} holds {v} after {w} was written"
+                );
+            }
+            values.insert(v);
+            held.insert(pos, v);
+        }
+        if wrote.is_some() {
+            assert_eq!(held.len(), 16, "kill {kill}: every block is stored");
+        }
+        if values.len() > 1 {
+            mid_write += 1;
+        }
+        confirmed.extend(attrs);
+        let doc = c
+            .attributes("g")
+            .unwrap_or_else(|e| panic!("kill {kill}: {e}"));
+        for g in &confirmed {
+            assert_eq!(doc[format!("k{g}")], json!(g), "kill {kill}: key k{g} lost");
+        }
+        // Temporary files are never listed.
+        assert_eq!(c.list("").unwrap(), vec!["d".to_string(), "g".to_string()]);
+        stale = walk_temporaries(&root);
+        next = last + 1;
+    }
+    eprintln!(
+        "{KILLS} kills; {} keys confirmed; {mid_write} kills left a region written in part (old and new blocks); \
+         {stale} temporary files left, never listed",
+        confirmed.len()
+    );
+    assert!(
+        confirmed.len() > 20,
+        "the child got to write: {}",
+        confirmed.len()
+    );
+}
+
+/// Temporary files left in the container (names starting with `.n5tmp.`).
+fn walk_temporaries(dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            n += walk_temporaries(&entry.path());
+        } else if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(n5::storage::TEMP_PREFIX)
+        {
+            n += 1;
+        }
+    }
+    n
+}
