@@ -43,6 +43,15 @@ pub struct BlockHeader {
     pub num_elements: u64,
 }
 
+/// How many times the dataset's nominal block a compressed varlength block
+/// may decode to (see [`BlockHeader::check`]), unless that is less than
+/// [`VARLENGTH_MIN_LIMIT`].
+pub const VARLENGTH_FACTOR: u64 = 4;
+
+/// What a compressed varlength block may always decode to, whatever its
+/// dataset's block size.
+pub const VARLENGTH_MIN_LIMIT: u64 = 16 << 20;
+
 impl BlockHeader {
     /// Parse the header at the start of `bytes`; returns it and its length.
     pub fn parse(bytes: &[u8]) -> Result<(BlockHeader, usize)> {
@@ -78,7 +87,13 @@ impl BlockHeader {
                     len += 4;
                     n
                 } else {
-                    size.iter().map(|&s| s as u64).product()
+                    size.iter()
+                        .try_fold(1u64, |n, &s| n.checked_mul(u64::from(s)))
+                        .ok_or_else(|| {
+                            Error::codec(format!(
+                                "the block header's shape {size:?} has more than 2^64 elements"
+                            ))
+                        })?
                 };
                 let mode = if mode == 0 {
                     BlockMode::Default
@@ -153,13 +168,37 @@ impl BlockHeader {
             }
         }
         let bytes = self.num_elements.checked_mul(dtype.size() as u64);
-        match bytes {
-            Some(b) if b <= MAX_BLOCK_BYTES => Ok(b as usize),
-            _ => Err(Error::codec(format!(
-                "header announces {} elements of {dtype}, more than a block can hold",
+        let nbytes = match bytes {
+            Some(b) if b <= MAX_BLOCK_BYTES => b,
+            _ => {
+                return Err(Error::codec(format!(
+                    "header announces {} elements of {dtype}, more than a block can hold",
+                    self.num_elements
+                )))
+            }
+        };
+        // A varlength block may hold any number of elements, so its header
+        // alone would decide how much memory a read takes. Compressed ones
+        // are held to 4 times the dataset's block or 16 MiB, whichever is
+        // more (peers write small varlength and string blocks several times
+        // their nominal size); raw ones are bounded by their file, which is
+        // checked before anything is allocated.
+        let nominal = attrs.block_num_elements() as u64 * dtype.size() as u64;
+        let limit = nominal
+            .saturating_mul(VARLENGTH_FACTOR)
+            .max(VARLENGTH_MIN_LIMIT);
+        if self.mode == BlockMode::Varlength
+            && attrs.compression != crate::codec::Compression::Raw
+            && nbytes > limit
+        {
+            return Err(Error::codec(format!(
+                "varlength block announces {} elements of {dtype} ({nbytes} bytes), more than \
+                 the {limit} bytes a compressed varlength block may hold here (the larger of \
+                 {VARLENGTH_FACTOR} times the dataset's {nominal}-byte block and 16 MiB)",
                 self.num_elements
-            ))),
+            )));
         }
+        Ok(nbytes as usize)
     }
 }
 
@@ -383,6 +422,48 @@ mod tests {
 
     fn attrs(dims: &[u64], block: &[u32], t: DataType) -> DatasetAttributes {
         DatasetAttributes::new(dims.to_vec(), block.to_vec(), t, Compression::Raw).unwrap()
+    }
+
+    #[test]
+    fn compressed_varlength_blocks_have_a_size_limit() {
+        // Found by fuzz/fuzz_targets/block_decode.rs: a varlength header
+        // announcing 2^29 elements made a read allocate 512 MiB up front.
+        // The limit is 16 MiB here (4 blocks of 16 bytes are less).
+        let mut a = attrs(&[8, 8], &[4, 4], DataType::U8);
+        a.compression = Compression::Gzip {
+            level: -1,
+            use_zlib: false,
+        };
+        let header = |n: u32| {
+            let mut h = vec![0, 1, 0, 2, 0, 0, 0, 4, 0, 0, 0, 4];
+            h.extend_from_slice(&n.to_be_bytes());
+            h
+        };
+        let e = decode(&header(1 << 29), &a).unwrap_err();
+        assert!(e.message().contains("varlength"), "{e}");
+        // Below the limit the payload is decoded (here: a gzip error).
+        let e = decode(&header(1 << 20), &a).unwrap_err();
+        assert!(!e.message().contains("varlength"), "{e}");
+        // Raw varlength blocks are bounded by their file instead.
+        let raw = attrs(&[8, 8], &[4, 4], DataType::U8);
+        let mut bytes = header(100);
+        bytes.extend_from_slice(&[7; 100]);
+        assert_eq!(decode(&bytes, &raw).unwrap().data, vec![7; 100]);
+    }
+
+    #[test]
+    fn header_shapes_beyond_64_bits_are_errors() {
+        // Found by fuzz/fuzz_targets/block_decode.rs: three extents of
+        // 2^32-1 overflowed the element count.
+        let mut bytes = vec![0, 0, 0, 3];
+        for _ in 0..3 {
+            bytes.extend_from_slice(&u32::MAX.to_be_bytes());
+        }
+        let e = BlockHeader::parse(&bytes).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Codec, "{e}");
+        assert!(e.message().contains("2^64"), "{e}");
+        let a = attrs(&[4, 4, 4], &[2, 2, 2], DataType::U8);
+        assert!(decode(&bytes, &a).is_err());
     }
 
     #[test]
