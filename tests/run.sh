@@ -22,6 +22,8 @@
 # 5. Runs `cmake --workflow --preset sanitize`: the C tests and examples
 #    built with AddressSanitizer and UndefinedBehaviorSanitizer against the
 #    dev-profile library.
+# 6. Runs `fuzz/run.sh 20`: every fuzz target for 20 seconds, seeded from
+#    the peer corpus (needs cargo-fuzz; see fuzz/README.md).
 #
 # Every step runs even after a failure; a summary comes last, and the exit
 # status is non-zero when any step failed. Set PYTHON to choose the
@@ -87,6 +89,7 @@ step "n5 tool tests" cargo test -p n5-cli --all-targets --no-fail-fast
 step "C library, release" cmake --workflow --preset ci
 step "C library, debug" cmake --workflow --preset debug
 step "C library, ASan and UBSan" cmake --workflow --preset sanitize
+step "fuzzing, 20 s per target" ./fuzz/run.sh 20
 
 say "summary:"
 for r in "${results[@]}"; do say "  $r"; done

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Seed corpora for the fuzz targets from the peer-written containers in
+../shared/corpus (or the directory given as the first argument): up to 4
+block files of every dataset, each prefixed with the byte that makes
+fuzz_targets/block_decode.rs decode it with the dataset's compression, and
+every attributes.json for the metadata targets. Writes fuzz/corpus/<target>/.
+"""
+import hashlib
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "shared", "corpus")
+# The order of COMPRESSIONS in fuzz_targets/block_decode.rs.
+SELECTOR = {"raw": 0, "gzip": 1, "bzip2": 3, "xz": 4, "lz4": 5, "zstd": 6, "blosc": 7}
+
+
+def save(target, data):
+    out = os.path.join(HERE, "corpus", target)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, hashlib.sha1(data).hexdigest()), "wb") as f:
+        f.write(data)
+
+
+def main():
+    if not os.path.isdir(SOURCE):
+        print(f"seeds.py: no corpus at {SOURCE}; the targets start from nothing")
+        return
+    blocks = docs = 0
+    for root, dirs, files in os.walk(SOURCE):
+        dirs.sort()
+        if "attributes.json" not in files:
+            continue
+        raw = open(os.path.join(root, "attributes.json"), "rb").read()
+        save("metadata", raw)
+        docs += 1
+        try:
+            attrs = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(attrs, dict) or "dataType" not in attrs:
+            continue
+        comp = attrs.get("compression") or {"type": attrs.get("compressionType", "raw")}
+        ctype = comp.get("type", "raw") if isinstance(comp, dict) else "raw"
+        sel = SELECTOR.get(ctype, 0) + (1 if ctype == "gzip" and comp.get("useZlib") else 0)
+        taken = 0
+        for broot, _, bfiles in sorted(os.walk(root)):
+            for name in sorted(bfiles):
+                if taken >= 4 or name == "attributes.json" or name.startswith("."):
+                    continue
+                rel = os.path.relpath(os.path.join(broot, name), root)
+                if not all(p.isdigit() for p in rel.split(os.sep)):
+                    continue
+                data = open(os.path.join(broot, name), "rb").read()
+                save("block_decode", bytes([sel]) + data)
+                taken += 1
+                blocks += 1
+    print(f"seeds.py: {blocks} block files and {docs} attribute documents from {SOURCE}")
+
+
+main()
