@@ -3,7 +3,8 @@
 ../shared/corpus (or the directory given as the first argument): up to 4
 block files of every dataset, each prefixed with the byte that makes
 fuzz_targets/block_decode.rs decode it with the dataset's compression, and
-every attributes.json for the metadata targets. Writes fuzz/corpus/<target>/.
+every attributes.json for the metadata target (and, behind a few attribute
+paths, for the attributes target). Writes fuzz/corpus/<target>/.
 """
 import hashlib
 import json
@@ -34,6 +35,8 @@ def main():
             continue
         raw = open(os.path.join(root, "attributes.json"), "rb").read()
         save("metadata", raw)
+        for key in (b"", b"a/b[2]", b"pixelResolution/dimensions[0]", b"\\/x\\[1]"):
+            save("attributes", key + b"\0" + raw)
         docs += 1
         try:
             attrs = json.loads(raw)
