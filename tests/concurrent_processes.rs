@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::{compression, Scratch};
 use n5::{Container, DataType, DatasetAttributes, Mode};
@@ -81,19 +81,16 @@ fn processes_writing_disjoint_blocks_and_merging_keys_lose_nothing() {
     )
     .unwrap();
     let d = c.create_dataset("d", a).unwrap();
-    let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..PROCESSES)
         .map(|id| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "processes_writing_disjoint_blocks_and_merging_keys_lose_nothing",
-                    "--nocapture",
-                ])
-                .env("N5_TEST_CHILD_DISJOINT", format!("{}|{id}", root.display()))
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
+            common::child_test(
+                "processes_writing_disjoint_blocks_and_merging_keys_lose_nothing",
+                "N5_TEST_CHILD_DISJOINT",
+                &format!("{}|{id}", root.display()),
+            )
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
         })
         .collect();
     for mut ch in children {

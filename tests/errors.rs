@@ -345,19 +345,16 @@ fn concurrent_attribute_merges_across_processes() {
         .unwrap()
         .create_group("g")
         .unwrap();
-    let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..3)
         .map(|id| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "concurrent_attribute_merges_across_processes",
-                    "--nocapture",
-                ])
-                .env("N5_TEST_CHILD_MERGE", format!("{}|{id}", root.display()))
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
+            common::child_test(
+                "concurrent_attribute_merges_across_processes",
+                "N5_TEST_CHILD_MERGE",
+                &format!("{}|{id}", root.display()),
+            )
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
         })
         .collect();
     for mut ch in children {

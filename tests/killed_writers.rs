@@ -12,7 +12,7 @@ mod common;
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::{compression, Scratch};
@@ -62,7 +62,6 @@ fn killed_writers_leave_old_or_new_blocks_and_every_confirmed_key() {
     )
     .unwrap();
     let d = c.create_dataset("d", a).unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut rand = |m: u64| {
         seed ^= seed << 13;
@@ -75,17 +74,15 @@ fn killed_writers_leave_old_or_new_blocks_and_every_confirmed_key() {
     let mut confirmed: BTreeSet<u64> = BTreeSet::new();
     let (mut next, mut mid_write, mut stale) = (1u64, 0usize, 0usize);
     for kill in 0..KILLS {
-        let mut ch = Command::new(&exe)
-            .args([
-                "--exact",
-                "killed_writers_leave_old_or_new_blocks_and_every_confirmed_key",
-                "--nocapture",
-            ])
-            .env("N5_TEST_CHILD_KILLED", format!("{}|{next}", root.display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut ch = common::child_test(
+            "killed_writers_leave_old_or_new_blocks_and_every_confirmed_key",
+            "N5_TEST_CHILD_KILLED",
+            &format!("{}|{next}", root.display()),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
         std::thread::sleep(Duration::from_millis(5 + rand(40)));
         ch.kill().unwrap();
         ch.wait().unwrap();

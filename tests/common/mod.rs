@@ -104,3 +104,14 @@ pub fn sha256(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// A command that runs the test `test` of this test binary again, in a child
+/// process, with `var` set to `value` (the test runs its child part when it
+/// sees `var`). Its stdout carries the test harness's lines too.
+pub fn child_test(test: &str, var: &str, value: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", test, "--nocapture"])
+        .env(var, value);
+    command
+}
