@@ -294,25 +294,6 @@ pub fn decode(bytes: &[u8], attrs: &DatasetAttributes) -> Result<DataBlock> {
     Ok(DataBlock { header, data })
 }
 
-/// Decode a mode-0 block whose header size equals `shape` straight into `out`
-/// (native order). Returns `Ok(None)` when the block is not of that form, so
-/// the caller falls back to [`decode`]; the header is parsed and checked either way.
-pub fn decode_into_if_exact(
-    bytes: &[u8],
-    attrs: &DatasetAttributes,
-    shape: &[u64],
-    out: &mut [u8],
-) -> Result<Option<()>> {
-    match exact_payload(bytes, attrs, shape)? {
-        Some((at, nbytes)) if nbytes == out.len() => {
-            attrs.compression.decode(&bytes[at..], out)?;
-            swap_to_from_be(out, attrs.data_type.size());
-            Ok(Some(()))
-        }
-        _ => Ok(None),
-    }
-}
-
 /// Where the payload of a mode-0 block whose header size equals `shape`
 /// starts in `bytes`, with its decoded size; `None` for a block of another
 /// form. The header is parsed and checked either way.
