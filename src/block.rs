@@ -43,13 +43,13 @@ pub struct BlockHeader {
     pub num_elements: u64,
 }
 
-/// How many times the dataset's nominal block a compressed varlength block
-/// may decode to (see [`BlockHeader::check`]), unless that is less than
-/// [`VARLENGTH_MIN_LIMIT`].
+/// How many times the dataset's nominal block a compressed varlength or
+/// object block may decode to (see [`BlockHeader::check`]), unless that is
+/// less than [`VARLENGTH_MIN_LIMIT`].
 pub const VARLENGTH_FACTOR: u64 = 4;
 
-/// What a compressed varlength block may always decode to, whatever its
-/// dataset's block size.
+/// What a compressed varlength or object block may always decode to,
+/// whatever its dataset's block size.
 pub const VARLENGTH_MIN_LIMIT: u64 = 16 << 20;
 
 impl BlockHeader {
@@ -177,23 +177,27 @@ impl BlockHeader {
                 )))
             }
         };
-        // A varlength block may hold any number of elements, so its header
-        // alone would decide how much memory a read takes. Compressed ones
-        // are held to 4 times the dataset's block or 16 MiB, whichever is
-        // more (peers write small varlength and string blocks several times
-        // their nominal size); raw ones are bounded by their file, which is
-        // checked before anything is allocated.
+        // Varlength and object blocks may hold any number of elements, so
+        // their header alone would decide how much memory a read takes.
+        // Compressed ones are held to 4 times the dataset's block or 16 MiB,
+        // whichever is more (peers write small varlength and string blocks
+        // several times their nominal size); raw ones are bounded by their
+        // file, which is checked before anything is allocated.
         let nominal = attrs.block_num_elements() as u64 * dtype.size() as u64;
         let limit = nominal
             .saturating_mul(VARLENGTH_FACTOR)
             .max(VARLENGTH_MIN_LIMIT);
-        if self.mode == BlockMode::Varlength
+        if self.mode != BlockMode::Default
             && attrs.compression != crate::codec::Compression::Raw
             && nbytes > limit
         {
+            let kind = match self.mode {
+                BlockMode::Object => "object",
+                _ => "varlength",
+            };
             return Err(Error::codec(format!(
-                "varlength block announces {} elements of {dtype} ({nbytes} bytes), more than \
-                 the {limit} bytes a compressed varlength block may hold here (the larger of \
+                "{kind} block announces {} elements of {dtype} ({nbytes} bytes), more than \
+                 the {limit} bytes a compressed {kind} block may hold here (the larger of \
                  {VARLENGTH_FACTOR} times the dataset's {nominal}-byte block and 16 MiB)",
                 self.num_elements
             )));
@@ -430,6 +434,14 @@ mod tests {
         let mut bytes = header(100);
         bytes.extend_from_slice(&[7; 100]);
         assert_eq!(decode(&bytes, &raw).unwrap().data, vec![7; 100]);
+        // Object blocks (mode 2) have the same limit.
+        let mut o = attrs(&[40], &[10], DataType::Object);
+        o.compression = a.compression.clone();
+        let object = |n: u32| [&[0u8, 2][..], &n.to_be_bytes()].concat();
+        let e = decode(&object(1 << 30), &o).unwrap_err();
+        assert!(e.message().contains("object block announces"), "{e}");
+        let e = decode(&object(1 << 20), &o).unwrap_err();
+        assert!(!e.message().contains("object block announces"), "{e}");
     }
 
     #[test]
