@@ -125,25 +125,37 @@ pub(crate) fn free<H: Handle>(ptr: *mut H) {
     let cell = unsafe { &mut *cell_ptr };
     cell.magic = DEAD;
     cell.object = None;
+    let retired = Retired(cell_ptr.cast(), drop_cell::<H::Object>);
     if cfg!(debug_assertions) {
-        quarantine(cell_ptr as usize, drop_cell::<H::Object>);
+        quarantine(retired);
     } else {
-        drop_cell::<H::Object>(cell_ptr as usize);
+        retired.release();
     }
 }
 
-/// Return the emptied cell at `addr` to the allocator.
-fn drop_cell<T>(addr: usize) {
-    // SAFETY: `addr` came from `Box::into_raw` of a `Cell<T>` in
+/// Return the emptied cell at `ptr` to the allocator.
+fn drop_cell<T>(ptr: *mut u8) {
+    // SAFETY: `ptr` came from `Box::into_raw` of a `Cell<T>` in
     // `into_handle` and is released exactly once: `free` calls this for a
     // live cell after marking it dead, directly or when the quarantine
     // evicts it.
-    drop(unsafe { Box::from_raw(addr as *mut Cell<T>) });
+    drop(unsafe { Box::from_raw(ptr.cast::<Cell<T>>()) });
 }
 
 /// A freed, emptied cell waiting in the debug quarantine, with the function
-/// that releases it.
-type Retired = (usize, fn(usize));
+/// that releases it. It keeps the cell as a pointer (not an address), so
+/// that tools following pointers (Miri, leak checkers) see it reachable.
+struct Retired(*mut u8, fn(*mut u8));
+
+// SAFETY: a retired cell is empty and dead: no thread uses it any more, and
+// the one that releases it (whichever evicts it) is its only owner.
+unsafe impl Send for Retired {}
+
+impl Retired {
+    fn release(self) {
+        (self.1)(self.0);
+    }
+}
 
 /// How many freed cells debug builds keep before returning the oldest to
 /// the allocator (a few MiB at most).
@@ -151,12 +163,12 @@ const QUARANTINE_CAP: usize = 1 << 16;
 
 static QUARANTINE: Mutex<VecDeque<Retired>> = Mutex::new(VecDeque::new());
 
-fn quarantine(addr: usize, release: fn(usize)) {
+fn quarantine(retired: Retired) {
     let mut q = QUARANTINE.lock().unwrap_or_else(|p| p.into_inner());
-    q.push_back((addr, release));
+    q.push_back(retired);
     while q.len() > QUARANTINE_CAP {
-        if let Some((addr, release)) = q.pop_front() {
-            release(addr);
+        if let Some(oldest) = q.pop_front() {
+            oldest.release();
         }
     }
 }
