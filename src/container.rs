@@ -422,6 +422,19 @@ impl Container {
         self.store().remove_all(&p)
     }
 
+    /// Delete the temporary files (`.n5tmp.*`) that writers killed in the
+    /// middle of a write left anywhere in the container, if they were last
+    /// modified at least `older_than` ago. Readers and listings ignore
+    /// them, so this only reclaims space; give an age longer than any write
+    /// takes (an hour, say) while other processes may be writing, since a
+    /// write in progress has a temporary too. Symlinks are neither followed
+    /// nor removed. Returns the number of files removed and their total
+    /// size in bytes. [`ErrorKind::ReadOnly`] through a read-only handle.
+    pub fn remove_stale_temporaries(&self, older_than: std::time::Duration) -> Result<(u64, u64)> {
+        self.check_writable()?;
+        self.store().remove_stale_temporaries(older_than)
+    }
+
     /// The whole attributes document of the group or dataset at `path`
     /// (`{}` when it has no attributes.json).
     pub fn attributes(&self, path: &str) -> Result<Value> {

@@ -1,7 +1,8 @@
 //! File-system storage under a container root: reading whole files, atomic
 //! writes (temporary file in the same directory, then rename), listing,
-//! deletion, and the advisory directory lock that serialises
-//! read-modify-write updates of attributes.json between processes.
+//! deletion, removal of the temporaries killed writers leave, and the
+//! advisory directory lock that serialises read-modify-write updates of
+//! attributes.json between processes.
 //!
 //! Keys are normalised container-relative paths (see [`crate::path`]); this
 //! module never sees `..`, so nothing it does can reach outside the root.
@@ -10,6 +11,7 @@ use std::fs::{self, File};
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 
@@ -169,6 +171,56 @@ impl FsStore {
             Err(e) if e.kind() == IoKind::NotFound => Ok(false),
             Err(e) => Err(Error::io(path.display(), e)),
         }
+    }
+
+    /// Delete the temporary files (names starting with [`TEMP_PREFIX`]) below
+    /// the root that were last modified at least `older_than` ago: what
+    /// writers killed in the middle of a write leave behind. Symlinks are
+    /// neither followed nor removed. Returns how many files were removed and
+    /// their total size in bytes. A temporary that vanishes meanwhile (its
+    /// write finished) is skipped.
+    pub fn remove_stale_temporaries(&self, older_than: Duration) -> Result<(u64, u64)> {
+        let now = SystemTime::now();
+        let (mut files, mut bytes) = (0u64, 0u64);
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == IoKind::NotFound => continue,
+                Err(e) => return Err(Error::io(dir.display(), e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(dir.display(), e))?;
+                let Ok(meta) = entry.metadata() else {
+                    continue; // removed meanwhile
+                };
+                if meta.is_dir() {
+                    stack.push(entry.path());
+                    continue;
+                }
+                let temporary = entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(TEMP_PREFIX));
+                let age = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| now.duration_since(m).ok())
+                    .unwrap_or(Duration::ZERO);
+                if !temporary || !meta.is_file() || age < older_than {
+                    continue;
+                }
+                match fs::remove_file(entry.path()) {
+                    Ok(()) => {
+                        files += 1;
+                        bytes += meta.len();
+                    }
+                    Err(e) if e.kind() == IoKind::NotFound => {}
+                    Err(e) => return Err(Error::io(entry.path().display(), e)),
+                }
+            }
+        }
+        Ok((files, bytes))
     }
 
     /// Delete the directory `key` and everything below it; returns whether it existed.

@@ -4,7 +4,9 @@
 //! kill every block decodes and holds either what it held before or a
 //! generation that child wrote; every key the child reported as written is
 //! in attributes.json, which parses; leftover temporary files are never
-//! listed as groups, datasets or blocks.
+//! listed as groups, datasets or blocks. At the end
+//! `Container::remove_stale_temporaries` removes what the kills left and
+//! nothing else.
 
 #![cfg(unix)]
 
@@ -153,6 +155,26 @@ fn killed_writers_leave_old_or_new_blocks_and_every_confirmed_key() {
         "the child got to write: {}",
         confirmed.len()
     );
+    // What the kills left can be cleaned up: temporaries younger than the
+    // age given stay (a write may be in progress), older ones go, and the
+    // data is untouched.
+    let keep = c
+        .remove_stale_temporaries(Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!((keep.0, walk_temporaries(&root)), (0, stale));
+    let ro = Container::open(&root, Mode::Read).unwrap();
+    assert_eq!(
+        ro.remove_stale_temporaries(Duration::ZERO)
+            .unwrap_err()
+            .kind(),
+        n5::ErrorKind::ReadOnly
+    );
+    let (files, _) = c.remove_stale_temporaries(Duration::ZERO).unwrap();
+    assert_eq!((files as usize, walk_temporaries(&root)), (stale, 0));
+    for pos in d.list_blocks().unwrap() {
+        let v = d.read_block(&pos).unwrap().unwrap().data;
+        assert_eq!(&v[..2], &held[&pos].to_ne_bytes(), "block {pos:?}");
+    }
 }
 
 /// Temporary files left in the container (names starting with `.n5tmp.`).

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::error::{CliResult, EXIT_OK, EXIT_USAGE};
 
-/// Inspect, convert, copy and verify N5 containers.
+/// Inspect, convert, copy, verify and clean N5 containers.
 ///
 /// PATH arguments name a container, or a group or dataset inside one:
 /// `vol.n5/raw/s0` is the dataset `raw/s0` of the container `vol.n5` (the
@@ -83,6 +83,11 @@ enum Command {
         after_help = "Exit code 3 when a block or dataset is bad.\n\nExamples:\n  n5 verify vol.n5\n  n5 verify --json vol.n5/raw/s0"
     )]
     Verify(cmd::verify::VerifyArgs),
+    /// Delete the temporary files killed writers left (older than an hour).
+    #[command(
+        after_help = "Readers ignore these files; cleaning only reclaims space.\n\nExamples:\n  n5 clean vol.n5\n  n5 clean --older-than 0 --json vol.n5"
+    )]
+    Clean(cmd::clean::CleanArgs),
 }
 
 fn run(cli: Cli) -> CliResult<u8> {
@@ -96,6 +101,7 @@ fn run(cli: Cli) -> CliResult<u8> {
         Command::Import(a) => cmd::import::import(&a, g),
         Command::Cp(a) => cmd::cp::cp(&a, g),
         Command::Verify(a) => cmd::verify::verify(&a, g),
+        Command::Clean(a) => cmd::clean::clean(&a, g),
     }
 }
 

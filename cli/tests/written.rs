@@ -495,3 +495,34 @@ fn every_subcommand_has_help_with_an_example() {
     assert!(top.contains("Exit codes"), "{top}");
     assert!(ok(&["--version"]).text().starts_with("n5 "));
 }
+
+#[test]
+fn clean_removes_stale_temporaries_only() {
+    let t = TempDir::new("clean");
+    let vol = t.path("c.n5");
+    let bytes = import_volume(&t, &format!("{vol}/img"), &["-b", "16,16,4", "-c", "zstd"]);
+    // What killed writers leave: temporaries beside a block and attributes.
+    let stale = [
+        format!("{vol}/img/0/0/.n5tmp.0.4242.7"),
+        format!("{vol}/img/.n5tmp.attributes.json.4242.8"),
+    ];
+    for f in &stale {
+        std::fs::write(f, b"half a block").unwrap();
+    }
+    // Younger than the default hour: kept.
+    let kept = json(&["clean", "--json", &vol]);
+    assert_eq!(kept, json!({"removed": 0, "bytes": 0}));
+    assert!(stale.iter().all(|f| std::path::Path::new(f).exists()));
+    let out = ok(&["clean", "--older-than", "0", &vol]).text();
+    assert!(
+        out.contains("removed 2 stale temporary files (24 B)"),
+        "{out}"
+    );
+    assert!(stale.iter().all(|f| !std::path::Path::new(f).exists()));
+    // The data is untouched; nothing is left to clean.
+    assert!(json(&["verify", "--json", &vol])["ok"] == true);
+    let back = run(&["cat", &format!("{vol}/img")]);
+    assert_eq!(back.stdout, bytes);
+    let again = json(&["clean", "--json", "--older-than", "0", &vol]);
+    assert_eq!(again["removed"], 0);
+}

@@ -1,9 +1,10 @@
 //! The subcommands, one module each: `ls` and `tree` ([`ls`]), [`info`],
-//! [`attrs`], [`cat`], [`import`], [`cp`] and [`verify`], plus what several
+//! [`attrs`], [`cat`], [`import`], [`cp`], [`verify`] and [`clean`], plus what several
 //! of them share ([`common`]).
 
 pub mod attrs;
 pub mod cat;
+pub mod clean;
 pub mod common;
 pub mod cp;
 pub mod import;

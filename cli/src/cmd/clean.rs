@@ -1,0 +1,50 @@
+//! `n5 clean`: delete the temporary files (`.n5tmp.*`) that writers killed
+//! in the middle of a write left in a container. Readers and listings
+//! ignore them; this reclaims their space. Only temporaries older than
+//! `--older-than` go, so that writes in progress elsewhere keep theirs.
+
+use std::time::Duration;
+
+use clap::Args;
+use n5::Mode;
+use serde_json::json;
+
+use crate::error::{At, CliResult, EXIT_OK};
+use crate::location::Location;
+use crate::output::{count, size, Out};
+use crate::Global;
+
+/// Arguments of `n5 clean`.
+#[derive(Args, Debug)]
+pub struct CleanArgs {
+    /// Container (a group or dataset path cleans its whole container).
+    pub path: String,
+    /// Keep temporaries modified less than this many seconds ago (a write
+    /// in progress has one too).
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    pub older_than: u64,
+    /// Print one JSON object: {removed, bytes}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `n5 clean`.
+pub fn clean(a: &CleanArgs, g: Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path);
+    let c = loc.open(Mode::ReadWrite, g.threads.max(1))?;
+    let (files, bytes) = c
+        .remove_stale_temporaries(Duration::from_secs(a.older_than))
+        .at(&loc.arg)?;
+    let mut out = Out::new();
+    if a.json {
+        out.json(&json!({"removed": files, "bytes": bytes}))?;
+    } else {
+        out.line(&format!(
+            "removed {} ({})",
+            count(files as usize, "stale temporary file"),
+            size(bytes)
+        ))?;
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
