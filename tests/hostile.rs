@@ -1,7 +1,8 @@
 //! Hostile containers on disk: attribute documents that are absurdly deep or
-//! not objects, names that are not UTF-8, and symlinks, including ones that
-//! point out of the container or nowhere. Each gives a specific answer or
-//! error, never a crash, in bounded time.
+//! not objects, names that are not UTF-8, directories where files are
+//! expected and files where directories are, and symlinks, including ones
+//! that point out of the container or nowhere. Each gives a specific answer
+//! or error, never a crash, in bounded time.
 //!
 //! The symlink policy these tests pin down: a symlink inside a container is
 //! followed wherever it points (a container's owner may keep datasets on
@@ -143,4 +144,60 @@ fn symlinks_are_followed_and_dangling_ones_read_as_missing() {
             assert_eq!(out[k..k + 2], want, "({x}, {y})");
         }
     }
+}
+
+#[test]
+fn directories_and_files_in_each_others_places() {
+    let s = Scratch::new("kinds");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    let a = DatasetAttributes::new(
+        vec![4, 4],
+        vec![2, 2],
+        DataType::U8,
+        compression(r#"{"type":"raw"}"#),
+    )
+    .unwrap();
+    let d = c.create_dataset("d", a).unwrap();
+    d.write_region(&[0, 0], &[4, 4], &[9u8; 16]).unwrap();
+    c.create_group("g").unwrap();
+
+    // attributes.json that is a directory: an Io error naming it, for reads
+    // and writes alike; the directory is left alone.
+    let attrs = s.join("c.n5/g/attributes.json");
+    std::fs::remove_file(&attrs).ok();
+    std::fs::create_dir(&attrs).unwrap();
+    for e in [
+        c.attributes("g").unwrap_err(),
+        c.set_attribute("g", "k", json!(1)).unwrap_err(),
+        c.remove_attribute("g", "k").unwrap_err(),
+        c.dataset_exists("g").unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(e.message().contains("g/attributes.json"), "{e}");
+    }
+    assert!(attrs.is_dir());
+
+    // A file where a block's parent directory should be: the block is
+    // missing when read, and writing it is an Io error naming the path.
+    std::fs::remove_dir_all(s.join("c.n5/d/1")).unwrap();
+    std::fs::write(s.join("c.n5/d/1"), b"not a directory").unwrap();
+    let mut out = [0u8; 4];
+    assert!(!d.read_block_into(&[1, 0], &mut out).unwrap());
+    let mut all = [1u8; 16];
+    d.read_region(&[0, 0], &[4, 4], &mut all).unwrap();
+    assert_eq!(all[..2], [9, 9]);
+    assert_eq!(all[2..4], [0, 0]);
+    let e = d.write_block(&[1, 0], &[2, 2], &[5; 4]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.message().contains("d/1"), "{e}");
+    assert_eq!(
+        std::fs::read(s.join("c.n5/d/1")).unwrap(),
+        b"not a directory"
+    );
+
+    // A file where a dataset's directory should be: not a group or dataset.
+    std::fs::write(s.join("c.n5/f"), b"x").unwrap();
+    assert!(!c.exists("f").unwrap());
+    assert_eq!(c.open_dataset("f").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(c.list("").unwrap(), vec!["d".to_string(), "g".to_string()]);
 }
