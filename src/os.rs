@@ -59,6 +59,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri cannot make foreign calls (madvise, posix_fadvise)"
+    )]
     fn hints_change_no_data() {
         let mut buf: Vec<u8> = (0..24 << 20).map(|i| (i % 251) as u8).collect();
         advise_huge_pages(&mut buf[1..]);

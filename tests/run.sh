@@ -22,8 +22,11 @@
 # 5. Runs `cmake --workflow --preset sanitize`: the C tests and examples
 #    built with AddressSanitizer and UndefinedBehaviorSanitizer against the
 #    dev-profile library.
-# 6. Runs `fuzz/run.sh 20`: every fuzz target for 20 seconds, seeded from
-#    the peer corpus (needs cargo-fuzz; see fuzz/README.md).
+# 6. Runs `fuzz/run.sh 15`: every fuzz target for 15 seconds (a minute in
+#    all), seeded from the peer corpus, after the inputs kept in
+#    fuzz/regressions (needs cargo-fuzz; see fuzz/README.md).
+# 7. Runs `tests/miri.sh`: the C layer's unit tests under Miri (needs the
+#    pinned nightly toolchain with Miri; see the script).
 #
 # Every step runs even after a failure; a summary comes last, and the exit
 # status is non-zero when any step failed. Set PYTHON to choose the
@@ -89,7 +92,8 @@ step "n5 tool tests" cargo test -p n5-cli --all-targets --no-fail-fast
 step "C library, release" cmake --workflow --preset ci
 step "C library, debug" cmake --workflow --preset debug
 step "C library, ASan and UBSan" cmake --workflow --preset sanitize
-step "fuzzing, 20 s per target" ./fuzz/run.sh 20
+step "fuzzing, 15 s per target" ./fuzz/run.sh 15
+step "Miri" ./tests/miri.sh
 
 say "summary:"
 for r in "${results[@]}"; do say "  $r"; done

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Miri over the library's unit tests that reach its unsafe code without C:
+# ./tests/miri.sh [--install]
+#
+# Miri interprets Rust and reports undefined behaviour: out-of-bounds or
+# misaligned accesses, use after free, invalid pointer provenance, data
+# races, leaks. It cannot run foreign (C) code, so it checks the C layer
+# (src/ffi: raw pointers and lengths from C turned into slices and strings,
+# the handle cells and their debug quarantine, the panic boundary, the
+# per-thread last error), driven from Rust by the unit tests in
+# src/ffi/tests.rs, including one that calls every pointer-taking function
+# with raw blocks; and the safe code those paths run (block wire format and
+# byte order, region copies, the worker pool, container options). The codec
+# bindings and src/os.rs call C and are covered by AddressSanitizer instead
+# (fuzz/run.sh, the CMake preset `sanitize`); their tests are skipped here.
+#
+# Miri needs a nightly toolchain. This script uses the one pinned below,
+# with its `miri` and `rust-src` components; `--install` installs them with
+# rustup when missing and exits (`.ci/run` does this). Without them the
+# script says so and fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLCHAIN="${N5_MIRI_TOOLCHAIN:-nightly-2026-05-20}"
+if [ "${1:-}" = --install ]; then
+    if ! cargo "+$TOOLCHAIN" miri --version >/dev/null 2>&1; then
+        echo "== rustup toolchain install $TOOLCHAIN (miri, rust-src)"
+        rustup toolchain install "$TOOLCHAIN" --profile minimal --component miri,rust-src
+    fi
+    exit 0
+fi
+if ! cargo "+$TOOLCHAIN" miri --version >/dev/null 2>&1; then
+    echo "tests/miri.sh: Miri is not installed for $TOOLCHAIN:" >&2
+    echo "  rustup toolchain install $TOOLCHAIN --profile minimal --component miri,rust-src" >&2
+    exit 1
+fi
+# Isolation off: the tests create containers in the temporary directory.
+export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/miri"
+cargo "+$TOOLCHAIN" miri test --lib -- \
+    ffi:: block:: os:: parallel:: region:: container::
