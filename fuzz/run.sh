@@ -7,7 +7,9 @@
 # panic, a timeout of 10 s on one input, or a single allocation over 32 MiB
 # for block_decode (its largest block is 16 KiB; a compressed varlength
 # block may decode to 16 MiB) or 64 MiB for the others stops the run and
-# fails it, leaving the input in fuzz/artifacts/<target>/.
+# fails it, leaving the input in fuzz/artifacts/<target>/. The inputs kept
+# in fuzz/regressions/<target>/ (what earlier runs found) are run first,
+# every time.
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`). cargo fuzz uses
 # unstable compiler flags (-Zsanitizer); on a stable toolchain
@@ -34,8 +36,10 @@ for t in "${targets[@]}"; do
     # entries, about 40 MB of JSON values: those targets get 64 MiB.
     limit=32
     [ "$t" = block_decode ] || limit=64
+    dirs=("corpus/$t")
+    [ -d "regressions/$t" ] && dirs+=("regressions/$t")
     rc=0
-    cargo fuzz run "$t" "corpus/$t" -- \
+    cargo fuzz run "$t" "${dirs[@]}" -- \
         -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb="$limit" \
         -print_final_stats=1 > "$log" 2>&1 || rc=$?
     grep -E "^(Done|stat::number_of_executed_units)" "$log" || true

@@ -4,17 +4,46 @@
 block files of every dataset, each prefixed with the byte that makes
 fuzz_targets/block_decode.rs decode it with the dataset's compression, and
 every attributes.json for the metadata target (and, behind a few attribute
-paths, for the attributes target). Writes fuzz/corpus/<target>/.
+paths, for the attributes target). The same block files, their N5 header
+taken off and the length they decode to put in front, seed codec_frames.
+Writes fuzz/corpus/<target>/.
 """
 import hashlib
 import json
 import os
+import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "shared", "corpus")
 # The order of COMPRESSIONS in fuzz_targets/block_decode.rs.
 SELECTOR = {"raw": 0, "gzip": 1, "bzip2": 3, "xz": 4, "lz4": 5, "zstd": 6, "blosc": 7}
+SIZES = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4,
+         "float32": 4, "uint64": 8, "int64": 8, "float64": 8}
+
+
+def codec_frame(sel, data, dtype):
+    """The input of fuzz_targets/codec_frames.rs for a block file: selector,
+    the decoded length (3 bytes, little-endian) and the payload; None for
+    blocks it cannot describe (object blocks, over 1 MiB)."""
+    if len(data) < 4 or dtype not in SIZES:
+        return None
+    mode, ndim = struct.unpack(">HH", data[:4])
+    at = 4 + 4 * ndim
+    if mode > 1 or len(data) < at:
+        return None
+    count = 1
+    for (extent,) in struct.iter_unpack(">I", data[4:at]):
+        count *= extent
+    if mode == 1:
+        if len(data) < at + 4:
+            return None
+        (count,) = struct.unpack(">I", data[at:at + 4])
+        at += 4
+    length = count * SIZES[dtype]
+    if length > 1 << 20:
+        return None
+    return bytes([sel]) + struct.pack("<I", length)[:3] + data[at:]
 
 
 def save(target, data):
@@ -57,6 +86,9 @@ def main():
                     continue
                 data = open(os.path.join(broot, name), "rb").read()
                 save("block_decode", bytes([sel]) + data)
+                frame = codec_frame(sel, data, attrs.get("dataType"))
+                if frame is not None:
+                    save("codec_frames", frame)
                 taken += 1
                 blocks += 1
     print(f"seeds.py: {blocks} block files and {docs} attribute documents from {SOURCE}")
