@@ -5,9 +5,8 @@
 # then runs cargo fuzz (libFuzzer with AddressSanitizer) on every target in
 # fuzz/fuzz_targets, or on the ones named, for SECONDS each. A crash, a
 # panic, a timeout of 10 s on one input, or a single allocation over 32 MiB
-# for block_decode (its largest block is 16 KiB; a compressed varlength
-# block may decode to 16 MiB) or 64 MiB for the others stops the run and
-# fails it, leaving the input in fuzz/artifacts/<target>/. The inputs kept
+# (the largest block the targets use is 16 KiB, but a compressed varlength
+# block may decode to 16 MiB) stops the run and fails it, leaving the input in fuzz/artifacts/<target>/. The inputs kept
 # in fuzz/regressions/<target>/ (what earlier runs found) are run first,
 # every time.
 #
@@ -32,15 +31,11 @@ for t in "${targets[@]}"; do
     mkdir -p "corpus/$t" artifacts
     log="artifacts/$t.log"
     echo "fuzz/run.sh: $t for ${SECONDS_EACH} s"
-    # Attribute paths may pad an array to attrpath::MAX_ARRAY_LEN (2^20)
-    # entries, about 40 MB of JSON values: those targets get 64 MiB.
-    limit=32
-    [ "$t" = block_decode ] || limit=64
     dirs=("corpus/$t")
     [ -d "regressions/$t" ] && dirs+=("regressions/$t")
     rc=0
     cargo fuzz run "$t" "${dirs[@]}" -- \
-        -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb="$limit" \
+        -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=32 \
         -print_final_stats=1 > "$log" 2>&1 || rc=$?
     grep -E "^(Done|stat::number_of_executed_units)" "$log" || true
     if [ "$rc" -ne 0 ]; then

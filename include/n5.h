@@ -643,7 +643,9 @@ n5_status n5_attributes_set(n5_container *c, const char *path, const char *json_
 /**
  * Set the value at the N5 attribute path `key` (see `n5_attribute_get`) to
  * the JSON text `json_value`, creating intermediate objects and arrays
- * (arrays grow with `0` for numbers and `null` otherwise, as in Java).
+ * (arrays grow with `0` for numbers and `null` otherwise, as in Java). An
+ * index that would grow an array to more than 65,536 elements is
+ * `N5_ERR_INVALID_ARGUMENT`.
  */
 n5_status n5_attribute_set(n5_container *c,
                            const char *path,

@@ -80,11 +80,11 @@ use crate::error::{Error, Result};
 /// Arrays already longer than this (read from a file) can still be written
 /// inside their bounds.
 ///
-/// 2^20 elements: a `serde_json::Value` takes 72 bytes here, so the largest
-/// padded array is about 75 MB, while a path such as `a[2000000000]` cannot
-/// make the library allocate gigabytes. Java has no such limit (it pads up to
-/// any `int` index or runs out of memory).
-pub const MAX_ARRAY_LEN: usize = 1 << 20;
+/// 2^16 elements: a `serde_json::Value` takes 72 bytes here, so the largest
+/// padded array is under 5 MB, while a path such as `a[1000000]` cannot
+/// make the library allocate 72 MB, nor `a[2000000000]` gigabytes. Java has
+/// no such limit (it pads up to any `int` index or runs out of memory).
+pub const MAX_ARRAY_LEN: usize = 1 << 16;
 
 /// The largest index the syntax accepts, Java's `Integer.MAX_VALUE`.
 const MAX_INDEX: usize = i32::MAX as usize;
@@ -613,6 +613,9 @@ mod tests {
         let max = MAX_ARRAY_LEN;
         for path in [
             format!("a[{max}]"),
+            // Found by fuzz/fuzz_targets/attributes.rs when the limit was
+            // 2^20: padding to a million nulls allocated 72 MB.
+            "pixelResons[1000000]".to_string(),
             "a[2147483647]".to_string(),
             "b[20000000]".to_string(),
             format!("s[{max}]"),

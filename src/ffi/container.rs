@@ -385,7 +385,9 @@ pub extern "C" fn n5_attributes_set(
 
 /// Set the value at the N5 attribute path `key` (see `n5_attribute_get`) to
 /// the JSON text `json_value`, creating intermediate objects and arrays
-/// (arrays grow with `0` for numbers and `null` otherwise, as in Java).
+/// (arrays grow with `0` for numbers and `null` otherwise, as in Java). An
+/// index that would grow an array to more than 65,536 elements is
+/// `N5_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn n5_attribute_set(
     c: *mut n5_container,
