@@ -16,7 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "shared", "corpus")
-# The order of COMPRESSIONS in fuzz_targets/block_decode.rs.
+# The order of COMPRESSIONS in fuzz/common.rs.
 SELECTOR = {"raw": 0, "gzip": 1, "bzip2": 3, "xz": 4, "lz4": 5, "zstd": 6, "blosc": 7}
 SIZES = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4,
          "float32": 4, "uint64": 8, "int64": 8, "float64": 8}

@@ -3,28 +3,17 @@
 //! of a stored block does. Every input must give a block or an error.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-use n5::{block, Compression, DataType, DatasetAttributes};
+#[path = "../common.rs"]
+mod common;
 
-/// The compressions peers write, one per selector value.
-const COMPRESSIONS: &[&str] = &[
-    r#"{"type":"raw"}"#,
-    r#"{"type":"gzip"}"#,
-    r#"{"type":"gzip","useZlib":true}"#,
-    r#"{"type":"bzip2"}"#,
-    r#"{"type":"xz"}"#,
-    r#"{"type":"lz4"}"#,
-    r#"{"type":"zstd"}"#,
-    r#"{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}"#,
-];
+use libfuzzer_sys::fuzz_target;
+use n5::{block, DataType, DatasetAttributes};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, bytes)) = data.split_first() else {
         return;
     };
-    let json: serde_json::Value =
-        serde_json::from_str(COMPRESSIONS[selector as usize % COMPRESSIONS.len()]).unwrap();
-    let compression = Compression::from_json(&json).unwrap();
+    let compression = common::compression(selector);
     let (dtype, block) = match (selector / 8) % 4 {
         0 => (DataType::U8, vec![64, 64, 4]),
         1 => (DataType::U16, vec![32, 32, 8]),

@@ -8,21 +8,11 @@
 //! decoded bytes or an error.
 #![no_main]
 
+#[path = "../common.rs"]
+mod common;
+
 use libfuzzer_sys::fuzz_target;
 use n5::Compression;
-
-/// The compressions peers write, one per selector value (the order of
-/// `block_decode`, so both targets share seeds' selectors).
-const COMPRESSIONS: &[&str] = &[
-    r#"{"type":"raw"}"#,
-    r#"{"type":"gzip"}"#,
-    r#"{"type":"gzip","useZlib":true}"#,
-    r#"{"type":"bzip2"}"#,
-    r#"{"type":"xz"}"#,
-    r#"{"type":"lz4"}"#,
-    r#"{"type":"zstd"}"#,
-    r#"{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}"#,
-];
 
 /// Largest output buffer an input can ask for.
 const MAX_OUT: usize = 1 << 20;
@@ -32,9 +22,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (head, payload) = data.split_at(4);
-    let json: serde_json::Value =
-        serde_json::from_str(COMPRESSIONS[head[0] as usize % COMPRESSIONS.len()]).unwrap();
-    let compression = Compression::from_json(&json).unwrap();
+    let compression = common::compression(head[0]);
     let len = u32::from_le_bytes([head[1], head[2], head[3], 0]) as usize % (MAX_OUT + 1);
     let mut out = vec![0u8; len];
     if compression.decode(payload, &mut out).is_ok() && matches!(compression, Compression::Raw) {
