@@ -150,9 +150,11 @@ fn killed_writers_leave_old_or_new_blocks_and_every_confirmed_key() {
          {stale} temporary files left, never listed",
         confirmed.len()
     );
+    // The children got to write (on a loaded machine most of each one's
+    // time goes to starting up), and kills landed in the middle of writes.
     assert!(
-        confirmed.len() > 20,
-        "the child got to write: {}",
+        confirmed.len() >= 10 && mid_write >= 10,
+        "the children got to write: {} keys confirmed, {mid_write} kills mid-write",
         confirmed.len()
     );
     // What the kills left can be cleaned up: temporaries younger than the
