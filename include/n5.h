@@ -605,6 +605,21 @@ n5_status n5_list_names(const n5_container *c,
 n5_status n5_remove(n5_container *c, const char *path);
 
 /**
+ * Delete the temporary files (`.n5tmp.*`) that writers killed in the middle
+ * of a write left anywhere in the container, if they were last modified at
+ * least `older_than_seconds` ago. Readers ignore them; this reclaims their
+ * space. Give an age longer than any write takes (3600, say) while other
+ * processes may be writing, since a write in progress has a temporary too.
+ * Symlinks are neither followed nor removed. `*out_removed` and
+ * `*out_bytes` (each may be NULL) receive the number of files removed and
+ * their total size in bytes. `N5_ERR_READ_ONLY` through a read-only handle.
+ */
+n5_status n5_container_remove_stale_temporaries(n5_container *c,
+                                                uint64_t older_than_seconds,
+                                                uint64_t *out_removed,
+                                                uint64_t *out_bytes);
+
+/**
  * The whole attributes document of the group or dataset at `path` as JSON
  * text (on a dataset, with its `dimensions`, `blockSize`, `dataType` and
  * `compression`); `{}` for a group without attributes.json;

@@ -304,6 +304,31 @@ pub extern "C" fn n5_remove(c: *mut n5_container, path: *const c_char) -> n5_sta
     })
 }
 
+/// Delete the temporary files (`.n5tmp.*`) that writers killed in the middle
+/// of a write left anywhere in the container, if they were last modified at
+/// least `older_than_seconds` ago. Readers ignore them; this reclaims their
+/// space. Give an age longer than any write takes (3600, say) while other
+/// processes may be writing, since a write in progress has a temporary too.
+/// Symlinks are neither followed nor removed. `*out_removed` and
+/// `*out_bytes` (each may be NULL) receive the number of files removed and
+/// their total size in bytes. `N5_ERR_READ_ONLY` through a read-only handle.
+#[no_mangle]
+pub extern "C" fn n5_container_remove_stale_temporaries(
+    c: *mut n5_container,
+    older_than_seconds: u64,
+    out_removed: *mut u64,
+    out_bytes: *mut u64,
+) -> n5_status {
+    boundary::status("n5_container_remove_stale_temporaries", || {
+        let c = container(c)?;
+        let (files, bytes) =
+            c.remove_stale_temporaries(std::time::Duration::from_secs(older_than_seconds))?;
+        store(out_removed, files);
+        store(out_bytes, bytes);
+        Ok(())
+    })
+}
+
 /// The whole attributes document of the group or dataset at `path` as JSON
 /// text (on a dataset, with its `dimensions`, `blockSize`, `dataType` and
 /// `compression`); `{}` for a group without attributes.json;

@@ -444,6 +444,14 @@ fn every_pointer_path_round_trips_with_raw_blocks() {
         dir.to_str().unwrap()
     );
     ok(n5_remove(ctr, c("h").as_ptr()));
+    let (mut removed, mut bytes) = (u64::MAX, u64::MAX);
+    ok(n5_container_remove_stale_temporaries(
+        ctr,
+        0,
+        &mut removed,
+        &mut bytes,
+    ));
+    assert_eq!((removed, bytes), (0, 0));
 
     // A dataset opened again outlives its container handle.
     let again = n5_dataset_open(ctr, c("g/u16").as_ptr());

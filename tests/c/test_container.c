@@ -357,6 +357,7 @@ static void test_read_only(void)
     CHECK_ERR(n5_group_create(c, ""), N5_ERR_READ_ONLY);
     CHECK_ERR(n5_remove(c, "g"), N5_ERR_READ_ONLY);
     CHECK_ERR(n5_remove(c, "missing"), N5_ERR_READ_ONLY);
+    CHECK_ERR(n5_container_remove_stale_temporaries(c, 0, NULL, NULL), N5_ERR_READ_ONLY);
     CHECK_ERR(n5_attributes_set(c, "g", "{\"k\":2}"), N5_ERR_READ_ONLY);
     CHECK_ERR(n5_attributes_set(c, "g/sub", "{}"), N5_ERR_READ_ONLY);
     CHECK_ERR(n5_attributes_set(c, "", "{\"x\":1}"), N5_ERR_READ_ONLY);
@@ -635,6 +636,42 @@ static void test_hierarchy(void)
     n5_container_free(c);
 }
 
+/* n5_container_remove_stale_temporaries: what killed writers leave is
+   removed once older than the age given, and nothing else is touched. */
+static void test_stale_temporaries(void)
+{
+    const char *root = n5t_fresh("stale");
+    uint64_t dims[2] = {4, 4}, bs[2] = {2, 2}, pos[2] = {0, 0};
+    uint8_t block[4] = {1, 2, 3, 4}, back[4];
+    uint64_t removed = 99, bytes = 99, shape[2];
+    int32_t found = 0;
+    n5_container *c = CHECK_HANDLE(n5_container_open(root, N5_MODE_CREATE, NULL));
+    n5_dataset *d;
+    if (c == NULL)
+        return;
+    d = CHECK_HANDLE(n5_dataset_create(c, "d", 2, dims, bs, N5_DTYPE_UINT8, NULL));
+    CHECK_OK(n5_block_write(d, 2, pos, bs, N5_DTYPE_UINT8, block, sizeof block));
+    CHECK(n5t_write_file(n5t_join(root, "d/0/.n5tmp.0.4242.7"), "half a block", 12) == 0);
+    CHECK(n5t_write_file(n5t_join(root, ".n5tmp.attributes.json.4242.8"), "{", 1) == 0);
+    /* younger than an hour: kept */
+    CHECK_OK(n5_container_remove_stale_temporaries(c, 3600, &removed, &bytes));
+    CHECK_EQ(removed, 0);
+    CHECK_EQ(bytes, 0);
+    CHECK(n5t_exists(n5t_join(root, "d/0/.n5tmp.0.4242.7")));
+    CHECK_OK(n5_container_remove_stale_temporaries(c, 0, &removed, &bytes));
+    CHECK_EQ(removed, 2);
+    CHECK_EQ(bytes, 13);
+    CHECK(!n5t_exists(n5t_join(root, "d/0/.n5tmp.0.4242.7")));
+    CHECK(!n5t_exists(n5t_join(root, ".n5tmp.attributes.json.4242.8")));
+    CHECK_OK(n5_container_remove_stale_temporaries(c, 0, NULL, NULL));
+    CHECK_OK(n5_block_read(d, 2, pos, N5_DTYPE_UINT8, back, sizeof back, shape, &found));
+    CHECK_EQ(found, 1);
+    CHECK(memcmp(back, block, sizeof block) == 0);
+    CHECK_ERR(n5_container_remove_stale_temporaries(NULL, 0, NULL, NULL), N5_ERR_NULL_POINTER);
+    n5_dataset_free(d);
+    n5_container_free(c);
+}
+
 int main(void)
 {
     n5t_init("container");
@@ -644,5 +681,6 @@ int main(void)
     RUN(test_read_only);
     RUN(test_paths);
     RUN(test_hierarchy);
+    RUN(test_stale_temporaries);
     return n5t_finish();
 }

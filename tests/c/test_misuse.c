@@ -101,6 +101,7 @@ static void test_null_container_functions(void)
     NULLARG(n5_list_names(c, "", 1, NULL, 0, NULL, &count), "out_len");
     CHECK_OK(n5_list_names(c, "", 1, buf, sizeof buf, NULL, NULL));
     NULLARG(n5_remove(NULL, "g"), "c");
+    NULLARG(n5_container_remove_stale_temporaries(NULL, 0, NULL, NULL), "c");
     NULLARG(n5_remove(c, NULL), "path");
 
     NULLARG(n5_attributes_get(NULL, "g", buf, sizeof buf, &len), "c");
