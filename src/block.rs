@@ -52,6 +52,12 @@ pub const VARLENGTH_FACTOR: u64 = 4;
 /// whatever its dataset's block size.
 pub const VARLENGTH_MIN_LIMIT: u64 = 16 << 20;
 
+/// How many bytes a compressed varlength or object block may decode to per
+/// byte of its file, when that is more than the limits above: large blocks
+/// of a small nominal size (such as label-multiset blocks, several times
+/// their nominal size) still read, and memory stays bounded by the file.
+pub const VARLENGTH_PER_FILE_BYTE: u64 = 64;
+
 impl BlockHeader {
     /// Parse the header at the start of `bytes`; returns it and its length.
     pub fn parse(bytes: &[u8]) -> Result<(BlockHeader, usize)> {
@@ -139,8 +145,18 @@ impl BlockHeader {
 
     /// Check the header against the dataset and return the number of bytes its
     /// payload decodes to. Rejects a wrong mode or rank, an extent above
-    /// `blockSize`, and sizes above the format's 2^31-byte block limit.
+    /// `blockSize`, sizes above the format's 2^31-byte block limit, and
+    /// compressed varlength and object blocks announcing more than the larger
+    /// of [`VARLENGTH_FACTOR`] times the dataset's block and
+    /// [`VARLENGTH_MIN_LIMIT`]. [`BlockHeader::check_in_file`] also allows
+    /// [`VARLENGTH_PER_FILE_BYTE`] times the block file's size.
     pub fn check(&self, attrs: &DatasetAttributes) -> Result<usize> {
+        self.check_in_file(attrs, 0)
+    }
+
+    /// [`BlockHeader::check`] for a header read from a block file of
+    /// `file_len` bytes.
+    pub fn check_in_file(&self, attrs: &DatasetAttributes, file_len: usize) -> Result<usize> {
         let dtype = attrs.data_type;
         match (self.mode, dtype) {
             (BlockMode::Object, DataType::Object) => {}
@@ -179,14 +195,16 @@ impl BlockHeader {
         };
         // Varlength and object blocks may hold any number of elements, so
         // their header alone would decide how much memory a read takes.
-        // Compressed ones are held to 4 times the dataset's block or 16 MiB,
-        // whichever is more (peers write small varlength and string blocks
-        // several times their nominal size); raw ones are bounded by their
-        // file, which is checked before anything is allocated.
+        // Compressed ones are held to 4 times the dataset's block, 16 MiB or
+        // 64 times their file, whichever is most (peers write small
+        // varlength and string blocks several times their nominal size);
+        // raw ones are bounded by their file, which is checked before
+        // anything is allocated.
         let nominal = attrs.block_num_elements() as u64 * dtype.size() as u64;
         let limit = nominal
             .saturating_mul(VARLENGTH_FACTOR)
-            .max(VARLENGTH_MIN_LIMIT);
+            .max(VARLENGTH_MIN_LIMIT)
+            .max((file_len as u64).saturating_mul(VARLENGTH_PER_FILE_BYTE));
         if self.mode != BlockMode::Default
             && attrs.compression != crate::codec::Compression::Raw
             && nbytes > limit
@@ -197,8 +215,9 @@ impl BlockHeader {
             };
             return Err(Error::codec(format!(
                 "{kind} block announces {} elements of {dtype} ({nbytes} bytes), more than \
-                 the {limit} bytes a compressed {kind} block may hold here (the larger of \
-                 {VARLENGTH_FACTOR} times the dataset's {nominal}-byte block and 16 MiB)",
+                 the {limit} bytes a compressed {kind} block may hold here (the largest of \
+                 {VARLENGTH_FACTOR} times the dataset's {nominal}-byte block, 16 MiB and \
+                 {VARLENGTH_PER_FILE_BYTE} times the {file_len}-byte block file)",
                 self.num_elements
             )));
         }
@@ -284,7 +303,7 @@ pub fn copy_to_from_be(dst: &mut [u8], src: &[u8], elem_size: usize) {
 /// elements to native byte order.
 pub fn decode(bytes: &[u8], attrs: &DatasetAttributes) -> Result<DataBlock> {
     let (header, header_len) = BlockHeader::parse(bytes)?;
-    let nbytes = header.check(attrs)?;
+    let nbytes = header.check_in_file(attrs, bytes.len())?;
     let payload = &bytes[header_len..];
     if attrs.compression == crate::codec::Compression::Raw && payload.len() < nbytes {
         return Err(Error::codec(format!(
@@ -307,7 +326,7 @@ pub(crate) fn exact_payload(
     shape: &[u64],
 ) -> Result<Option<(usize, usize)>> {
     let (header, header_len) = BlockHeader::parse(bytes)?;
-    let nbytes = header.check(attrs)?;
+    let nbytes = header.check_in_file(attrs, bytes.len())?;
     let exact = header.mode == BlockMode::Default
         && header.size.iter().zip(shape).all(|(&s, &n)| s as u64 == n);
     Ok(exact.then_some((header_len, nbytes)))
@@ -443,6 +462,18 @@ mod tests {
         assert!(e.message().contains("object block announces"), "{e}");
         let e = decode(&object(1 << 20), &o).unwrap_err();
         assert!(!e.message().contains("object block announces"), "{e}");
+        // A larger file may announce up to 64 times its size.
+        let mut big = header(40 << 20);
+        big.resize(1 << 20, 0);
+        let e = decode(&big, &a).unwrap_err();
+        assert!(!e.message().contains("varlength block announces"), "{e}");
+        let mut bigger = header(80 << 20);
+        bigger.resize(1 << 20, 0);
+        let e = decode(&bigger, &a).unwrap_err();
+        assert!(
+            e.message().contains("64 times the 1048576-byte block file"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -4,27 +4,30 @@
 //! For every compression the parent writes a dataset of 64³-byte blocks
 //! (256 KiB each) whose block files are hostile:
 //! - a full-size block whose payload decompresses to 1 GiB of zeros (1024
-//!   concatenated members, frames or streams; one 64 MiB stream for zlib
-//!   and blosc, which do not concatenate);
+//!   concatenated members, frames or streams; 64 MiB for lz4, and one
+//!   64 MiB stream for zlib and blosc, which do not concatenate);
 //! - a varlength block announcing 2^31-1 elements;
 //! - a varlength block announcing exactly the limit a compressed one may
 //!   hold (16 MiB here), over the same bomb;
 //! - a block whose header shape is 2^31 in every dimension;
 //! - in an object dataset, object blocks announcing 2^31-1 bytes and
-//!   exactly the limit.
+//!   exactly the limit;
+//! - a varlength block announcing 64 times the size of its file (when that
+//!   is more than the limit), over the bomb.
 //!
 //! For each codec and each of these blocks (and two regions over them) a
 //! child process opens the container read-only and makes one read. It must give the right data or a codec error naming the
 //! block, within seconds, and the child's peak resident memory (VmHWM, reset
-//! before the reads) may grow by at most the 16 MiB a varlength block may
-//! legitimately decode to, plus 4 blocks and a fixed codec allowance.
+//! before the reads) may grow by at most what a varlength block may
+//! legitimately decode to (16 MiB, or 64 times its file), plus 4 blocks and
+//! a fixed codec allowance.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::{child_test, compression, Scratch};
-use n5::block::{VARLENGTH_FACTOR, VARLENGTH_MIN_LIMIT};
+use n5::block::{VARLENGTH_FACTOR, VARLENGTH_MIN_LIMIT, VARLENGTH_PER_FILE_BYTE};
 use n5::{Compression, Container, DataType, DatasetAttributes, ErrorKind, Mode};
 
 /// One dataset per codec: the directory name and the compression.
@@ -58,9 +61,10 @@ const CODEC_ALLOWANCE: u64 = 16 << 20;
 /// Slowest any one read may be (debug builds, a loaded machine).
 const MAX_READ: Duration = Duration::from_secs(20);
 
-/// A payload that decodes to far more zeros than any header here announces:
-/// 1 GiB as 1024 concatenated streams, or one 64 MiB stream where the format
-/// has no concatenation (zlib, blosc).
+/// A payload that decodes to more zeros than any header here announces:
+/// 1 GiB as 1024 concatenated streams; one 64 MiB stream where the format
+/// has no concatenation (zlib, blosc); 64 MiB of lz4 pieces, whose 4 KiB per
+/// MiB would otherwise make a file that may announce 256 MiB.
 fn bomb(c: &Compression) -> Vec<u8> {
     if let Compression::Blosc { .. } | Compression::Gzip { use_zlib: true, .. } = c {
         let mut one = Vec::new();
@@ -72,6 +76,7 @@ fn bomb(c: &Compression) -> Vec<u8> {
     if let Compression::Lz4 { .. } = c {
         // LZ4Block pieces run on without the end marker.
         one.truncate(one.len() - 21);
+        return one.repeat(64);
     }
     one.repeat(1024)
 }
@@ -119,8 +124,12 @@ fn write_container(root: &std::path::Path) {
             _ => bomb(&comp),
         };
         let full = [BLOCK; 3];
-        let files: [(&str, Vec<u8>); 6] = [
+        // A varlength header announcing what 64 bytes per byte of its file
+        // allow, when that is more than the limit (gzip, lz4 here).
+        let per_file = file_limit(header(1, full, Some(0)).len() + payload.len());
+        let files: [(&str, Vec<u8>); 7] = [
             ("d/0/0/0", header(0, full, None)),
+            ("d/1/1/1", header(1, full, Some(per_file as u32))),
             ("d/1/0/0", header(1, full, Some(i32::MAX as u32))),
             ("d/0/1/0", header(1, full, Some(LIMIT as u32))),
             ("d/1/1/0", header(0, [1 << 31; 3], None)),
@@ -133,6 +142,14 @@ fn write_container(root: &std::path::Path) {
             std::fs::write(path, [&head[..], &payload].concat()).unwrap();
         }
     }
+}
+
+/// What a compressed varlength block in a file of `file_len` bytes may
+/// announce here.
+fn file_limit(file_len: usize) -> u64 {
+    (file_len as u64 * VARLENGTH_PER_FILE_BYTE)
+        .max(LIMIT)
+        .min(i32::MAX as u64)
 }
 
 /// A field of /proc/self/status in bytes.
@@ -179,6 +196,7 @@ const CASES: &[&str] = &[
     "region over all of d",
     "object block o/0 (2^31-1 bytes)",
     "object block o/1 (the limit, over a bomb)",
+    "block d/1/1/1 (varlength, 64 times its file or the limit, over a bomb)",
 ];
 
 /// The child: one read of one codec's hostile blocks, in a fresh process
@@ -200,6 +218,8 @@ fn read_bomb(root: &str, name: &str, case: usize) {
     let mut whole = vec![1u8; (NOMINAL * 8) as usize];
     let key = |k: &str| format!("{name}/{k}");
     let what = format!("{name}: {}", CASES[case]);
+    let file = std::path::Path::new(root).join(name).join("d/1/1/1");
+    let announced = file_limit(std::fs::metadata(file).unwrap().len() as usize);
 
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let before = status_bytes("VmRSS:");
@@ -218,10 +238,15 @@ fn read_bomb(root: &str, name: &str, case: usize) {
             expect(&what, &key("d/1/"), read, None);
         }
         6 => expect(&what, &key("o/0"), object(0), None),
-        _ => expect(&what, &key("o/1"), object(1), limit_ok),
+        7 => expect(&what, &key("o/1"), object(1), limit_ok),
+        _ => {
+            let per_file = zeros(announced);
+            let ok = (!raw).then_some(&per_file as &dyn Fn(&Vec<u8>) -> bool);
+            expect(&what, &key("d/1/1/1"), block([1, 1, 1]), ok);
+        }
     }
     let growth = status_bytes("VmHWM:").saturating_sub(before);
-    let bound = LIMIT + 4 * NOMINAL + CODEC_ALLOWANCE;
+    let bound = announced.max(LIMIT) + 4 * NOMINAL + CODEC_ALLOWANCE;
     println!(
         "bombs: {what}: peak memory +{:.1} MiB (bound {:.0} MiB)",
         growth as f64 / 1048576.0,

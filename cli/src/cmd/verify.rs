@@ -101,7 +101,7 @@ pub fn check_block(
         (kind, e.message().to_string())
     })?;
     let nbytes = header
-        .check(attrs)
+        .check_in_file(attrs, bytes.len())
         .map_err(|e| ("mis-sized", e.message().to_string()))?;
     if header.mode == BlockMode::Default {
         let nominal = attrs
