@@ -86,6 +86,17 @@ impl Location {
         .at(&self.arg)
     }
 
+    /// Whether the root is recognisably a container: a directory named
+    /// `*.n5`, or one whose attributes.json has an `"n5"` version.
+    pub fn root_is_container(&self) -> bool {
+        let named = self
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().to_ascii_lowercase())
+            .is_some_and(|n| n.len() > 3 && n.ends_with(".n5"));
+        self.root.is_dir() && (named || has_version(&self.root))
+    }
+
     /// The file-system path of `key` (a container-relative key such as a block key).
     pub fn file(&self, key: &str) -> PathBuf {
         let mut p = self.root.clone();

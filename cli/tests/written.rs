@@ -525,4 +525,16 @@ fn clean_removes_stale_temporaries_only() {
     assert_eq!(back.stdout, bytes);
     let again = json(&["clean", "--json", "--older-than", "0", &vol]);
     assert_eq!(again["removed"], 0);
+    // A directory that is not a container is refused and left as it was.
+    let plain = t.path("plain");
+    std::fs::create_dir_all(format!("{plain}/sub")).unwrap();
+    let temp = format!("{plain}/sub/.n5tmp.x.1.2");
+    std::fs::write(&temp, b"x").unwrap();
+    fails(
+        &["clean", "--older-than", "0", &plain],
+        1,
+        "not an N5 container",
+    );
+    assert!(std::path::Path::new(&temp).exists());
+    assert!(!std::path::Path::new(&format!("{plain}/attributes.json")).exists());
 }

@@ -1,7 +1,8 @@
 //! `n5 clean`: delete the temporary files (`.n5tmp.*`) that writers killed
 //! in the middle of a write left in a container. Readers and listings
 //! ignore them; this reclaims their space. Only temporaries older than
-//! `--older-than` go, so that writes in progress elsewhere keep theirs.
+//! `--older-than` go, so that writes in progress elsewhere keep theirs, and
+//! only in a directory that is recognisably a container.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use clap::Args;
 use n5::Mode;
 use serde_json::json;
 
-use crate::error::{At, CliResult, EXIT_OK};
+use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::{count, size, Out};
 use crate::Global;
@@ -31,6 +32,12 @@ pub struct CleanArgs {
 /// Runs `n5 clean`.
 pub fn clean(a: &CleanArgs, g: Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path);
+    if !loc.root_is_container() {
+        return Err(CliError::new(
+            &loc.arg,
+            "not an N5 container (a directory named *.n5, or with an \"n5\" version in its attributes.json)",
+        ));
+    }
     let c = loc.open(Mode::ReadWrite, g.threads.max(1))?;
     let (files, bytes) = c
         .remove_stale_temporaries(Duration::from_secs(a.older_than))
