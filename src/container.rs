@@ -428,7 +428,7 @@ impl Container {
     /// them, so this only reclaims space; give an age longer than any write
     /// takes (an hour, say) while other processes may be writing, since a
     /// write in progress has a temporary too. Symlinks are neither followed
-    /// nor removed. Returns the number of files removed and their total
+    /// nor removed, so datasets reached through a symlink are not cleaned. Returns the number of files removed and their total
     /// size in bytes. [`ErrorKind::ReadOnly`] through a read-only handle.
     pub fn remove_stale_temporaries(&self, older_than: std::time::Duration) -> Result<(u64, u64)> {
         self.check_writable()?;

@@ -175,10 +175,14 @@ impl FsStore {
 
     /// Delete the temporary files (names starting with [`TEMP_PREFIX`]) below
     /// the root that were last modified at least `older_than` ago: what
-    /// writers killed in the middle of a write leave behind. Symlinks are
-    /// neither followed nor removed. Returns how many files were removed and
-    /// their total size in bytes. A temporary that vanishes meanwhile (its
-    /// write finished) is skipped.
+    /// writers killed in the middle of a write leave behind. Symlinks met on
+    /// the way are neither followed nor removed, so directories reached
+    /// through a symlink are not searched (the walk checks each entry with
+    /// `lstat`; it does not guard against another user replacing a
+    /// directory by a symlink while it runs). Returns how many files were
+    /// removed and their total size in bytes. A temporary that vanishes
+    /// meanwhile (its write finished) is skipped; any other error stops the
+    /// walk and names the path.
     pub fn remove_stale_temporaries(&self, older_than: Duration) -> Result<(u64, u64)> {
         let now = SystemTime::now();
         let (mut files, mut bytes) = (0u64, 0u64);
@@ -191,8 +195,10 @@ impl FsStore {
             };
             for entry in entries {
                 let entry = entry.map_err(|e| Error::io(dir.display(), e))?;
-                let Ok(meta) = entry.metadata() else {
-                    continue; // removed meanwhile
+                let meta = match entry.metadata() {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == IoKind::NotFound => continue, // removed meanwhile
+                    Err(e) => return Err(Error::io(entry.path().display(), e)),
                 };
                 if meta.is_dir() {
                     stack.push(entry.path());

@@ -201,3 +201,30 @@ fn directories_and_files_in_each_others_places() {
     assert_eq!(c.open_dataset("f").unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(c.list("").unwrap(), vec!["d".to_string(), "g".to_string()]);
 }
+
+#[cfg(unix)]
+#[test]
+fn stale_temporary_cleanup_stays_inside_the_container() {
+    use std::os::unix::fs::symlink;
+    let s = Scratch::new("clean-links");
+    let c = Container::open(s.join("c.n5"), Mode::Create).unwrap();
+    c.create_group("g").unwrap();
+    // A directory outside, reachable through a symlinked directory, and a
+    // symlink named like a temporary: neither is followed or removed.
+    std::fs::create_dir(s.join("outside")).unwrap();
+    std::fs::write(s.join("outside/.n5tmp.x.1.1"), b"theirs").unwrap();
+    symlink(s.join("outside"), s.join("c.n5/linked")).unwrap();
+    symlink(
+        s.join("outside/.n5tmp.x.1.1"),
+        s.join("c.n5/g/.n5tmp.link.1.2"),
+    )
+    .unwrap();
+    std::fs::write(s.join("c.n5/g/.n5tmp.mine.1.3"), b"ours").unwrap();
+    let removed = c
+        .remove_stale_temporaries(std::time::Duration::ZERO)
+        .unwrap();
+    assert_eq!(removed, (1, 4));
+    assert!(s.join("outside/.n5tmp.x.1.1").exists());
+    assert!(s.join("c.n5/g/.n5tmp.link.1.2").symlink_metadata().is_ok());
+    assert!(!s.join("c.n5/g/.n5tmp.mine.1.3").exists());
+}

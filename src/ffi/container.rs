@@ -309,7 +309,8 @@ pub extern "C" fn n5_remove(c: *mut n5_container, path: *const c_char) -> n5_sta
 /// least `older_than_seconds` ago. Readers ignore them; this reclaims their
 /// space. Give an age longer than any write takes (3600, say) while other
 /// processes may be writing, since a write in progress has a temporary too.
-/// Symlinks are neither followed nor removed. `*out_removed` and
+/// Symlinks are neither followed nor removed, so datasets reached through a
+/// symlink are not cleaned. `*out_removed` and
 /// `*out_bytes` (each may be NULL) receive the number of files removed and
 /// their total size in bytes. `N5_ERR_READ_ONLY` through a read-only handle.
 #[no_mangle]
