@@ -81,8 +81,10 @@ fn magic<H>(ptr: *const H) -> u64 {
     // by the header's ownership rules, has not been freed while in use by
     // this call. Every cell is `repr(C)` with its u64 tag first, so the read
     // is aligned and inside the allocation whatever the cell's type. In
-    // debug builds a freed cell stays allocated (quarantine), so the read is
-    // sound after a free too and finds the dead tag.
+    // debug builds a freed cell stays allocated in the quarantine for the
+    // next QUARANTINE_CAP frees, so the read is sound after a recent free
+    // too and finds the dead tag (older freed handles are the caller's
+    // undefined behaviour, as in release builds).
     unsafe { ptr.cast::<u64>().read() }
 }
 
@@ -134,18 +136,19 @@ pub(crate) fn free<H: Handle>(ptr: *mut H) {
 }
 
 /// Return the emptied cell at `ptr` to the allocator.
-fn drop_cell<T>(ptr: *mut u8) {
-    // SAFETY: `ptr` came from `Box::into_raw` of a `Cell<T>` in
-    // `into_handle` and is released exactly once: `free` calls this for a
-    // live cell after marking it dead, directly or when the quarantine
-    // evicts it.
+///
+/// # Safety
+/// `ptr` must come from `Box::into_raw` of a `Cell<T>` in `into_handle`, and
+/// be released exactly once.
+unsafe fn drop_cell<T>(ptr: *mut u8) {
+    // SAFETY: the caller's contract above.
     drop(unsafe { Box::from_raw(ptr.cast::<Cell<T>>()) });
 }
 
 /// A freed, emptied cell waiting in the debug quarantine, with the function
 /// that releases it. It keeps the cell as a pointer (not an address), so
 /// that tools following pointers (Miri, leak checkers) see it reachable.
-struct Retired(*mut u8, fn(*mut u8));
+struct Retired(*mut u8, unsafe fn(*mut u8));
 
 // SAFETY: a retired cell is empty and dead: no thread uses it any more, and
 // the one that releases it (whichever evicts it) is its only owner.
@@ -153,7 +156,11 @@ unsafe impl Send for Retired {}
 
 impl Retired {
     fn release(self) {
-        (self.1)(self.0);
+        // SAFETY: a `Retired` is made only by `free`, from a live cell of the
+        // type its function drops; it is released once, since `release`
+        // consumes it and `free` never retires a cell twice (the tag is dead
+        // after the first free).
+        unsafe { (self.1)(self.0) };
     }
 }
 
