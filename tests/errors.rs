@@ -171,10 +171,9 @@ fn corrupt_blocks_with(comp: &str) {
     std::fs::remove_file(&block).unwrap();
     std::fs::create_dir(&block).unwrap();
     let mut out = vec![0u8; 32];
-    assert_eq!(
-        d.read_block_into(&[1, 1], &mut out).unwrap_err().kind(),
-        ErrorKind::Io
-    );
+    let e = d.read_block_into(&[1, 1], &mut out).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.message().contains("g/d/1/1"), "{e}");
 }
 
 #[test]

@@ -330,6 +330,7 @@ fn every_pointer_path_round_trips_with_raw_blocks() {
     let mut t = 0;
     ok(n5_dataset_dtype(d, &mut t));
     assert_eq!(t, N5_DTYPE_UINT16);
+    assert_eq!(n5_dtype_from_name(c("uint16").as_ptr()), N5_DTYPE_UINT16);
     assert_eq!(text(|b, n, l| n5_dataset_path(d, b, n, l)), "g/u16");
     assert!(text(|b, n, l| n5_dataset_compression(d, b, n, l)).contains("raw"));
     ok(n5_dataset_set_dimensions(d, 2, [6u64, 7].as_ptr()));
