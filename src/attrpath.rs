@@ -613,8 +613,8 @@ mod tests {
         let max = MAX_ARRAY_LEN;
         for path in [
             format!("a[{max}]"),
-            // Found by fuzz/fuzz_targets/attributes.rs when the limit was
-            // 2^20: padding to a million nulls allocated 72 MB.
+            // A 20-byte path must not pad an array with a million nulls
+            // (72 MB): fuzz/regressions/attributes/.
             "pixelResons[1000000]".to_string(),
             "a[2147483647]".to_string(),
             "b[20000000]".to_string(),
