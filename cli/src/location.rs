@@ -31,8 +31,7 @@ impl Location {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let is_n5 = |n: &String| n.len() > 3 && n.to_ascii_lowercase().ends_with(".n5");
-        let split = names.iter().rposition(is_n5).or_else(|| {
+        let split = names.iter().rposition(|n| is_n5_name(n)).or_else(|| {
             // The highest prefix with a versioned attributes.json.
             (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
         });
@@ -92,8 +91,7 @@ impl Location {
         let named = self
             .root
             .file_name()
-            .map(|n| n.to_string_lossy().to_ascii_lowercase())
-            .is_some_and(|n| n.len() > 3 && n.ends_with(".n5"));
+            .is_some_and(|n| is_n5_name(&n.to_string_lossy()));
         self.root.is_dir() && (named || has_version(&self.root))
     }
 
@@ -121,6 +119,11 @@ fn prefix(names: &[String]) -> PathBuf {
 }
 
 /// Whether `dir/attributes.json` holds an `"n5"` version.
+/// Whether a directory name marks a container root: `*.n5`, any case.
+fn is_n5_name(name: &str) -> bool {
+    name.len() > 3 && name.to_ascii_lowercase().ends_with(".n5")
+}
+
 fn has_version(dir: &Path) -> bool {
     std::fs::read(dir.join("attributes.json"))
         .ok()
