@@ -4,6 +4,11 @@
 #
 #   ./install.sh [PREFIX]        (default: $HOME/.local)
 #
+# 0. installs what the build needs and the machine lacks (a C compiler, make,
+#    CMake >= 3.25, pkg-config) with `tests/setup.sh build`: system packages
+#    as root or with passwordless sudo, otherwise CMake and pkg-config from
+#    PyPI into build/tools; when neither works it stops with the commands to
+#    run;
 # 1. configures and builds the release library with CMake (cargo underneath),
 #    in build/install;
 # 2. installs include/n5.h, libn5.so (with its SONAME links), libn5.a, the
@@ -15,15 +20,19 @@
 #    small generated raw volume as zstd into the same container, then shows
 #    it with `n5 tree` and `n5 info --stats` and checks it with `n5 verify`.
 #
-# Needs cargo, a C compiler, CMake >= 3.25 and pkg-config.
+# Needs cargo (Rust); everything else comes from step 0.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PREFIX="${1:-$HOME/.local}"
-mkdir -p "$PREFIX"
-PREFIX="$(cd "$PREFIX" && pwd)"
 BUILD="$ROOT/build/install"
 say() { printf '[install.sh] %s\n' "$*" >&2; }
+
+# CMake and pkg-config from PyPI, when tests/setup.sh had to put them there.
+export PATH="$ROOT/build/tools/bin:$PATH"
+"$ROOT/tests/setup.sh" build
+mkdir -p "$PREFIX"
+PREFIX="$(cd "$PREFIX" && pwd)"
 
 say "building the release library in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \

@@ -10,7 +10,7 @@
 # in fuzz/regressions/<target>/ (what earlier runs found) are run first,
 # every time.
 #
-# Needs cargo-fuzz (`cargo install cargo-fuzz --locked`). cargo fuzz uses
+# Needs cargo-fuzz (`tests/setup.sh fuzz` installs the pinned version). cargo fuzz uses
 # unstable compiler flags (-Zsanitizer); on a stable toolchain
 # RUSTC_BOOTSTRAP=1 allows them, and this script sets it.
 set -euo pipefail
@@ -18,7 +18,7 @@ cd "$(dirname "$0")"
 SECONDS_EACH="${1:-60}"
 shift || true
 if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "fuzz/run.sh: cargo-fuzz is not installed: cargo install cargo-fuzz --locked" >&2
+    echo "fuzz/run.sh: cargo-fuzz is not installed: run tests/setup.sh fuzz" >&2
     exit 1
 fi
 export RUSTC_BOOTSTRAP=1

@@ -16,23 +16,16 @@
 # the tests that reach them are skipped here, as is src/os.rs's own test,
 # whose buffer of several MiB is far too slow to interpret.
 #
-# Miri needs a nightly toolchain. This script uses the one pinned below,
-# with its `miri` and `rust-src` components; `--install` installs them with
-# rustup when missing and exits (`.ci/run` does this). Without them the
+# Miri needs a nightly toolchain. This script uses the one pinned in
+# tests/toolchains.env, with its `miri` and `rust-src` components, which
+# `tests/setup.sh miri` installs (tests/run.sh calls it). Without them the
 # script says so and fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TOOLCHAIN="${N5_MIRI_TOOLCHAIN:-nightly-2026-05-20}"
-if [ "${1:-}" = --install ]; then
-    if ! cargo "+$TOOLCHAIN" miri --version >/dev/null 2>&1; then
-        echo "== rustup toolchain install $TOOLCHAIN (miri, rust-src)"
-        rustup toolchain install "$TOOLCHAIN" --profile minimal --component miri,rust-src
-    fi
-    exit 0
-fi
+. tests/toolchains.env
+TOOLCHAIN="${N5_MIRI_TOOLCHAIN:-$MIRI_TOOLCHAIN}"
 if ! cargo "+$TOOLCHAIN" miri --version >/dev/null 2>&1; then
-    echo "tests/miri.sh: Miri is not installed for $TOOLCHAIN:" >&2
-    echo "  rustup toolchain install $TOOLCHAIN --profile minimal --component miri,rust-src" >&2
+    echo "tests/miri.sh: Miri is not installed for $TOOLCHAIN: run tests/setup.sh miri" >&2
     exit 1
 fi
 # Isolation off: the tests create containers in the temporary directory.

