@@ -12,9 +12,11 @@
 #
 #   rust       cargo test --all-targets with N5_PEER_PYTHON pointing at the
 #              venv, so tests/peers.rs checks that the peers read what libn5
-#              writes
+#              writes; the storage tests start SeaweedFS, fake-gcs-server and
+#              nginx on loopback (testkit/)
 #   cli        cargo test -p n5-cli --all-targets: every subcommand of the n5
 #              tool against the peer corpus and containers the tests write
+#              (on disk, and on the loopback servers through testkit/)
 #   c          cmake --workflow --preset ci: the release library through CMake
 #              and every ctest test (C tests, the same under valgrind,
 #              examples, packaging, the Python cffi and Octave MEX tests)
@@ -28,8 +30,9 @@
 #
 # Every step runs even after another failed; a summary comes last, and the
 # exit status is non-zero when any step failed. A step whose tools are
-# missing fails; nothing is skipped silently. Set PYTHON to choose the
-# interpreter that creates the venv (default: python3).
+# missing fails; nothing is skipped silently: N5_REQUIRE_SERVERS=1 makes a
+# test whose server binary is missing fail instead of skipping. Set PYTHON to
+# choose the interpreter that creates the venv (default: python3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,8 +45,8 @@ STEPS=(rust cli c c-debug sanitize fuzz miri)
 # What tests/setup.sh installs for each step.
 needs() {
     case $1 in
-        rust) echo build cxx venv ;;
-        cli) echo build ;;
+        rust) echo build cxx venv servers ;;
+        cli) echo build servers ;;
         c | c-debug) echo build cxx binutils valgrind octave venv ;;
         sanitize) echo build cxx ;;
         fuzz) echo build cxx fuzz ;;
@@ -116,6 +119,10 @@ run_step() {
         miri) ./tests/miri.sh ;;
     esac
 }
+
+# Tests that need a server (testkit/) fail, instead of skipping, when its
+# binary is missing: setup.sh has installed them for these steps.
+export N5_REQUIRE_SERVERS=1
 
 results=()
 failed=0

