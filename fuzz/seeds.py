@@ -4,7 +4,8 @@
 block files of every dataset, each prefixed with the byte that makes
 fuzz_targets/block_decode.rs decode it with the dataset's compression, and
 every attributes.json for the metadata target (and, behind a few attribute
-paths, for the attributes target). The same block files, their N5 header
+paths, for the attributes target), location strings and options for the
+location target, and S3 and GCS answers for the remote_answers target. The same block files, their N5 header
 taken off and the length they decode to put in front, seed codec_frames.
 Writes fuzz/corpus/<target>/.
 """
@@ -53,7 +54,49 @@ def save(target, data):
         f.write(data)
 
 
+# Seeds of the location target: every form of location the contract names,
+# and options with every key.
+LOCATIONS = [
+    "/data/vol.n5", "vol.n5", "file:///data/my%20vol.n5", "s3://bucket/prefix/vol.n5",
+    "s3://bucket", "https://bucket.s3.eu-west-2.amazonaws.com/prefix",
+    "https://s3.eu-west-2.amazonaws.com/bucket/prefix", "https://s3.amazonaws.com/bucket/a/../b",
+    "gs://bucket/prefix", "https://storage.googleapis.com/bucket/prefix",
+    "https://uk1s3.embassy.ebi.ac.uk/idr/x.n5/", "http://127.0.0.1:8080/a%2Fb",
+    "zarr3:s3://b/v.zarr", "n5:/data/v.n5", "http://[::1]:9000/x",
+    '{"threads": 4, "io_concurrency": 32, "cache_bytes": 268435456, '
+    '"s3": {"endpoint": "http://127.0.0.1:8333", "region": "us-east-1", "anonymous": false, '
+    '"path_style": true, "access_key_id": "AK", "secret_access_key": "SK", '
+    '"session_token": "ST", "profile": "default"}, '
+    '"gcs": {"endpoint": "http://127.0.0.1:4443", "anonymous": false, '
+    '"credentials_file": "/k.json", "token": "ya29"}, '
+    '"http": {"headers": {"Authorization": "Bearer x"}}, '
+    '"retry": {"max_attempts": 8, "max_seconds": 60, "request_timeout_seconds": 30}}',
+]
+
+
+# Seeds of the remote_answers target: what S3 and GCS answer.
+ANSWERS = [
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+    b'<Name>b</Name><Prefix>c.n5/</Prefix><KeyCount>3</KeyCount><MaxKeys>1000</MaxKeys><Delimiter>/</Delimiter>'
+    b'<EncodingType>url</EncodingType><IsTruncated>true</IsTruncated>'
+    b'<Contents><Key>c.n5/attributes.json</Key><Size>18</Size><ETag>&quot;x&quot;</ETag></Contents>'
+    b'<CommonPrefixes><Prefix>c.n5/a%20b/</Prefix></CommonPrefixes><CommonPrefixes><Prefix>c.n5/raw/</Prefix></CommonPrefixes>'
+    b'<NextContinuationToken>MTAwMA==</NextContinuationToken></ListBucketResult>',
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AuthorizationHeaderMalformed</Code>'
+    b'<Message>the region is wrong</Message><Region>eu-west-2</Region></Error>',
+    b'<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>',
+    b'{"kind": "storage#objects", "prefixes": ["c.n5/raw/"], "items": [{"kind": "storage#object", '
+    b'"name": "c.n5/attributes.json", "size": "18", "generation": "1700000000000000"}], "nextPageToken": "abc"}',
+    b'{"error": {"code": 404, "message": "The specified bucket does not exist.", '
+    b'"errors": [{"message": "not found", "domain": "global", "reason": "notFound"}]}}',
+]
+
+
 def main():
+    for location in LOCATIONS:
+        save("location", location.encode())
+    for answer in ANSWERS:
+        save("remote_answers", answer)
     if not os.path.isdir(SOURCE):
         print(f"seeds.py: no corpus at {SOURCE}; the targets start from nothing")
         return

@@ -205,6 +205,20 @@ typedef int32_t n5_mode;
 #define N5_ERR_INVALID_HANDLE 17
 
 /**
+ * A network request could not be completed within the retry budget
+ * (connection refused or reset, timeout, HTTP 5xx or 429); the message
+ * names the URL, the HTTP status and the server's error code.
+ */
+#define N5_ERR_NETWORK 18
+
+/**
+ * The server refused the credentials or the operation (HTTP 401, 403 on a
+ * signed request or a write, a bad signature or key); the message says
+ * which credentials source was used, never the secret.
+ */
+#define N5_ERR_ACCESS_DENIED 19
+
+/**
  * A panic inside the library was caught; the process goes on.
  */
 #define N5_ERR_PANIC 98
@@ -487,24 +501,50 @@ n5_status n5_block_write_object(n5_dataset *d,
 n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *out_len);
 
 /**
- * Open the N5 container whose root directory is `root` (a file-system path).
+ * Open the N5 container at `root`, a location: a file-system path
+ * (`/data/vol.n5`, `file:///data/vol.n5`), `s3://bucket/prefix` (S3 and
+ * S3-compatible stores), `gs://bucket/prefix` (Google Cloud Storage), the
+ * `https://` forms of both (`https://bucket.s3.REGION.amazonaws.com/prefix`,
+ * `https://storage.googleapis.com/bucket/prefix`), or any other `http://`
+ * or `https://` URL (read-only). Percent-escapes in URLs are decoded once.
  *
  * `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
  * `N5_MODE_CREATE` (creates the root and its attributes.json with
  * `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
  * NULL or a JSON object with these keys, all optional; unknown keys are an
  * error:
- * - `"threads"`: threads for multi-block work (region reads and writes):
- *   the calling thread plus up to N - 1 helpers shared by every call on
- *   this container, so concurrent callers never oversubscribe the machine
- *   (0 or absent: one per core; 1: the calling thread only).
+ * - `"threads"`: threads for decoding and encoding blocks in multi-block
+ *   work (region reads and writes): the calling thread plus up to N - 1
+ *   helpers shared by every call on this container, so concurrent callers
+ *   never oversubscribe the machine (0 or absent: one per core; 1: the
+ *   calling thread only).
  * - `"write_empty_blocks"`: `true` (default, as Java) stores all-zero
  *   blocks like any other; `false` skips them and deletes a stored block
  *   that becomes all zeros (missing blocks read as zeros).
+ * - `"io_concurrency"`: requests (or file reads) in flight for
+ *   multi-block work, independent of `threads` (default: 32 for network
+ *   locations, 4 for the file system).
+ * - `"cache_bytes"`: an in-memory cache of blocks shared by every dataset
+ *   of the container (default 0: none).
+ * - `"s3"`: `endpoint`, `region`, `anonymous`, `path_style`,
+ *   `access_key_id`, `secret_access_key`, `session_token`, `profile`.
+ * - `"gcs"`: `endpoint`, `anonymous`, `credentials_file`, `token`.
+ * - `"http"`: `headers` (an object of header names and values).
+ * - `"retry"`: `max_attempts` (default 8), `max_seconds` (60),
+ *   `request_timeout_seconds` (30).
+ *
+ * Credentials not given in the options come from the environment (S3:
+ * `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+ * `AWS_PROFILE` with `~/.aws/credentials`; GCS:
+ * `GOOGLE_APPLICATION_CREDENTIALS`, `STORAGE_EMULATOR_HOST`), else requests
+ * are anonymous. Secrets never appear in an error message.
  *
  * Returns a new handle to release with `n5_container_free`, or NULL with
- * the last error set (`N5_ERR_NOT_FOUND` for a missing root,
- * `N5_ERR_UNSUPPORTED` for a newer major format version, ...).
+ * the last error set (`N5_ERR_NOT_FOUND` for a missing root or bucket,
+ * `N5_ERR_UNSUPPORTED` for a newer major format version,
+ * `N5_ERR_READ_ONLY` for a write mode on a plain HTTP(S) location,
+ * `N5_ERR_ACCESS_DENIED` for refused credentials, `N5_ERR_NETWORK` when
+ * the server cannot be reached within the retry budget, ...).
  */
 n5_container *n5_container_open(const char *root, n5_mode mode, const char *options_json);
 
@@ -524,8 +564,8 @@ void n5_container_free(n5_container *c);
 n5_status n5_container_version(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
 
 /**
- * The container's root directory as given to `n5_container_open`, as text
- * (same convention as `n5_container_version`).
+ * The container's location as given to `n5_container_open` (a path or a
+ * URL), as text (same convention as `n5_container_version`).
  */
 n5_status n5_container_root(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
 
@@ -536,8 +576,9 @@ n5_status n5_container_mode(const n5_container *c, n5_mode *out_mode);
 
 /**
  * The options in effect, as a JSON object such as
- * `{"threads":2,"write_empty_blocks":true}` (same text convention as
- * `n5_container_version`).
+ * `{"threads":2,"write_empty_blocks":true,"io_concurrency":4,"cache_bytes":0,
+ * "retry":{"max_attempts":8,"max_seconds":60.0,"request_timeout_seconds":30.0}}`
+ * (never credentials; same text convention as `n5_container_version`).
  */
 n5_status n5_container_options(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
 

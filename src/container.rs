@@ -1,7 +1,9 @@
-//! Containers and groups: opening a container root in one of three modes,
-//! the root version rules, the group hierarchy (create, exists, list, deep
-//! list, remove) and attributes (whole documents, merges, and single values
-//! by N5 attribute path), with atomic, lock-serialised updates.
+//! Containers and groups: opening a container at a location (a path, or
+//! an `s3://`, `gs://` or `https://` URL) in one of three modes, the root
+//! version rules, the group hierarchy (create, exists, list, deep list,
+//! remove) and attributes (whole documents, merges, and single values by N5
+//! attribute path), with atomic updates that writers on many machines can
+//! make at once. Everything goes through the container's [`Store`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +16,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::{self, DatasetAttributes};
 use crate::parallel::Pool;
 use crate::path::{self, display};
-use crate::storage::FsStore;
+use crate::storage::cache::CachedStore;
+use crate::storage::{Location, StorageOptions, Store};
 
 /// The N5 format version this library writes.
 pub const N5_FORMAT_VERSION: &str = "4.0.0";
@@ -69,6 +72,9 @@ pub struct Options {
     /// skips them and deletes a stored block that becomes all zeros, which
     /// keeps sparse volumes small (missing blocks read as zeros).
     pub write_empty_blocks: bool,
+    /// Where the bytes go: requests in flight, the block cache, and the
+    /// settings and credentials of S3, GCS and HTTP locations.
+    pub storage: StorageOptions,
 }
 
 impl Default for Options {
@@ -78,14 +84,18 @@ impl Default for Options {
                 .map(|n| n.get())
                 .unwrap_or(1),
             write_empty_blocks: true,
+            storage: StorageOptions::default(),
         }
     }
 }
 
 impl Options {
     /// Parse options from a JSON object such as
-    /// `{"threads": 4, "write_empty_blocks": false}`. Unknown keys are an
-    /// error so that typos do not pass silently.
+    /// `{"threads": 4, "write_empty_blocks": false, "io_concurrency": 32,
+    /// "s3": {"endpoint": "http://127.0.0.1:8333"}}` (every key is described
+    /// with [`Options`] and [`StorageOptions`]). Unknown keys are an error
+    /// so that typos do not pass silently; values of secrets never appear
+    /// in an error.
     pub fn from_json(text: &str) -> Result<Options> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::new(ErrorKind::Json, format!("options: {e}")))?;
@@ -95,28 +105,29 @@ impl Options {
         let mut options = Options::default();
         for (key, v) in map {
             match key.as_str() {
-                "threads" => {
-                    options.threads = match v.as_u64() {
-                        Some(0) => Options::default().threads,
-                        Some(n) if n <= 1024 => n as usize,
-                        _ => {
-                            return Err(Error::invalid_argument(format!(
-                        "options: threads must be an integer from 0 (all cores) to 1024, not {v}"
-                    )))
-                        }
-                    }
-                }
+                "threads" => options.threads = match v.as_u64() {
+                    Some(0) => Options::default().threads,
+                    Some(n) if n <= 1024 => n as usize,
+                    _ => return Err(Error::invalid_argument(format!(
+                        "options: threads must be an integer from 0 (all cores) to 1024, not {}",
+                        crate::storage::options::shown_value(v)
+                    ))),
+                },
                 "write_empty_blocks" => {
                     options.write_empty_blocks = v.as_bool().ok_or_else(|| {
                         Error::invalid_argument(format!(
-                            "options: write_empty_blocks must be true or false, not {v}"
+                            "options: write_empty_blocks must be true or false, not {}",
+                            crate::storage::options::shown_value(v)
                         ))
                     })?
                 }
                 other => {
-                    return Err(Error::invalid_argument(format!(
-                        "options: unknown key '{other}' (known: threads, write_empty_blocks)"
-                    )))
+                    if !options.storage.parse_key(other, v)? {
+                        return Err(Error::invalid_argument(format!(
+                            "options: unknown key '{other}' (known: threads, write_empty_blocks, \
+                             io_concurrency, cache_bytes, s3, gcs, http, retry)"
+                        )));
+                    }
                 }
             }
         }
@@ -148,7 +159,8 @@ pub fn parse_version(version: &str) -> (u64, u64, u64) {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) store: FsStore,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) location: String,
     pub(crate) mode: Mode,
     pub(crate) options: Options,
     pub(crate) pool: Pool,
@@ -166,60 +178,119 @@ fn attributes_key(path: &str) -> String {
 }
 
 impl Container {
-    /// Open the container at `root` in `mode` with default options.
-    pub fn open(root: impl AsRef<Path>, mode: Mode) -> Result<Container> {
-        Container::open_with(root, mode, Options::default())
+    /// Open the container at `location` in `mode` with default options.
+    pub fn open(location: impl AsRef<Path>, mode: Mode) -> Result<Container> {
+        Container::open_with(location, mode, Options::default())
     }
 
-    /// Open the container at `root` in `mode` with `options`.
+    /// Open the container at `location` in `mode` with `options`.
     ///
-    /// Fails when the root does not exist (unless `mode` is
+    /// `location` is a path or a URL: `/data/vol.n5`, `file:///data/vol.n5`,
+    /// `s3://bucket/prefix`, `gs://bucket/prefix`, the `https://` forms of
+    /// S3 and GCS, or any other `http(s)://` URL (read-only); see
+    /// [`Location`]. Fails when the root does not exist (unless `mode` is
     /// [`Mode::Create`]), when it is not a directory, when its root
     /// attributes are not valid JSON, or when its `"n5"` version has a major
     /// version above 4. A missing version is accepted.
-    pub fn open_with(root: impl AsRef<Path>, mode: Mode, options: Options) -> Result<Container> {
-        let root = root.as_ref();
-        let store = FsStore::new(root);
-        if mode == Mode::Create && !root.is_dir() {
-            if root.exists() {
+    pub fn open_with(
+        location: impl AsRef<Path>,
+        mode: Mode,
+        options: Options,
+    ) -> Result<Container> {
+        let location = location.as_ref();
+        let (parsed, shown) = match location.to_str() {
+            Some(text) => (Location::parse(text)?, text.to_string()),
+            // Not UTF-8: a local path, used as it is.
+            None => (
+                Location {
+                    format: None,
+                    backend: crate::storage::location::Backend::File(location.to_path_buf()),
+                    display: location.display().to_string(),
+                },
+                location.display().to_string(),
+            ),
+        };
+        if matches!(
+            parsed.format,
+            Some(
+                crate::storage::location::FormatHint::Zarr
+                    | crate::storage::location::FormatHint::Zarr2
+                    | crate::storage::location::FormatHint::Zarr3
+            )
+        ) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("'{shown}': this build of libn5 reads and writes the N5 format only"),
+            ));
+        }
+        let store = parsed.open(&options.storage)?;
+        Container::open_store(store, parsed.display, mode, options)
+    }
+
+    /// Open the container held by `store` (any [`Store`], such as a
+    /// [`crate::storage::MemoryStore`]) in `mode` with `options`;
+    /// `location` names it in messages.
+    pub fn open_store(
+        store: Arc<dyn Store>,
+        location: impl Into<String>,
+        mode: Mode,
+        options: Options,
+    ) -> Result<Container> {
+        let location = location.into();
+        let caps = store.capabilities();
+        if mode != Mode::Read && !caps.writable {
+            return Err(Error::new(
+                ErrorKind::ReadOnly,
+                format!("'{location}' can only be read (open it with the read mode)"),
+            ));
+        }
+        let store: Arc<dyn Store> = if options.storage.cache_bytes > 0 {
+            Arc::new(CachedStore::new(
+                store,
+                options.storage.cache_bytes,
+                is_block_key,
+            ))
+        } else {
+            store
+        };
+        if mode == Mode::Create && !store.is_dir("")? {
+            if store.exists("")? {
                 return Err(Error::invalid_argument(format!(
-                    "'{}' is not a directory",
-                    root.display()
+                    "'{location}' is not a directory"
                 )));
             }
-            store.create_dirs("")?;
-        }
-        match std::fs::metadata(root) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                return Err(Error::invalid_argument(format!(
-                    "'{}' is not a directory",
-                    root.display()
-                )))
-            }
-            Err(e) => {
-                return Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!("no N5 container at '{}': {e}", root.display()),
-                ))
-            }
+            store.create_dir("")?;
         }
         let container = Container {
             inner: Arc::new(Inner {
                 store,
+                location,
                 mode,
                 pool: Pool::new(options.threads),
                 options,
             }),
         };
-        if let Some(version) = container.version()? {
+        let root = container.read_attributes_file("")?;
+        if root.is_none() && mode != Mode::Create && caps.list && !container.store().is_dir("")? {
+            let location = &container.inner.location;
+            if container.store().exists("")? {
+                return Err(Error::invalid_argument(format!(
+                    "'{location}' is not a directory"
+                )));
+            }
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no N5 container at '{location}'"),
+            ));
+        }
+        if let Some(version) = version_of(root.as_ref()) {
             let (major, _, _) = parse_version(&version);
             if major > MAX_MAJOR_VERSION {
                 return Err(Error::new(
                     ErrorKind::Unsupported,
                     format!(
                         "container '{}' has N5 version {version}; this library reads versions up to {MAX_MAJOR_VERSION}.x",
-                        root.display()
+                        container.inner.location
                     ),
                 ));
             }
@@ -235,9 +306,10 @@ impl Container {
         Ok(container)
     }
 
-    /// The container's root directory.
-    pub fn root(&self) -> &Path {
-        self.inner.store.root()
+    /// The container's location as given to [`Container::open`] (a path or
+    /// a URL, credentials left out).
+    pub fn location(&self) -> &str {
+        &self.inner.location
     }
 
     /// The mode the container was opened in.
@@ -254,26 +326,22 @@ impl Container {
         &self.inner.pool
     }
 
-    pub(crate) fn store(&self) -> &FsStore {
-        &self.inner.store
+    /// The store holding the container's bytes.
+    pub fn store(&self) -> &dyn Store {
+        &*self.inner.store
     }
 
     /// The root's `"n5"` version, if it has one (a non-string value is
     /// shown as its JSON text).
     pub fn version(&self) -> Result<Option<String>> {
-        let doc = self.read_attributes_file("")?;
-        Ok(match doc.as_ref().and_then(|d| d.get("n5")) {
-            None => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(other) => Some(other.to_string()),
-        })
+        Ok(version_of(self.read_attributes_file("")?.as_ref()))
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.inner.mode == Mode::Read {
             return Err(Error::new(
                 ErrorKind::ReadOnly,
-                format!("container '{}' is open read-only", self.root().display()),
+                format!("container '{}' is open read-only", self.inner.location),
             ));
         }
         Ok(())
@@ -283,44 +351,62 @@ impl Container {
     /// file does not exist.
     pub(crate) fn read_attributes_file(&self, path: &str) -> Result<Option<Value>> {
         let key = attributes_key(path);
-        match self.store().read(&key)? {
+        match self.store().get(&key)? {
             None => Ok(None),
-            Some(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                Error::new(
-                    ErrorKind::Json,
-                    format!(
-                        "'{}' is not valid JSON: {e}",
-                        self.store().path(&key).display()
-                    ),
-                )
-            }),
+            Some(bytes) => parse_attributes(&bytes, &key, self.store()).map(Some),
         }
     }
 
-    /// Read-modify-write the attributes.json of the normalised `path` under
-    /// the directory lock; the file is replaced atomically.
+    /// Read-modify-write the attributes.json of the normalised `path`
+    /// atomically with respect to every other writer, also in other
+    /// processes and on other machines (see [`Store::update`]: a directory
+    /// lock on the file system, conditional writes on object stores, where
+    /// `f` runs again when another writer got in between). The file is
+    /// replaced atomically, and only when `f` changed the document or there
+    /// was none.
     pub(crate) fn update_attributes<T>(
         &self,
         path: &str,
-        f: impl FnOnce(&mut Value) -> Result<T>,
+        mut f: impl FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
         self.check_writable()?;
-        let _lock = self.store().lock_dir(path)?;
-        let mut doc = self
-            .read_attributes_file(path)?
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        let before = doc.clone();
-        let result = f(&mut doc)?;
-        if doc != before || !self.store().is_file(&attributes_key(path)) {
-            let text = serde_json::to_vec(&doc)
-                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
-            self.store().write_atomic(&attributes_key(path), &text)?;
+        let key = attributes_key(path);
+        let store = self.store();
+        let mut result = None;
+        store.update(&key, &mut |current| {
+            let mut doc = match current {
+                Some(bytes) => parse_attributes(bytes, &key, store)?,
+                None => Value::Object(Map::new()),
+            };
+            let before = doc.clone();
+            result = Some(f(&mut doc)?);
+            if doc == before && current.is_some() {
+                return Ok(None);
+            }
+            serde_json::to_vec(&doc)
+                .map(Some)
+                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
+        })?;
+        result.ok_or_else(|| Error::new(ErrorKind::Internal, "an attribute update did not run"))
+    }
+
+    /// Whether a group or dataset exists at the normalised `p`: the root
+    /// always does (it opened); elsewhere, a directory (on object stores,
+    /// a marker or any object below it), or where the store cannot list
+    /// (plain HTTP), an attributes.json.
+    fn node_exists(&self, p: &str) -> Result<bool> {
+        if p.is_empty() {
+            return Ok(true);
         }
-        Ok(result)
+        if self.store().capabilities().list {
+            self.store().is_dir(p)
+        } else {
+            self.store().exists(&attributes_key(p))
+        }
     }
 
     fn require_group(&self, path: &str) -> Result<()> {
-        if self.store().is_dir(path) {
+        if self.node_exists(path)? {
             Ok(())
         } else {
             Err(Error::new(
@@ -330,19 +416,30 @@ impl Container {
         }
     }
 
+    fn require_listing(&self) -> Result<()> {
+        if self.store().capabilities().list {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "'{}': a plain HTTP(S) server cannot list groups (open the data through s3:// or gs:// to list it)",
+                    self.inner.location
+                ),
+            ))
+        }
+    }
+
     /// Whether a group or dataset exists at `path`.
     pub fn exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        Ok(self.store().is_dir(&p))
+        self.node_exists(&p)
     }
 
     /// Whether a dataset exists at `path` (a group whose attributes describe
     /// a dataset).
     pub fn dataset_exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        if !self.store().is_dir(&p) {
-            return Ok(false);
-        }
         Ok(match self.read_attributes_file(&p) {
             Ok(Some(doc)) => metadata::is_dataset(&doc),
             Ok(None) => false,
@@ -359,31 +456,33 @@ impl Container {
         let mut prefix = String::new();
         for component in p.split('/').filter(|c| !c.is_empty()) {
             prefix = path::join(&prefix, component);
-            if self.store().is_file(&prefix) {
+            if self.store().exists(&prefix)? {
                 return Err(Error::new(
                     ErrorKind::AlreadyExists,
                     format!("'{prefix}' is a file, not a group"),
                 ));
             }
         }
-        self.store().create_dirs(&p)
+        self.store().create_dir(&p)
     }
 
     /// The child groups and datasets of the group at `path`, sorted. A
     /// dataset has no children (its block directories are not listed).
     pub fn list(&self, path: &str) -> Result<Vec<String>> {
         let p = path::normalize(path)?;
+        self.require_listing()?;
         self.require_group(&p)?;
         if self.dataset_exists(&p)? {
             return Ok(Vec::new());
         }
-        Ok(self.store().list_dirs(&p)?.unwrap_or_default())
+        Ok(self.store().list(&p)?.unwrap_or_default().dirs)
     }
 
     /// Every group and dataset below `path`, as paths relative to it,
     /// depth first in sorted order; the walk does not descend into datasets.
     pub fn deep_list(&self, path: &str) -> Result<Vec<String>> {
         let p = path::normalize(path)?;
+        self.require_listing()?;
         self.require_group(&p)?;
         let mut out = Vec::new();
         if !self.dataset_exists(&p)? {
@@ -394,7 +493,7 @@ impl Container {
 
     fn deep_list_into(&self, base: &str, rel: &str, out: &mut Vec<String>) -> Result<()> {
         let here = path::join(base, rel);
-        for child in self.store().list_dirs(&here)?.unwrap_or_default() {
+        for child in self.store().list(&here)?.unwrap_or_default().dirs {
             let child_rel = path::join(rel, &child);
             out.push(child_rel.clone());
             if !self.dataset_exists(&path::join(base, &child_rel))? {
@@ -414,12 +513,12 @@ impl Container {
                 "refusing to remove the container root",
             ));
         }
-        if !self.store().is_dir(&p) {
+        if !self.node_exists(&p)? {
             // Nothing there, or a file that is not a group or dataset
             // (exists() says no): there is no group to remove.
             return Ok(false);
         }
-        self.store().remove_all(&p)
+        self.store().delete_dir(&p)
     }
 
     /// Delete the temporary files (`.n5tmp.*`) that writers killed in the
@@ -436,13 +535,18 @@ impl Container {
     }
 
     /// The whole attributes document of the group or dataset at `path`
-    /// (`{}` when it has no attributes.json).
+    /// (`{}` when it has no attributes.json). Where the store cannot list
+    /// (plain HTTP), a group without attributes.json cannot be told from
+    /// no group, and both give `{}`.
     pub fn attributes(&self, path: &str) -> Result<Value> {
         let p = path::normalize(path)?;
-        self.require_group(&p)?;
-        Ok(self
-            .read_attributes_file(&p)?
-            .unwrap_or_else(|| Value::Object(Map::new())))
+        if let Some(doc) = self.read_attributes_file(&p)? {
+            return Ok(doc);
+        }
+        if self.store().capabilities().list {
+            self.require_group(&p)?;
+        }
+        Ok(Value::Object(Map::new()))
     }
 
     /// Merge `attributes` into the document at `path`: each top-level key
@@ -475,7 +579,7 @@ impl Container {
         let p = path::normalize(path)?;
         self.require_group(&p)?;
         attrpath::parse(key)?;
-        self.update_attributes(&p, |doc| attrpath::set(doc, key, value))
+        self.update_attributes(&p, |doc| attrpath::set(doc, key, value.clone()))
     }
 
     /// Remove the value at the N5 attribute path `key` and return it
@@ -507,8 +611,8 @@ impl Container {
                 ));
             }
             let map = as_object_mut(doc);
-            for (k, v) in members {
-                map.insert(k, v);
+            for (k, v) in &members {
+                map.insert(k.clone(), v.clone());
             }
             map.remove("compressionType");
             Ok(())
@@ -535,6 +639,32 @@ impl Container {
             .map_err(|e| e.context(format!("dataset '{}'", display(&p))))?;
         Ok(Dataset::new(self.clone(), p, attributes))
     }
+}
+
+/// The root's `"n5"` version in its attributes document (a non-string
+/// value as its JSON text).
+fn version_of(root: Option<&Value>) -> Option<String> {
+    match root.and_then(|d| d.get("n5")) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    }
+}
+
+/// Parse an attributes.json read from `key`; an error names it.
+fn parse_attributes(bytes: &[u8], key: &str, store: &dyn Store) -> Result<Value> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::Json,
+            format!("{} is not valid JSON: {e}", store.describe(key)),
+        )
+    })
+}
+
+/// Whether a key may be a block (the block cache keeps those): anything
+/// but an attributes.json.
+fn is_block_key(key: &str) -> bool {
+    !key.ends_with(ATTRIBUTES_FILE)
 }
 
 /// The document as an object, replacing a non-object document by `{}`.

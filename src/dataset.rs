@@ -1,9 +1,9 @@
 //! Datasets: cached metadata, resizing, and block-level I/O by grid position
 //! (numeric, varlength, string and object blocks), with edge blocks written
-//! truncated and read whether stored truncated or padded.
+//! truncated and read whether stored truncated or padded. Blocks are objects
+//! of the container's store, one atomic write each.
 
 use std::cell::RefCell;
-use std::io::Read;
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::DatasetAttributes;
 use crate::path::{self, display};
 use crate::region::{copy_box, Placement};
+use crate::storage::{ByteRange, Exact, Store};
 
 /// An open dataset. Cheap to clone; keeps its container alive.
 /// `Send + Sync`: every method may be called from any thread.
@@ -105,10 +106,14 @@ impl Dataset {
         self.attributes().block_shape(grid_pos)
     }
 
+    fn store(&self) -> &dyn Store {
+        self.container.store()
+    }
+
     /// Whether the block at `grid_pos` is stored.
     pub fn block_exists(&self, grid_pos: &[u64]) -> Result<bool> {
         self.attributes().check_grid_pos(grid_pos)?;
-        Ok(self.container.store().is_file(&self.block_key(grid_pos)))
+        self.store().exists(&self.block_key(grid_pos))
     }
 
     /// Read the block at `grid_pos` as stored: its header and its decoded
@@ -117,7 +122,7 @@ impl Dataset {
     pub fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>> {
         let attrs = self.attributes();
         attrs.check_grid_pos(grid_pos)?;
-        let Some(bytes) = self.container.store().read(&self.block_key(grid_pos))? else {
+        let Some(bytes) = self.store().get(&self.block_key(grid_pos))? else {
             return Ok(None);
         };
         block::decode(&bytes, &attrs)
@@ -131,7 +136,11 @@ impl Dataset {
     pub fn block_header(&self, grid_pos: &[u64]) -> Result<Option<BlockHeader>> {
         let attrs = self.attributes();
         attrs.check_grid_pos(grid_pos)?;
-        let Some(bytes) = self.container.store().read(&self.block_key(grid_pos))? else {
+        // The header's largest size: mode, rank, the extents and the
+        // element count (an object block's is shorter).
+        let len = 8 + 4 * attrs.ndim() as u64;
+        let range = ByteRange::Span { offset: 0, len };
+        let Some(bytes) = self.store().get_range(&self.block_key(grid_pos), range)? else {
             return Ok(None);
         };
         let (header, _) = BlockHeader::parse(&bytes).map_err(self.block_error(grid_pos))?;
@@ -175,29 +184,33 @@ impl Dataset {
             return Ok(None);
         }
         let key = self.block_key(grid_pos);
-        let Some((mut file, len)) = self.container.store().open(&key)? else {
-            out.fill(0);
-            return Ok(Some(false));
-        };
-        let mut expected = Vec::with_capacity(4 + 4 * shape.len());
+        let mut expected = Vec::with_capacity(8 + 4 * shape.len());
         BlockHeader {
             mode: BlockMode::Default,
             size: shape.iter().map(|&s| s as u32).collect(),
             num_elements: shape.iter().product(),
         }
         .write(&mut expected);
-        if len < (expected.len() + out.len()) as u64 {
-            return Ok(None);
-        }
-        let io = |e| Error::io(self.container.store().path(&key).display(), e);
         let mut header = vec![0u8; expected.len()];
-        file.read_exact(&mut header).map_err(io)?;
-        if header != expected {
-            return Ok(None);
+        match self.store().get_exact(&key, &mut [&mut header, out])? {
+            Exact::Missing => {
+                out.fill(0);
+                Ok(Some(false))
+            }
+            Exact::Read if header == expected => {
+                block::swap_to_from_be(out, elem);
+                Ok(Some(true))
+            }
+            // Stored another way: decode what was read.
+            Exact::Read => {
+                let whole = [&header[..], &out[..]].concat();
+                self.decode_block_for_region(grid_pos, &whole, out, false)
+                    .map(|read| Some(!matches!(read, BlockRead::Missing)))
+            }
+            Exact::Other(bytes) => self
+                .decode_block_for_region(grid_pos, &bytes, out, false)
+                .map(|read| Some(!matches!(read, BlockRead::Missing))),
         }
-        file.read_exact(out).map_err(io)?;
-        block::swap_to_from_be(out, elem);
-        Ok(Some(true))
     }
 
     /// [`Dataset::read_block_into`] reading the file through `file`, a
@@ -227,20 +240,35 @@ impl Dataset {
         file: &mut Vec<u8>,
         convert_later: bool,
     ) -> Result<BlockRead> {
+        if !self.store().get_into(&self.block_key(grid_pos), file)? {
+            self.check_block_buffer(grid_pos, out.len())?;
+            out.fill(0);
+            return Ok(BlockRead::Missing);
+        }
+        self.decode_block_for_region(grid_pos, file, out, convert_later)
+    }
+
+    /// Check that `len` bytes hold the numeric block at `grid_pos`.
+    fn check_block_buffer(&self, grid_pos: &[u64], len: usize) -> Result<()> {
+        let attrs = self.attributes();
+        self.check_numeric(&attrs)?;
+        check_buffer(&attrs.block_shape(grid_pos)?, attrs.data_type.size(), len)
+    }
+
+    /// [`Dataset::read_block_for_region`] of a block whose stored bytes
+    /// (the block file, header included) are already in `bytes`.
+    pub(crate) fn decode_block_for_region(
+        &self,
+        grid_pos: &[u64],
+        bytes: &[u8],
+        out: &mut [u8],
+        convert_later: bool,
+    ) -> Result<BlockRead> {
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
         let shape = attrs.block_shape(grid_pos)?;
         let elem = attrs.data_type.size();
         check_buffer(&shape, elem, out.len())?;
-        if !self
-            .container
-            .store()
-            .read_into(&self.block_key(grid_pos), file)?
-        {
-            out.fill(0);
-            return Ok(BlockRead::Missing);
-        }
-        let bytes = &file[..];
         let err = self.block_error(grid_pos);
         if let Some((at, nbytes)) = block::exact_payload(bytes, &attrs, &shape).map_err(&err)? {
             if convert_later
@@ -308,9 +336,7 @@ impl Dataset {
         attrs: &DatasetAttributes,
     ) -> Result<()> {
         let bytes = block::encode(header, data, attrs).map_err(self.block_error(grid_pos))?;
-        self.container
-            .store()
-            .write_atomic(&self.block_key(grid_pos), &bytes)
+        self.store().put(&self.block_key(grid_pos), &[&bytes])
     }
 
     /// Write a numeric block of `shape` at `grid_pos` from `data` (native
@@ -322,13 +348,13 @@ impl Dataset {
     pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         match self.begin_numeric_write(grid_pos, shape, data)? {
             Some((attrs, header)) => self.store_block(grid_pos, &header, data, &attrs),
-            None => Ok(()),
+            None => self.store().delete(&self.block_key(grid_pos)).map(|_| ()),
         }
     }
 
     /// The checks of a numeric block write and its mode-0 header; `None`
-    /// when the block is all zeros and empty blocks are not stored (any
-    /// stored block at `grid_pos` is then deleted).
+    /// when the block is all zeros and empty blocks are not stored (the
+    /// caller then deletes any block stored at `grid_pos`).
     fn begin_numeric_write(
         &self,
         grid_pos: &[u64],
@@ -340,7 +366,6 @@ impl Dataset {
         self.check_write(&attrs, grid_pos, shape)?;
         check_buffer(shape, attrs.data_type.size(), data.len())?;
         if !self.container.options().write_empty_blocks && is_all_zero(data) {
-            self.container.store().delete(&self.block_key(grid_pos))?;
             return Ok(None);
         }
         let header = BlockHeader {
@@ -362,21 +387,41 @@ impl Dataset {
         data: &[u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let Some((attrs, header)) = self.begin_numeric_write(grid_pos, shape, data)? else {
-            return Ok(());
-        };
         let key = self.block_key(grid_pos);
+        let Some((attrs, header)) = self.begin_numeric_write(grid_pos, shape, data)? else {
+            return self.store().delete(&key).map(|_| ());
+        };
         if attrs.compression == crate::codec::Compression::Raw {
             scratch.clear();
             header.write(scratch);
-            return self
-                .container
-                .store()
-                .write_atomic_parts(&key, &[scratch, data]);
+            return self.store().put(&key, &[scratch, data]);
         }
         block::encode_big_endian(&header, data, &attrs, scratch)
             .map_err(self.block_error(grid_pos))?;
-        self.container.store().write_atomic(&key, scratch)
+        self.store().put(&key, &[scratch])
+    }
+
+    /// The block file of a block the caller holds big-endian, built in
+    /// `out` (replacing its contents); `false` when the block is all zeros
+    /// and empty blocks are not stored, so the caller deletes it instead.
+    pub(crate) fn encode_block_big_endian(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let Some((attrs, header)) = self.begin_numeric_write(grid_pos, shape, data)? else {
+            return Ok(false);
+        };
+        if attrs.compression == crate::codec::Compression::Raw {
+            out.clear();
+            header.write(out);
+            out.extend_from_slice(data);
+            return Ok(true);
+        }
+        block::encode_big_endian(&header, data, &attrs, out).map_err(self.block_error(grid_pos))?;
+        Ok(true)
     }
 
     /// Write a varlength (mode 1) block: a header `shape` with
@@ -497,52 +542,32 @@ impl Dataset {
     pub fn delete_block(&self, grid_pos: &[u64]) -> Result<bool> {
         self.container.check_writable()?;
         self.attributes().check_grid_pos(grid_pos)?;
-        self.container.store().delete(&self.block_key(grid_pos))
+        self.store().delete(&self.block_key(grid_pos))
     }
 
     /// The grid positions of every stored block, in lexicographic order of
     /// their keys' numbers (dimension 0 first). Blocks outside the current
-    /// grid (left by a shrinking resize) are included.
+    /// grid (left by a shrinking resize) are included. Object stores answer
+    /// from a flat listing of the dataset's keys (a thousand per request).
     pub fn list_blocks(&self) -> Result<Vec<Vec<u64>>> {
         let ndim = self.attributes().ndim();
-        let mut out = Vec::new();
-        let mut prefix = Vec::with_capacity(ndim);
-        self.list_blocks_into(&mut prefix, ndim, &mut out)?;
-        Ok(out)
-    }
-
-    fn list_blocks_into(
-        &self,
-        prefix: &mut Vec<u64>,
-        ndim: usize,
-        out: &mut Vec<Vec<u64>>,
-    ) -> Result<()> {
-        let dir = path::join(&self.path, &DatasetAttributes::block_key(prefix));
-        let store = self.container.store();
-        let names = if prefix.len() + 1 == ndim {
-            store.list_files(&dir)?
-        } else {
-            store.list_dirs(&dir)?
+        let number = |n: &str| {
+            let canonical = !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && (n.len() == 1 || !n.starts_with('0'));
+            canonical.then(|| n.parse::<u64>().ok()).flatten()
         };
-        let mut coords: Vec<u64> = names
-            .unwrap_or_default()
+        let mut out: Vec<Vec<u64>> = self
+            .store()
+            .list_keys(&self.path)?
             .iter()
-            .filter(|n| {
-                n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0'))
+            .filter_map(|key| {
+                let position: Option<Vec<u64>> = key.split('/').map(number).collect();
+                position.filter(|p| p.len() == ndim)
             })
-            .filter_map(|n| n.parse().ok())
             .collect();
-        coords.sort_unstable();
-        for c in coords {
-            prefix.push(c);
-            if prefix.len() == ndim {
-                out.push(prefix.clone());
-            } else {
-                self.list_blocks_into(prefix, ndim, out)?;
-            }
-            prefix.pop();
-        }
-        Ok(())
+        out.sort_unstable();
+        Ok(out)
     }
 }
 

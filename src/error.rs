@@ -41,6 +41,12 @@ pub enum ErrorKind {
     Json,
     /// A handle was freed or never valid (C layer only).
     InvalidHandle,
+    /// A request over the network could not be completed within the retry
+    /// budget (connection refused or reset, timeout, 5xx, 429).
+    Network,
+    /// The server refused the credentials or the operation (401, 403 on a
+    /// signed request or a write, a bad signature or key).
+    AccessDenied,
     /// A panic was caught at the C boundary.
     Panic,
     /// A bug in the library.
@@ -68,6 +74,8 @@ impl ErrorKind {
             ErrorKind::ReadOnly => 15,
             ErrorKind::Json => 16,
             ErrorKind::InvalidHandle => 17,
+            ErrorKind::Network => 18,
+            ErrorKind::AccessDenied => 19,
             ErrorKind::Panic => 98,
             ErrorKind::Internal => 99,
         }

@@ -39,6 +39,7 @@ pub mod metadata;
 mod os;
 mod parallel;
 pub mod path;
+mod pipeline;
 pub mod region;
 pub mod storage;
 

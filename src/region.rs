@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use crate::dataset::{check_buffer, BlockRead, Dataset};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::DatasetAttributes;
+use crate::pipeline::{with_fetch, with_upload, Upload};
 
 /// Where a box sits inside an array: the array's shape and the box's offset
 /// in it (elements, dimension 0 fastest).
@@ -131,11 +132,6 @@ fn check_region(attrs: &DatasetAttributes, offset: &[u64], shape: &[u64]) -> Res
     }
     Ok(())
 }
-
-/// How many blocks ahead of the ones being read a region read asks the
-/// kernel to fetch (`posix_fadvise(WILLNEED)`), so that reading a cold file
-/// overlaps decoding and copying the blocks before it.
-const READ_AHEAD: usize = 8;
 
 /// From this output size on, a region read advises the kernel to back the
 /// caller's buffer with huge pages (see `os::advise_huge_pages`): the page
@@ -448,13 +444,14 @@ impl Dataset {
     /// native byte order, dimension 0 fastest. `out` must hold exactly
     /// `prod(shape)` elements. Missing blocks read as zeros.
     ///
-    /// The blocks are read and decoded in parallel by the container's
-    /// threads ([`crate::Options::threads`]), a few neighbouring blocks at a
-    /// time (at most 8 and 4 MiB of block data per thread, with their file
-    /// buffers), while the kernel reads the next block files ahead; a region
-    /// that is exactly one block is decoded straight into `out`, and an
-    /// output of 16 MiB or more is advised to use huge pages (see
-    /// `os::advise_huge_pages`).
+    /// The blocks are fetched by I/O threads, up to
+    /// [`crate::storage::StorageOptions::io_concurrency`] requests (or file
+    /// reads) in flight and at most 24 MiB ahead, and decoded in parallel by
+    /// the container's threads ([`crate::Options::threads`]), a few
+    /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
+    /// thread); a region that is exactly one block is decoded straight into
+    /// `out`, and an output of 16 MiB or more is advised to use huge pages
+    /// (see `os::advise_huge_pages`).
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
@@ -471,54 +468,75 @@ impl Dataset {
             crate::os::advise_huge_pages(out);
         }
         let out = Planes::new(out, shape, elem);
-        let units = Units::new(&grid, attrs.block_num_elements() * elem);
-        let ahead = READ_AHEAD.max(units.run).min(grid.total);
-        let init = Vec::<(Vec<u8>, Vec<u8>)>::new;
+        let block_bytes = attrs.block_num_elements() * elem;
+        let units = Units::new(&grid, block_bytes);
+        let keys: Vec<Option<String>> = (0..grid.total)
+            .map(|i| Some(self.block_key(&grid.grid_pos(i))))
+            .collect();
+        let store = self.container().store();
+        let io = self.io_concurrency();
+        with_fetch(store, &keys, io, block_bytes, |fetch| {
+            let init = Vec::<(Vec<u8>, Option<Vec<u8>>)>::new;
+            let result = self
+                .container()
+                .pool()
+                .run(units.count, init, |buffers, u| {
+                    let blocks = units.blocks(u);
+                    buffers.resize_with(blocks.len(), Default::default);
+                    // Each block is decoded into its own buffer; blocks are
+                    // converted to native order as they are copied into the
+                    // region, raw blocks stored whole straight from their bytes.
+                    let mut found = Vec::with_capacity(blocks.len());
+                    for (i, (buf, file)) in blocks.clone().zip(buffers.iter_mut()) {
+                        let o = grid.overlap(i)?;
+                        let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                        buf.resize(nbytes, 0);
+                        if let Some(old) = file.take() {
+                            fetch.recycle(old);
+                        }
+                        *file = fetch.take(i)?;
+                        let read = match file {
+                            Some(bytes) => {
+                                self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?
+                            }
+                            None => {
+                                buf.fill(0);
+                                BlockRead::Missing
+                            }
+                        };
+                        found.push((o, read, nbytes));
+                    }
+                    let parts: Vec<Part> = found
+                        .iter()
+                        .zip(buffers.iter())
+                        .map(|((o, read, nbytes), (buf, file))| match (read, file) {
+                            (BlockRead::RawAt(at), Some(file)) => {
+                                (&file[*at..at + nbytes], o, true)
+                            }
+                            (BlockRead::BigEndian, _) => (&buf[..], o, true),
+                            _ => (&buf[..], o, false),
+                        })
+                        .collect();
+                    match parts.as_slice() {
+                        [(src, o, big_endian)] => out.copy_in(src, o, elem, *big_endian),
+                        _ => out.copy_run_in(&parts, elem),
+                    }
+                    Ok(())
+                });
+            if result.is_err() {
+                fetch.cancel();
+            }
+            result
+        })
+    }
+
+    /// Requests in flight for this dataset's container.
+    fn io_concurrency(&self) -> usize {
+        let remote = self.container().store().capabilities().remote;
         self.container()
-            .pool()
-            .run(units.count, init, |buffers, u| {
-                let blocks = units.blocks(u);
-                // Units are taken in order, so the blocks `ahead` places
-                // beyond this unit's are the next ones no thread has asked
-                // the kernel for yet (the first unit asks for the whole
-                // first window).
-                let from = if u == 0 {
-                    blocks.end
-                } else {
-                    blocks.start + ahead
-                };
-                for j in from..(blocks.end + ahead).min(grid.total) {
-                    self.container()
-                        .store()
-                        .prefetch(&self.block_key(&grid.grid_pos(j)));
-                }
-                buffers.resize_with(blocks.len(), Default::default);
-                // Each block is read into its own buffers; blocks are
-                // converted to native order as they are copied into the
-                // region, raw blocks stored whole straight from their file.
-                let mut found = Vec::with_capacity(blocks.len());
-                for (i, (buf, file)) in blocks.clone().zip(buffers.iter_mut()) {
-                    let o = grid.overlap(i)?;
-                    let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                    buf.resize(nbytes, 0);
-                    let read = self.read_block_for_region(&o.grid_pos, buf, file, true)?;
-                    found.push((o, read, nbytes));
-                }
-                let parts: Vec<Part> = found
-                    .iter()
-                    .zip(buffers.iter())
-                    .map(|((o, read, nbytes), (buf, file))| match read {
-                        BlockRead::RawAt(at) => (&file[*at..at + nbytes], o, true),
-                        BlockRead::BigEndian => (&buf[..], o, true),
-                        BlockRead::Missing | BlockRead::Decoded => (&buf[..], o, false),
-                    })
-                    .collect();
-                match parts.as_slice() {
-                    [(src, o, big_endian)] => out.copy_in(src, o, elem, *big_endian),
-                    _ => out.copy_run_in(&parts, elem),
-                }
-                Ok(())
-            })
+            .options()
+            .storage
+            .io_concurrency_for(remote)
     }
 
     /// Write `data` (native byte order, dimension 0 fastest, exactly
@@ -526,13 +544,15 @@ impl Dataset {
     /// covers entirely are replaced; partially covered blocks are read,
     /// modified and written back.
     ///
-    /// The blocks are encoded and written in parallel by the container's
-    /// threads, a few neighbouring blocks at a time (at most 8 and 4 MiB of
-    /// block data per thread, gathered from `data` row by row across them
-    /// and converted to big-endian on the way) with one buffer for the
-    /// block file, all reused from unit to unit; a region that is exactly
-    /// one block is encoded straight from `data`. Every block file is
-    /// replaced atomically; after a failure, blocks already written stay.
+    /// The blocks are encoded in parallel by the container's threads, a few
+    /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
+    /// thread, gathered from `data` row by row across them and converted to
+    /// big-endian on the way); a region that is exactly one block is encoded
+    /// straight from `data`. The stored blocks that partially covered
+    /// blocks need are fetched ahead by I/O threads, and on network stores
+    /// the writes are carried out by I/O threads too, up to
+    /// `io_concurrency` in flight. Every block is replaced atomically;
+    /// after a failure, blocks already written stay.
     pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         self.container().check_writable()?;
         let attrs = self.attributes();
@@ -546,62 +566,111 @@ impl Dataset {
                 return self.write_block(&o.grid_pos, &o.block_shape, data);
             }
         }
-        let units = Units::new(&grid, attrs.block_num_elements() * elem);
+        let block_bytes = attrs.block_num_elements() * elem;
+        let units = Units::new(&grid, block_bytes);
         let plane_bytes = shape[..shape.len() - 1].iter().product::<u64>() as usize * elem;
-        let init = || (Vec::<Vec<u8>>::new(), Vec::new());
-        self.container()
-            .pool()
-            .run(units.count, init, |(buffers, file), u| {
-                let blocks = units.blocks(u);
-                buffers.resize_with(blocks.len(), Vec::new);
-                let mut overlaps = Vec::with_capacity(blocks.len());
-                for (i, buf) in blocks.zip(buffers.iter_mut()) {
-                    let o = grid.overlap(i)?;
-                    let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                    buf.resize(nbytes, 0);
-                    if o.extent != o.block_shape {
-                        // The stored block, big-endian, around what the
-                        // region replaces (zeros where none is stored).
-                        match self.read_block_for_region(&o.grid_pos, buf, file, true)? {
-                            BlockRead::RawAt(at) => buf.copy_from_slice(&file[at..at + nbytes]),
-                            BlockRead::Decoded => crate::block::swap_to_from_be(buf, elem),
-                            BlockRead::Missing | BlockRead::BigEndian => {}
+        // The stored blocks a partial cover reads back; none for the others.
+        let keys: Vec<Option<String>> = (0..grid.total)
+            .map(|i| {
+                let o = grid.overlap(i)?;
+                Ok((o.extent != o.block_shape).then(|| self.block_key(&o.grid_pos)))
+            })
+            .collect::<Result<_>>()?;
+        let store = self.container().store();
+        let io = self.io_concurrency();
+        let remote = store.capabilities().remote;
+        let encode_units = |fetch: &crate::pipeline::Fetch, upload: Option<&Upload>| {
+            let init = || (Vec::<Vec<u8>>::new(), Vec::new());
+            let result = self
+                .container()
+                .pool()
+                .run(units.count, init, |(buffers, file), u| {
+                    let blocks = units.blocks(u);
+                    buffers.resize_with(blocks.len(), Vec::new);
+                    let mut overlaps = Vec::with_capacity(blocks.len());
+                    for (i, buf) in blocks.zip(buffers.iter_mut()) {
+                        let o = grid.overlap(i)?;
+                        let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                        buf.resize(nbytes, 0);
+                        if let Some(stored) = fetch.take(i)? {
+                            // The stored block, big-endian, around what the
+                            // region replaces.
+                            match self.decode_block_for_region(&o.grid_pos, &stored, buf, true)? {
+                                BlockRead::RawAt(at) => {
+                                    buf.copy_from_slice(&stored[at..at + nbytes])
+                                }
+                                BlockRead::Decoded => crate::block::swap_to_from_be(buf, elem),
+                                BlockRead::Missing | BlockRead::BigEndian => {}
+                            }
+                            fetch.recycle(stored);
+                        } else if o.extent != o.block_shape {
+                            buf.fill(0); // none stored: zeros around the region's part
+                        }
+                        overlaps.push(o);
+                    }
+                    // Gather the region's part of each block, converting it to
+                    // big-endian; a unit of several blocks row by row across
+                    // them, reading the region sequentially.
+                    if let [o] = overlaps.as_slice() {
+                        copy_box_with(
+                            data,
+                            Placement {
+                                shape,
+                                offset: &o.in_region,
+                            },
+                            &mut buffers[0],
+                            Placement {
+                                shape: &o.block_shape,
+                                offset: &o.in_block,
+                            },
+                            &o.extent,
+                            elem,
+                            |d, s| crate::block::copy_to_from_be(d, s, elem),
+                        );
+                    } else {
+                        let refs: Vec<&Overlap> = overlaps.iter().collect();
+                        unit_rows(shape, &refs, elem, |row| {
+                            let s = row.plane * plane_bytes + row.in_plane;
+                            let d = &mut buffers[row.block][row.in_block..row.in_block + row.len];
+                            crate::block::copy_to_from_be(d, &data[s..s + row.len], elem);
+                        });
+                    }
+                    for (o, buf) in overlaps.iter().zip(buffers.iter()) {
+                        match upload {
+                            // Network stores: the write goes to the I/O threads.
+                            Some(upload) => {
+                                let mut out = upload.buffer();
+                                let key = self.block_key(&o.grid_pos);
+                                if self.encode_block_big_endian(
+                                    &o.grid_pos,
+                                    &o.block_shape,
+                                    buf,
+                                    &mut out,
+                                )? {
+                                    upload.put(key, out)?;
+                                } else {
+                                    upload.delete(key)?;
+                                }
+                            }
+                            None => {
+                                self.write_block_big_endian(&o.grid_pos, &o.block_shape, buf, file)?
+                            }
                         }
                     }
-                    overlaps.push(o);
-                }
-                // Gather the region's part of each block, converting it to
-                // big-endian; a unit of several blocks row by row across
-                // them, reading the region sequentially.
-                if let [o] = overlaps.as_slice() {
-                    copy_box_with(
-                        data,
-                        Placement {
-                            shape,
-                            offset: &o.in_region,
-                        },
-                        &mut buffers[0],
-                        Placement {
-                            shape: &o.block_shape,
-                            offset: &o.in_block,
-                        },
-                        &o.extent,
-                        elem,
-                        |d, s| crate::block::copy_to_from_be(d, s, elem),
-                    );
-                } else {
-                    let refs: Vec<&Overlap> = overlaps.iter().collect();
-                    unit_rows(shape, &refs, elem, |row| {
-                        let s = row.plane * plane_bytes + row.in_plane;
-                        let d = &mut buffers[row.block][row.in_block..row.in_block + row.len];
-                        crate::block::copy_to_from_be(d, &data[s..s + row.len], elem);
-                    });
-                }
-                for (o, buf) in overlaps.iter().zip(buffers.iter()) {
-                    self.write_block_big_endian(&o.grid_pos, &o.block_shape, buf, file)?;
-                }
-                Ok(())
-            })
+                    Ok(())
+                });
+            if result.is_err() {
+                fetch.cancel();
+            }
+            result
+        };
+        with_fetch(store, &keys, io, block_bytes, |fetch| {
+            if remote {
+                with_upload(store, io, |upload| encode_units(fetch, Some(upload)))
+            } else {
+                encode_units(fetch, None)
+            }
+        })
     }
 }
 

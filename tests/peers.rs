@@ -9,6 +9,11 @@
 //! `N5_PEER_PYTHON` at the venv's interpreter. Without that variable this test
 //! prints a notice and passes, so a plain `cargo test` works offline.
 //!
+//! The same catalogue (its main compressions) goes to S3 (SeaweedFS) and GCS
+//! (fake-gcs-server), where tensorstore's `s3` and `gcs` kvstores with its
+//! n5 driver read it; and tensorstore writes every dtype with its codecs
+//! there (`tests/peers/write_with_tensorstore.py`), which libn5 reads back.
+//!
 //! Developer knobs:
 //! * `N5_PEERS_KEEP=DIR`: write the container and the spec into DIR (created,
 //!   emptied first) and keep them, instead of a scratch directory.
@@ -20,6 +25,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::places::{object_stores, Kind, Place};
 use common::Scratch;
 use n5::{Compression, Container, DataType, DatasetAttributes, Mode};
 use serde_json::{json, Map, Value};
@@ -680,6 +686,14 @@ fn sub_region(dims: &[u64], block: &[u32]) -> (Vec<u64>, Vec<u64>) {
 fn write_all(dir: &Path, only: Option<&[String]>) -> (PathBuf, PathBuf) {
     let root = dir.join("libn5.n5");
     let c = Container::open(&root, Mode::Create).unwrap();
+    let spec = write_catalogue(&c, dir, only);
+    (root, spec)
+}
+
+/// Write the catalogue (or the datasets whose compression key is in
+/// `only`) and the groups into `c`, the expected data and the spec into
+/// `dir`; returns the spec's path.
+fn write_catalogue(c: &Container, dir: &Path, only: Option<&[String]>) -> PathBuf {
     let data_dir = dir.join("expected");
     std::fs::create_dir_all(&data_dir).unwrap();
 
@@ -690,7 +704,7 @@ fn write_all(dir: &Path, only: Option<&[String]>) -> (PathBuf, PathBuf) {
                 continue;
             }
         }
-        let expected = write_dataset(&c, &d, i as u64 + 1);
+        let expected = write_dataset(c, &d, i as u64 + 1);
         let file = format!("{}.bin", d.path.replace('/', "__"));
         std::fs::write(data_dir.join(&file), to_le(&expected, d.dtype.size())).unwrap();
         let (off, shape) = sub_region(&d.dims, &d.block);
@@ -726,7 +740,7 @@ fn write_all(dir: &Path, only: Option<&[String]>) -> (PathBuf, PathBuf) {
     });
     let spec_path = dir.join("spec.json");
     std::fs::write(&spec_path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
-    (root, spec_path)
+    spec_path
 }
 
 // --------------------------------------------------------------------- test
@@ -790,4 +804,187 @@ fn peers_read_what_libn5_writes() {
         "the peers could not read what libn5 wrote ({}); see the failures listed above",
         output.status
     );
+}
+
+// ------------------------------------------------------ on object stores
+
+/// The peers' Python, or `None` after saying why the test does nothing.
+fn peer_python() -> Option<std::ffi::OsString> {
+    let python = std::env::var_os("N5_PEER_PYTHON").filter(|p| !p.is_empty());
+    if python.is_none() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "peers: skipped: N5_PEER_PYTHON is not set; run ./tests/run.sh"
+        );
+    }
+    python
+}
+
+/// tensorstore's kvstore spec for `place` (whose location is
+/// `s3://bucket/path` or `gs://bucket/path`), and the environment its
+/// Python process needs to reach the test server.
+fn tensorstore_kvstore(place: &Place) -> (Value, Vec<(&'static str, String)>) {
+    let (scheme, rest) = place.location.split_once("://").unwrap();
+    let (bucket, path) = rest.split_once('/').unwrap();
+    match (scheme, place.kind) {
+        ("s3", Kind::S3) => {
+            let s3 = n5_testkit::s3_signed().unwrap();
+            let c = s3.credentials().unwrap();
+            (
+                json!({"driver": "s3", "bucket": bucket, "path": path, "endpoint": s3.endpoint(),
+                       "aws_region": s3.region(), "aws_credentials": {"type": "environment"}}),
+                vec![
+                    ("AWS_ACCESS_KEY_ID", c.access_key_id.clone()),
+                    ("AWS_SECRET_ACCESS_KEY", c.secret_access_key.clone()),
+                ],
+            )
+        }
+        _ => (
+            json!({"driver": "gcs", "bucket": bucket, "path": path}),
+            vec![
+                (
+                    "TENSORSTORE_GCS_HTTP_URL",
+                    n5_testkit::gcs().unwrap().endpoint(),
+                ),
+                // No credentials to look for: a fixed token, and no
+                // metadata server (a closed loopback port).
+                ("GOOGLE_AUTH_TOKEN_FOR_TESTING", "test-token".into()),
+                ("GCE_METADATA_ROOT", "127.0.0.1:9".into()),
+            ],
+        ),
+    }
+}
+
+/// Run a peer script with the environment of `place`'s server.
+fn run_python(
+    python: &std::ffi::OsStr,
+    place: &Place,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    let (_, env) = tensorstore_kvstore(place);
+    let mut command = Command::new(python);
+    command
+        .args(args)
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let output = command.output().unwrap();
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(&output.stdout);
+    let _ = err.write_all(&output.stderr);
+    output
+}
+
+#[test]
+fn tensorstore_reads_what_libn5_writes_to_object_stores() {
+    let Some(python) = peer_python() else {
+        return;
+    };
+    let only: Vec<String> = [
+        "raw",
+        "gzip",
+        "zlib",
+        "bzip2",
+        "xz",
+        "blosc-lz4-s1",
+        "blosc-zstd-s2",
+        "zstd",
+    ]
+    .map(String::from)
+    .to_vec();
+    for place in object_stores("peers") {
+        let scratch = Scratch::new("peers-remote");
+        let c = place.open(Mode::Create).unwrap();
+        let spec = write_catalogue(&c, scratch.path(), Some(&only));
+        let (kvstore, _) = tensorstore_kvstore(&place);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/read_with_peers.py");
+        let kv = kvstore.to_string();
+        let out = run_python(
+            &python,
+            &place,
+            &[
+                script.as_os_str(),
+                "--kvstore".as_ref(),
+                kv.as_ref(),
+                spec.as_os_str(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{:?}: tensorstore could not read what libn5 wrote to {} (see above)",
+            place.kind,
+            place.location
+        );
+    }
+}
+
+#[test]
+fn libn5_reads_what_tensorstore_writes_to_object_stores() {
+    let Some(python) = peer_python() else {
+        return;
+    };
+    for place in object_stores("from-tensorstore") {
+        let scratch = Scratch::new("tensorstore-remote");
+        let (kvstore, _) = tensorstore_kvstore(&place);
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/write_with_tensorstore.py");
+        let spec_path = scratch.join("spec.json");
+        let seed = std::process::id().to_string();
+        let kv = kvstore.to_string();
+        let out = run_python(
+            &python,
+            &place,
+            &[
+                script.as_os_str(),
+                kv.as_ref(),
+                spec_path.as_os_str(),
+                seed.as_ref(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{:?}: tensorstore could not write",
+            place.kind
+        );
+        let spec: Value = serde_json::from_slice(&std::fs::read(&spec_path).unwrap()).unwrap();
+        // tensorstore writes no root attributes.json and no directory markers.
+        let c = place.open(Mode::Read).unwrap();
+        assert_eq!(c.version().unwrap(), None);
+        let listed = c.list("ts").unwrap();
+        for d in spec["datasets"].as_array().unwrap() {
+            let path = d["path"].as_str().unwrap();
+            assert!(
+                listed.contains(&path[3..].to_string()),
+                "{path} not in {listed:?}"
+            );
+            let ds = c.open_dataset(path).unwrap();
+            let dims: Vec<u64> = d["dims"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            assert_eq!(ds.attributes().dimensions, dims, "{path}");
+            let mut out = vec![0u8; dims.iter().product::<u64>() as usize * ds.data_type().size()];
+            ds.read_region(&vec![0; dims.len()], &dims, &mut out)
+                .unwrap();
+            if cfg!(target_endian = "big") {
+                n5::block::swap_to_from_be(&mut out, ds.data_type().size());
+            }
+            assert_eq!(
+                common::sha256(&out),
+                d["sha256"].as_str().unwrap(),
+                "{:?}: {path} differs from what tensorstore wrote",
+                place.kind
+            );
+        }
+        eprintln!(
+            "{:?}: libn5 read all {} datasets tensorstore wrote",
+            place.kind,
+            spec["datasets"].as_array().unwrap().len()
+        );
+    }
 }

@@ -57,24 +57,50 @@ fn parse_json(text: &str, arg: &str) -> Result<Value> {
     })
 }
 
-/// Open the N5 container whose root directory is `root` (a file-system path).
+/// Open the N5 container at `root`, a location: a file-system path
+/// (`/data/vol.n5`, `file:///data/vol.n5`), `s3://bucket/prefix` (S3 and
+/// S3-compatible stores), `gs://bucket/prefix` (Google Cloud Storage), the
+/// `https://` forms of both (`https://bucket.s3.REGION.amazonaws.com/prefix`,
+/// `https://storage.googleapis.com/bucket/prefix`), or any other `http://`
+/// or `https://` URL (read-only). Percent-escapes in URLs are decoded once.
 ///
 /// `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
 /// `N5_MODE_CREATE` (creates the root and its attributes.json with
 /// `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
 /// NULL or a JSON object with these keys, all optional; unknown keys are an
 /// error:
-/// - `"threads"`: threads for multi-block work (region reads and writes):
-///   the calling thread plus up to N - 1 helpers shared by every call on
-///   this container, so concurrent callers never oversubscribe the machine
-///   (0 or absent: one per core; 1: the calling thread only).
+/// - `"threads"`: threads for decoding and encoding blocks in multi-block
+///   work (region reads and writes): the calling thread plus up to N - 1
+///   helpers shared by every call on this container, so concurrent callers
+///   never oversubscribe the machine (0 or absent: one per core; 1: the
+///   calling thread only).
 /// - `"write_empty_blocks"`: `true` (default, as Java) stores all-zero
 ///   blocks like any other; `false` skips them and deletes a stored block
 ///   that becomes all zeros (missing blocks read as zeros).
+/// - `"io_concurrency"`: requests (or file reads) in flight for
+///   multi-block work, independent of `threads` (default: 32 for network
+///   locations, 4 for the file system).
+/// - `"cache_bytes"`: an in-memory cache of blocks shared by every dataset
+///   of the container (default 0: none).
+/// - `"s3"`: `endpoint`, `region`, `anonymous`, `path_style`,
+///   `access_key_id`, `secret_access_key`, `session_token`, `profile`.
+/// - `"gcs"`: `endpoint`, `anonymous`, `credentials_file`, `token`.
+/// - `"http"`: `headers` (an object of header names and values).
+/// - `"retry"`: `max_attempts` (default 8), `max_seconds` (60),
+///   `request_timeout_seconds` (30).
+///
+/// Credentials not given in the options come from the environment (S3:
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+/// `AWS_PROFILE` with `~/.aws/credentials`; GCS:
+/// `GOOGLE_APPLICATION_CREDENTIALS`, `STORAGE_EMULATOR_HOST`), else requests
+/// are anonymous. Secrets never appear in an error message.
 ///
 /// Returns a new handle to release with `n5_container_free`, or NULL with
-/// the last error set (`N5_ERR_NOT_FOUND` for a missing root,
-/// `N5_ERR_UNSUPPORTED` for a newer major format version, ...).
+/// the last error set (`N5_ERR_NOT_FOUND` for a missing root or bucket,
+/// `N5_ERR_UNSUPPORTED` for a newer major format version,
+/// `N5_ERR_READ_ONLY` for a write mode on a plain HTTP(S) location,
+/// `N5_ERR_ACCESS_DENIED` for refused credentials, `N5_ERR_NETWORK` when
+/// the server cannot be reached within the retry budget, ...).
 #[no_mangle]
 pub extern "C" fn n5_container_open(
     root: *const c_char,
@@ -93,7 +119,7 @@ pub extern "C" fn n5_container_open(
             None => Options::default(),
         };
         if root.is_empty() {
-            return Err(Error::invalid_argument("the root path is empty"));
+            return Err(Error::invalid_argument("the location is empty"));
         }
         let c = Container::open_with(root, mode, options)?;
         Ok(handle::into_handle::<n5_container>(c))
@@ -127,8 +153,8 @@ pub extern "C" fn n5_container_version(
     })
 }
 
-/// The container's root directory as given to `n5_container_open`, as text
-/// (same convention as `n5_container_version`).
+/// The container's location as given to `n5_container_open` (a path or a
+/// URL), as text (same convention as `n5_container_version`).
 #[no_mangle]
 pub extern "C" fn n5_container_root(
     c: *const n5_container,
@@ -138,11 +164,7 @@ pub extern "C" fn n5_container_root(
 ) -> n5_status {
     boundary::status("n5_container_root", || {
         let c = container(c)?;
-        let root = c
-            .root()
-            .to_str()
-            .ok_or_else(|| Error::new(ErrorKind::InvalidUtf8, "the root path is not UTF-8"))?;
-        write_text(root, buf, buf_cap, out_len)
+        write_text(c.location(), buf, buf_cap, out_len)
     })
 }
 
@@ -156,8 +178,9 @@ pub extern "C" fn n5_container_mode(c: *const n5_container, out_mode: *mut n5_mo
 }
 
 /// The options in effect, as a JSON object such as
-/// `{"threads":2,"write_empty_blocks":true}` (same text convention as
-/// `n5_container_version`).
+/// `{"threads":2,"write_empty_blocks":true,"io_concurrency":4,"cache_bytes":0,
+/// "retry":{"max_attempts":8,"max_seconds":60.0,"request_timeout_seconds":30.0}}`
+/// (never credentials; same text convention as `n5_container_version`).
 #[no_mangle]
 pub extern "C" fn n5_container_options(
     c: *const n5_container,
@@ -168,10 +191,12 @@ pub extern "C" fn n5_container_options(
     boundary::status("n5_container_options", || {
         let c = container(c)?;
         let o = c.options();
-        let text = json_text(&serde_json::json!({
-            "threads": o.threads,
-            "write_empty_blocks": o.write_empty_blocks,
-        }));
+        let mut map = serde_json::Map::new();
+        map.insert("threads".into(), o.threads.into());
+        map.insert("write_empty_blocks".into(), o.write_empty_blocks.into());
+        let remote = c.store().capabilities().remote;
+        map.extend(o.storage.to_json_without_secrets(remote));
+        let text = json_text(&Value::Object(map));
         write_text(&text, buf, buf_cap, out_len)
     })
 }

@@ -81,6 +81,14 @@ pub const N5_ERR_READ_ONLY: n5_status = 15;
 pub const N5_ERR_JSON: n5_status = 16;
 /// A handle that was freed or never valid (detected in debug builds).
 pub const N5_ERR_INVALID_HANDLE: n5_status = 17;
+/// A network request could not be completed within the retry budget
+/// (connection refused or reset, timeout, HTTP 5xx or 429); the message
+/// names the URL, the HTTP status and the server's error code.
+pub const N5_ERR_NETWORK: n5_status = 18;
+/// The server refused the credentials or the operation (HTTP 401, 403 on a
+/// signed request or a write, a bad signature or key); the message says
+/// which credentials source was used, never the secret.
+pub const N5_ERR_ACCESS_DENIED: n5_status = 19;
 /// A panic inside the library was caught; the process goes on.
 pub const N5_ERR_PANIC: n5_status = 98;
 /// A bug in the library.

@@ -106,6 +106,8 @@ pub extern "C" fn n5_status_name(status: n5_status) -> *const c_char {
             15 => c"N5_ERR_READ_ONLY",
             16 => c"N5_ERR_JSON",
             17 => c"N5_ERR_INVALID_HANDLE",
+            18 => c"N5_ERR_NETWORK",
+            19 => c"N5_ERR_ACCESS_DENIED",
             98 => c"N5_ERR_PANIC",
             99 => c"N5_ERR_INTERNAL",
             _ => c"N5_ERR_UNKNOWN",

@@ -98,6 +98,8 @@ fn status_names_cover_every_kind() {
         ReadOnly,
         Json,
         InvalidHandle,
+        Network,
+        AccessDenied,
         Panic,
         Internal,
     ] {

@@ -2,6 +2,9 @@
 //! up after themselves, and deterministic test data.
 #![allow(dead_code)]
 
+pub mod corpus_check;
+pub mod places;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -3,6 +3,11 @@
 compare everything with the spec that libn5's test wrote next to it.
 
     python read_with_peers.py CONTAINER SPEC [--peers tensorstore,z5py,...] [-v]
+    python read_with_peers.py --kvstore KVSTORE_JSON SPEC    (tensorstore only)
+
+With --kvstore the container is not a directory but the tensorstore kvstore
+spec given (an "s3" or "gcs" kvstore, its "path" the container root), read
+by tensorstore's n5 driver through it; the other peers cannot reach it.
 
 Called by tests/peers.rs (through ./tests/run.sh). The spec (JSON) lists
   datasets: path, dtype, dims and blockSize (N5 order: dimension 0 fastest),
@@ -75,14 +80,20 @@ UNSUPPORTED = {
 class TensorStore:
     name = "tensorstore"
 
-    def __init__(self, root):
+    def __init__(self, root, kvstore=None):
         import tensorstore as ts
         self.ts = ts
-        self.root = os.path.abspath(root)
+        self.root = os.path.abspath(root) if kvstore is None else None
+        self.kvstore = kvstore
         self.context = ts.Context()
 
     def open(self, path):
-        spec = {"driver": "n5", "kvstore": {"driver": "file", "path": os.path.join(self.root, path) + "/"}}
+        if self.kvstore is None:
+            kvstore = {"driver": "file", "path": os.path.join(self.root, path) + "/"}
+        else:
+            kvstore = dict(self.kvstore)
+            kvstore["path"] = "/".join(p for p in (kvstore.get("path", "").strip("/"), path) if p) + "/"
+        spec = {"driver": "n5", "kvstore": kvstore}
         return self.ts.open(spec, open=True, read=True, context=self.context).result()
 
     def read(self, path, offset, shape):
@@ -246,6 +257,8 @@ def category(path):
 
 
 def on_disk_compression(root, path):
+    if not os.path.isdir(root):
+        return "<not on disk>"
     try:
         with open(os.path.join(root, path, "attributes.json"), encoding="utf-8") as fh:
             return json.dumps(json.load(fh).get("compression"), sort_keys=True)
@@ -256,13 +269,20 @@ def on_disk_compression(root, path):
 # ----------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("container")
+    ap.add_argument("container", nargs="?")
     ap.add_argument("spec")
     ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated subset of " + ",".join(PEERS))
+    ap.add_argument("--kvstore", help="a tensorstore kvstore spec (JSON) holding the container")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every cell")
     args = ap.parse_args()
 
-    root = args.container
+    kvstore = json.loads(args.kvstore) if args.kvstore else None
+    if (kvstore is None) == (args.container is None):
+        print("give either CONTAINER or --kvstore")
+        return 2
+    if kvstore is not None:
+        args.peers = "tensorstore"
+    root = args.container or "<kvstore>"
     with open(args.spec, encoding="utf-8") as fh:
         spec = json.load(fh)
     spec_dir = os.path.dirname(os.path.abspath(args.spec))
@@ -287,8 +307,15 @@ def main():
 
     # The container root: z5py needs a root attributes.json (with "n5").
     try:
-        with open(os.path.join(root, "attributes.json"), encoding="utf-8") as fh:
-            root_attrs = json.load(fh)
+        if kvstore is None:
+            with open(os.path.join(root, "attributes.json"), encoding="utf-8") as fh:
+                root_attrs = json.load(fh)
+        else:
+            import tensorstore as ts
+            root_kv = dict(kvstore)
+            root_kv["path"] = kvstore.get("path", "").strip("/") + "/"
+            found = ts.KvStore.open(root_kv).result().read("attributes.json").result()
+            root_attrs = json.loads(bytes(found.value))
         version = root_attrs.get("n5")
         if not isinstance(version, str):
             failures.append(("<root>", "container", "root attributes.json has no string \"n5\" version: %r" % version))
@@ -302,7 +329,7 @@ def main():
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                readers[p] = READERS[p](root)
+                readers[p] = READERS[p](root, kvstore) if kvstore is not None else READERS[p](root)
         except ImportError as e:
             print("peer %s is not installed here (%s); run ./tests/run.sh" % (p, e))
             return 2

@@ -1,0 +1,379 @@
+//! The I/O side of multi-block work: requests to the store kept in flight
+//! ahead of the threads that decode blocks ([`with_fetch`]) and behind the
+//! threads that encode them ([`with_upload`]), so that a region read or
+//! write waits for the network (or the disk) about `io_concurrency` times
+//! less, independently of how many threads decode. Both run their own I/O
+//! threads for the duration of one call, and both hold at most a budget of
+//! bytes between the two sides, whatever `io_concurrency` is.
+
+use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::storage::Store;
+
+/// Bytes fetched and not yet taken, or queued and not yet written, that one
+/// call may hold (besides one block in flight per I/O thread).
+pub(crate) const IO_BUDGET: usize = 24 << 20;
+
+/// What a fetch found: the object's bytes, or `None` when there is none
+/// (or when its key was `None`, nothing to fetch).
+pub(crate) type Fetched = Option<Vec<u8>>;
+
+struct FetchState {
+    /// The next index to fetch.
+    next: usize,
+    /// Fetches under way.
+    in_flight: usize,
+    /// Bytes fetched and not yet taken.
+    held: usize,
+    /// Results not yet taken, by index.
+    ready: HashMap<usize, Result<Fetched>>,
+    /// Buffers given back, for the next fetches.
+    spare: Vec<Vec<u8>>,
+    /// Set when the consumers stop early (an error) or are done.
+    cancelled: bool,
+}
+
+/// Objects fetched in order by I/O threads, taken by index.
+pub(crate) struct Fetch<'a> {
+    store: &'a dyn Store,
+    keys: &'a [Option<String>],
+    /// Bytes a fetch is expected to bring at most (a block's nominal size).
+    expected: usize,
+    state: Mutex<FetchState>,
+    changed: Condvar,
+}
+
+impl Fetch<'_> {
+    fn lock(&self) -> MutexGuard<'_, FetchState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether one more fetch fits the budget: always when nothing is held
+    /// or under way, so a block larger than the budget still goes.
+    fn fits(&self, s: &FetchState) -> bool {
+        let pending = s.held + (s.in_flight + 1) * self.expected;
+        (s.in_flight == 0 && s.held == 0) || pending <= IO_BUDGET
+    }
+
+    fn io_loop(&self) {
+        let mut s = self.lock();
+        loop {
+            if s.cancelled || s.next >= self.keys.len() {
+                return;
+            }
+            if !self.fits(&s) {
+                s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            let i = s.next;
+            s.next += 1;
+            s.in_flight += 1;
+            let mut buf = s.spare.pop().unwrap_or_default();
+            drop(s);
+            let result = match &self.keys[i] {
+                None => Ok(None),
+                Some(key) => self
+                    .store
+                    .get_into(key, &mut buf)
+                    .map(|found| found.then_some(buf)),
+            };
+            s = self.lock();
+            s.in_flight -= 1;
+            if let Ok(Some(data)) = &result {
+                s.held += data.len();
+            }
+            s.ready.insert(i, result);
+            self.changed.notify_all();
+        }
+    }
+
+    /// The object of index `i`, waiting for it. Each index is taken once.
+    pub(crate) fn take(&self, i: usize) -> Result<Fetched> {
+        let mut s = self.lock();
+        loop {
+            if let Some(result) = s.ready.remove(&i) {
+                if let Ok(Some(data)) = &result {
+                    s.held -= data.len();
+                }
+                self.changed.notify_all();
+                return result;
+            }
+            if s.cancelled {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    "the fetch was cancelled before this block arrived",
+                ));
+            }
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Give a buffer back for later fetches.
+    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
+        let mut s = self.lock();
+        if s.spare.len() < 16 {
+            buf.clear();
+            s.spare.push(buf);
+        }
+    }
+
+    /// Stop fetching: the I/O threads finish what they are doing and end,
+    /// and takers waiting for objects not fetched get an error.
+    pub(crate) fn cancel(&self) {
+        self.lock().cancelled = true;
+        self.changed.notify_all();
+    }
+}
+
+/// Run `body` with the objects at `keys` (`None`: nothing to fetch, taken
+/// as missing) fetched in order by `concurrency` I/O threads, at most
+/// [`IO_BUDGET`] bytes ahead of what `body` has taken (`expected` is the
+/// size to assume for an object not fetched yet). `body` takes them with
+/// [`Fetch::take`]; what it does not take is dropped when it returns.
+pub(crate) fn with_fetch<R>(
+    store: &dyn Store,
+    keys: &[Option<String>],
+    concurrency: usize,
+    expected: usize,
+    body: impl FnOnce(&Fetch) -> Result<R>,
+) -> Result<R> {
+    let fetch = Fetch {
+        store,
+        keys,
+        expected: expected.max(1),
+        state: Mutex::new(FetchState {
+            next: 0,
+            in_flight: 0,
+            held: 0,
+            ready: HashMap::new(),
+            spare: Vec::new(),
+            cancelled: false,
+        }),
+        changed: Condvar::new(),
+    };
+    // No more threads than requests can be in flight within the budget.
+    let threads = concurrency
+        .min(keys.len())
+        .min(IO_BUDGET / fetch.expected)
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| fetch.io_loop());
+        }
+        let result = body(&fetch);
+        fetch.cancel();
+        result
+    })
+}
+
+/// A write or a delete for the upload threads.
+enum Op {
+    Put(String, Vec<u8>),
+    Delete(String),
+}
+
+struct UploadState {
+    queue: std::collections::VecDeque<Op>,
+    /// Bytes queued and being written.
+    pending: usize,
+    /// The first failure; later work is dropped.
+    error: Option<Error>,
+    /// No more work will come.
+    closed: bool,
+    /// Buffers of finished writes, for the next blocks.
+    spare: Vec<Vec<u8>>,
+}
+
+/// Writes handed to I/O threads, behind the threads that encode.
+pub(crate) struct Upload<'a> {
+    store: &'a dyn Store,
+    state: Mutex<UploadState>,
+    changed: Condvar,
+}
+
+impl Upload<'_> {
+    fn lock(&self) -> MutexGuard<'_, UploadState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, op: Op, len: usize) -> Result<()> {
+        let mut s = self.lock();
+        while s.error.is_none() && s.pending > 0 && s.pending + len > IO_BUDGET {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        if let Some(e) = &s.error {
+            return Err(e.clone());
+        }
+        s.pending += len;
+        s.queue.push_back(op);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// Queue the write of `data` to `key` (an atomic [`Store::put`]);
+    /// waits while the queue holds its budget. Fails with the first error
+    /// of an earlier write.
+    pub(crate) fn put(&self, key: String, data: Vec<u8>) -> Result<()> {
+        let len = data.len();
+        self.push(Op::Put(key, data), len)
+    }
+
+    /// Queue the deletion of `key`.
+    pub(crate) fn delete(&self, key: String) -> Result<()> {
+        self.push(Op::Delete(key), 0)
+    }
+
+    /// A buffer for the next block, from a finished write when there is one.
+    pub(crate) fn buffer(&self) -> Vec<u8> {
+        self.lock().spare.pop().unwrap_or_default()
+    }
+
+    fn io_loop(&self) {
+        let mut s = self.lock();
+        loop {
+            let Some(op) = s.queue.pop_front() else {
+                if s.closed {
+                    return;
+                }
+                s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                continue;
+            };
+            drop(s);
+            let (result, len, buf) = match op {
+                Op::Put(key, data) => (self.store.put(&key, &[&data]), data.len(), Some(data)),
+                Op::Delete(key) => (self.store.delete(&key).map(|_| ()), 0, None),
+            };
+            s = self.lock();
+            s.pending -= len;
+            if let Err(e) = result {
+                if s.error.is_none() {
+                    s.error = Some(e);
+                }
+                s.queue.clear();
+            }
+            if let Some(mut buf) = buf {
+                if s.spare.len() < 16 {
+                    buf.clear();
+                    s.spare.push(buf);
+                }
+            }
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Run `body` with an [`Upload`] whose writes `concurrency` I/O threads
+/// carry out while `body` goes on; returns when every write is done, with
+/// `body`'s error or else the first write's.
+pub(crate) fn with_upload<R>(
+    store: &dyn Store,
+    concurrency: usize,
+    body: impl FnOnce(&Upload) -> Result<R>,
+) -> Result<R> {
+    let upload = Upload {
+        store,
+        state: Mutex::new(UploadState {
+            queue: Default::default(),
+            pending: 0,
+            error: None,
+            closed: false,
+            spare: Vec::new(),
+        }),
+        changed: Condvar::new(),
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..concurrency.max(1) {
+            scope.spawn(|| upload.io_loop());
+        }
+        let result = body(&upload);
+        {
+            let mut s = upload.lock();
+            s.closed = true;
+            if result.is_err() {
+                s.queue.clear();
+            }
+        }
+        upload.changed.notify_all();
+        result
+    })
+    .and_then(|r| match upload.lock().error.take() {
+        Some(e) => Err(e),
+        None => Ok(r),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStore;
+
+    #[test]
+    fn fetches_every_key_in_any_taking_order() {
+        let store = MemoryStore::new();
+        for i in 0..50 {
+            if i % 7 != 3 {
+                store
+                    .put(&format!("k/{i}"), &[&vec![i as u8; 1000 + i]])
+                    .unwrap();
+            }
+        }
+        let keys: Vec<Option<String>> = (0..50)
+            .map(|i| (i % 11 != 5).then(|| format!("k/{i}")))
+            .collect();
+        let got = with_fetch(&store, &keys, 4, 1000, |f| {
+            let mut got = Vec::new();
+            for i in (0..50).rev() {
+                let v = f.take(i)?;
+                got.push((i, v.as_ref().map(|v| (v.len(), v[0]))));
+                if let Some(v) = v {
+                    f.recycle(v);
+                }
+            }
+            Ok(got)
+        })
+        .unwrap();
+        for (i, v) in got {
+            let expect = (i % 7 != 3 && i % 11 != 5).then_some((1000 + i, i as u8));
+            assert_eq!(v, expect, "key {i}");
+        }
+    }
+
+    #[test]
+    fn fetch_stops_when_the_body_fails() {
+        let store = MemoryStore::new();
+        let keys: Vec<Option<String>> = (0..10_000).map(|i| Some(format!("k/{i}"))).collect();
+        let r: Result<()> = with_fetch(&store, &keys, 8, 1 << 20, |f| {
+            f.take(0)?;
+            Err(Error::invalid_argument("stop"))
+        });
+        assert_eq!(r.unwrap_err().message(), "stop");
+    }
+
+    #[test]
+    fn uploads_everything_and_reports_the_first_error() {
+        let store = MemoryStore::new();
+        with_upload(&store, 4, |u| {
+            for i in 0..100 {
+                let mut b = u.buffer();
+                b.extend_from_slice(&[i as u8; 300]);
+                u.put(format!("u/{i}"), b)?;
+            }
+            u.delete("u/7".into())
+        })
+        .unwrap();
+        assert_eq!(store.list_keys("u").unwrap().len(), 99);
+        assert_eq!(store.get("u/42").unwrap().unwrap(), [42u8; 300]);
+        // A read-only store fails every write: the error comes back.
+        let ro = crate::storage::FsStore::new("/proc/n5-cannot-write-here");
+        let e = with_upload(&ro, 2, |u| {
+            for i in 0..10 {
+                u.put(format!("x/{i}"), vec![0; 10])?;
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert!(e.message().contains("n5-cannot-write-here"), "{e}");
+    }
+}

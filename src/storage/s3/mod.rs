@@ -1,0 +1,1010 @@
+//! S3 and S3-compatible object stores (AWS, SeaweedFS, MinIO, Ceph RGW)
+//! as a [`Store`]: objects are read with GET (ranges with `Range`, sizes
+//! with HEAD), written with one PUT each (atomic), conditionally with
+//! `If-None-Match: *` or `If-Match: <etag>` (412: the condition failed);
+//! an object's version is its ETag. Directories are `/`-delimited
+//! ListObjectsV2 listings with continuation tokens, plus the empty marker
+//! objects (`a/`, `a/b/`) n5-aws-s3 writes. Requests are signed with SigV4
+//! (aws-sigv4; a body goes with its `Content-MD5`, which the server checks,
+//! and `x-amz-content-sha256: UNSIGNED-PAYLOAD`) unless the
+//! credentials are anonymous. Credentials: explicit options, then the
+//! environment (keys, then the profile of the shared files), else
+//! anonymous (see `credentials.rs`).
+//!
+//! Addressing: AWS gets virtual-hosted URLs
+//! (`https://bucket.s3.REGION.amazonaws.com/key`), or path-style ones
+//! (`https://s3.REGION.amazonaws.com/bucket/key`) for the path-style URL
+//! forms of a location, `s3.path_style: true`, and buckets whose names are
+//! no DNS label (dots break the TLS wildcard certificate). An explicit
+//! endpoint (`s3.endpoint`, else `AWS_ENDPOINT_URL_S3`, else
+//! `AWS_ENDPOINT_URL`) gets path-style URLs (`endpoint/bucket/key`) unless
+//! `s3.path_style: false`.
+//!
+//! Region: never required. The first guess is `s3.region`, the region of
+//! an `https://` location, `AWS_REGION`, `AWS_DEFAULT_REGION`, the
+//! profile's `region`, else `us-east-1`; when the server answers that the
+//! bucket lives elsewhere (301/307 with `x-amz-bucket-region`, or a 400
+//! whose body names the `<Region>`), the store switches to that region (and,
+//! on AWS, to its host), keeps it, and sends the request once more.
+//!
+//! Status codes: 404 is a missing object, or [`ErrorKind::NotFound`] naming
+//! the bucket when the bucket is missing (`NoSuchBucket`); a 403 to an
+//! anonymous GET or HEAD of a key is a missing object too (public buckets
+//! that allow GetObject but not ListBucket answer so); every other 401 and
+//! 403 is [`ErrorKind::AccessDenied`] naming the credentials source; 5xx,
+//! 429 and timeouts are retried by [`Client`].
+
+mod credentials;
+pub mod xml;
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::RwLock;
+use std::time::SystemTime;
+
+use aws_sigv4::http_request::{
+    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+    UriPathNormalizationMode,
+};
+use aws_sigv4::sign::v4;
+
+use self::credentials::Credentials;
+use self::xml::Page;
+use super::http::{
+    check_range, encode_key, encode_path_component, encode_query, range_body, status_text, Client,
+    Method, Request, Response, Validator,
+};
+use super::location::S3Location;
+use super::options::StorageOptions;
+use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use crate::error::{Error, ErrorKind, Result};
+use crate::path::join;
+
+/// The region assumed when nothing names one.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+/// Keys asked for per listing page (the most S3 sends).
+const PAGE_SIZE: u32 = 1000;
+
+/// The most entries (keys and prefixes) one listing (`list`, `list_keys`)
+/// collects.
+pub const MAX_LISTED: usize = 10_000_000;
+
+/// The most pages one listing walks.
+const MAX_PAGES: usize = 100_000;
+
+/// The most objects one `delete_dir` deletes.
+const MAX_DELETED: usize = 1 << 30;
+
+/// A container root in an S3 bucket.
+#[derive(Debug)]
+pub struct S3Store {
+    bucket: String,
+    /// The key prefix of the root, no slash at either end.
+    prefix: String,
+    display: String,
+    endpoint: Endpoint,
+    /// The bucket's region as far as known (it changes when the server
+    /// names another).
+    region: RwLock<String>,
+    credentials: Credentials,
+    client: Client,
+    io_concurrency: usize,
+}
+
+/// Where requests go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Endpoint {
+    /// AWS: the host follows the region (`s3.REGION.amazonaws.com`).
+    Aws {
+        /// `https://s3.REGION.amazonaws.com/bucket/key` rather than
+        /// `https://bucket.s3.REGION.amazonaws.com/key`.
+        path_style: bool,
+    },
+    /// An explicit endpoint, which the region never changes.
+    Custom {
+        /// `http` or `https`.
+        scheme: String,
+        /// Host and port.
+        authority: String,
+        /// A path below which the service lives (`""` or `/s3`).
+        path: String,
+        /// `endpoint/bucket/key` rather than `bucket.endpoint/key`.
+        path_style: bool,
+    },
+}
+
+/// Whether `region` can be a region name (and so a part of a host name).
+pub(crate) fn valid_region(region: &str) -> bool {
+    !region.is_empty()
+        && region.len() <= 64
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Whether `bucket` can be the first label of a host name under a TLS
+/// wildcard certificate (no dots, no capitals, no underscores).
+fn virtual_host_safe(bucket: &str) -> bool {
+    (3..=63).contains(&bucket.len())
+        && !bucket.starts_with('-')
+        && !bucket.ends_with('-')
+        && bucket
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// An endpoint URL as scheme, authority and path; `what` names where it
+/// came from in the error.
+fn parse_endpoint(text: &str, what: &str) -> Result<(String, String, String)> {
+    let bad = || {
+        Error::invalid_argument(format!(
+            "{what}: '{}' is not an endpoint (http://host:port or https://host)",
+            super::http::redact_url(text.trim())
+        ))
+    };
+    let text = text.trim().trim_end_matches('/');
+    let (scheme, rest) = text.split_once("://").ok_or_else(bad)?;
+    let scheme = scheme.to_ascii_lowercase();
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let valid = matches!(scheme.as_str(), "http" | "https")
+        && !authority.is_empty()
+        && !authority.contains('@')
+        && !text.contains(['?', '#'])
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !valid {
+        return Err(bad());
+    }
+    Ok((scheme, authority.to_ascii_lowercase(), path.to_string()))
+}
+
+/// The headers that sign a request with SigV4 for S3 (`x-amz-date`,
+/// `x-amz-content-sha256`, `x-amz-security-token`, `authorization`), to
+/// send with `headers`, which are signed too.
+fn sign_headers(
+    method: Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    region: &str,
+    credentials: &aws_credential_types::Credentials,
+    time: SystemTime,
+) -> Result<Vec<(String, String)>> {
+    let failed = |e: &dyn std::fmt::Display| {
+        Error::new(
+            ErrorKind::Internal,
+            format!("cannot sign the request {} {url}: {e}", method.as_str()),
+        )
+    };
+    let identity = credentials.clone().into();
+    let mut settings = SigningSettings::default();
+    // S3 signs the path as sent (encoded once, not normalised) and wants
+    // the payload's hash in x-amz-content-sha256: UNSIGNED-PAYLOAD for a
+    // body, whose Content-MD5 (a signed header) the server checks instead.
+    settings.percent_encoding_mode = PercentEncodingMode::Single;
+    settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+    settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    let payload = if body.is_empty() {
+        SignableBody::Bytes(body)
+    } else {
+        SignableBody::UnsignedPayload
+    };
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name("s3")
+        .time(time)
+        .settings(settings)
+        .build()
+        .map_err(|e| failed(&e))?
+        .into();
+    let request = SignableRequest::new(method.as_str(), url, headers.iter().copied(), payload)
+        .map_err(|e| failed(&e))?;
+    let (instructions, _) = sign(request, &params).map_err(|e| failed(&e))?.into_parts();
+    Ok(instructions
+        .headers()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect())
+}
+
+/// The `Content-MD5` header of `body`: its MD5, base64.
+fn content_md5(body: &[u8]) -> String {
+    use base64::Engine;
+    use md5::Digest;
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+}
+
+/// The region a redirect or region error names, when it names one.
+fn named_region(r: &Response) -> Option<String> {
+    let region_error = match r.status {
+        301 | 307 => true,
+        400 => {
+            matches!(
+                r.error_code().as_deref(),
+                Some("AuthorizationHeaderMalformed" | "IllegalLocationConstraintException")
+            ) || r.body.is_empty()
+        }
+        _ => false,
+    };
+    if !region_error {
+        return None;
+    }
+    r.header("x-amz-bucket-region")
+        .map(str::trim)
+        .filter(|h| valid_region(h))
+        .map(str::to_string)
+        .or_else(|| xml::error_region(&r.body))
+}
+
+/// Whether an error answer says that the bucket is missing.
+fn bucket_missing(r: &Response) -> bool {
+    r.error_code().as_deref() == Some("NoSuchBucket")
+}
+
+/// An ETag as a header can carry it.
+fn valid_etag(etag: &str) -> bool {
+    !etag.is_empty() && etag.len() <= 1024 && etag.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
+fn malformed(what: &str, why: &str) -> Error {
+    Error::new(ErrorKind::Io, format!("{what}: {why}"))
+}
+
+/// The child name `entry` (a key or a common prefix) gives below `prefix`
+/// in a delimited listing: one non-empty, visible component.
+fn child<'a>(entry: &'a str, prefix: &str, is_prefix: bool) -> Option<&'a str> {
+    let rest = entry.strip_prefix(prefix)?;
+    let rest = if is_prefix {
+        rest.strip_suffix('/')?
+    } else {
+        rest
+    };
+    (!rest.is_empty() && !rest.contains('/') && !rest.starts_with('.')).then_some(rest)
+}
+
+impl S3Store {
+    /// The store of `location` (`display` names it in messages), with the
+    /// endpoint, region and credentials of `options` and the environment.
+    /// Reads the shared credentials files if it needs them; sends nothing.
+    pub fn new(location: &S3Location, display: &str, options: &StorageOptions) -> Result<Self> {
+        S3Store::with_env(location, display, options, &|name| std::env::var(name).ok())
+    }
+
+    fn with_env(
+        location: &S3Location,
+        display: &str,
+        options: &StorageOptions,
+        env: credentials::Env,
+    ) -> Result<Self> {
+        let s3 = &options.s3;
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let endpoint = if let Some(e) = &s3.endpoint {
+            custom(e, "options s3.endpoint", s3.path_style.unwrap_or(true))?
+        } else if location.endpoint.is_some() {
+            // The https:// forms of a location name AWS's hosts; the host
+            // follows the region.
+            Endpoint::Aws {
+                path_style: s3.path_style.or(location.path_style).unwrap_or(false),
+            }
+        } else if let Some((e, name)) = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
+            .iter()
+            .find_map(|n| var(n).map(|e| (e, *n)))
+        {
+            custom(&e, name, s3.path_style.unwrap_or(true))?
+        } else {
+            Endpoint::Aws {
+                path_style: s3.path_style.unwrap_or(false),
+            }
+        };
+        let endpoint = match endpoint {
+            Endpoint::Aws { path_style } => Endpoint::Aws {
+                path_style: path_style || !virtual_host_safe(&location.bucket),
+            },
+            other => other,
+        };
+        let mut region = None;
+        for (value, what) in [
+            (s3.region.clone(), "options s3.region"),
+            (location.region.clone(), "the location's region"),
+            (var("AWS_REGION"), "AWS_REGION"),
+            (var("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION"),
+        ] {
+            if let Some(r) = value {
+                let r = r.trim().to_string();
+                if !valid_region(&r) {
+                    return Err(Error::invalid_argument(format!(
+                        "{what}: '{r}' is not a region name"
+                    )));
+                }
+                region = Some(r);
+                break;
+            }
+        }
+        let resolved = credentials::resolve(s3, env, region.is_none())?;
+        let region = region
+            .or(resolved.profile_region)
+            .unwrap_or_else(|| DEFAULT_REGION.to_string());
+        let io_concurrency = options.io_concurrency_for(true);
+        Ok(S3Store {
+            bucket: location.bucket.clone(),
+            prefix: location.prefix.trim_matches('/').to_string(),
+            display: display.to_string(),
+            endpoint,
+            region: RwLock::new(region),
+            credentials: resolved.credentials,
+            client: Client::new(options.retry, io_concurrency)?,
+            io_concurrency,
+        })
+    }
+
+    /// The region requests are signed for now.
+    fn region(&self) -> String {
+        self.region
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The object key of `key`.
+    fn name(&self, key: &str) -> String {
+        join(&self.prefix, key)
+    }
+
+    /// The key prefix of the directory `dir`: `""` for the bucket's root,
+    /// else its name and a slash.
+    fn dir_prefix(&self, dir: &str) -> String {
+        let name = self.name(dir);
+        if name.is_empty() {
+            name
+        } else {
+            name + "/"
+        }
+    }
+
+    /// `s3://bucket/name`, how the object `name` is named in messages.
+    fn describe_name(&self, name: &str) -> String {
+        format!("s3://{}/{name}", self.bucket)
+    }
+
+    /// Scheme and host requests go to in `region`, and the path of the
+    /// bucket's root resource below it.
+    fn base(&self, region: &str) -> (String, String) {
+        let mut bucket = String::new();
+        encode_path_component(&self.bucket, &mut bucket);
+        match &self.endpoint {
+            Endpoint::Aws { path_style: true } => (
+                format!("https://s3.{region}.amazonaws.com"),
+                format!("/{bucket}"),
+            ),
+            Endpoint::Aws { path_style: false } => (
+                format!("https://{bucket}.s3.{region}.amazonaws.com"),
+                String::new(),
+            ),
+            Endpoint::Custom {
+                scheme,
+                authority,
+                path,
+                path_style: true,
+            } => (
+                format!("{scheme}://{authority}"),
+                format!("{path}/{bucket}"),
+            ),
+            Endpoint::Custom {
+                scheme,
+                authority,
+                path,
+                path_style: false,
+            } => (format!("{scheme}://{bucket}.{authority}"), path.clone()),
+        }
+    }
+
+    /// The URL of the object `name` (`""`: the bucket) with `query`, in
+    /// `region`.
+    fn url(&self, region: &str, name: &str, query: &str) -> String {
+        let (origin, path) = self.base(region);
+        let mut url = origin + &path;
+        if !name.is_empty() {
+            url.push('/');
+            url.push_str(&encode_key(name));
+        } else if path.is_empty() {
+            url.push('/');
+        }
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(query);
+        }
+        url
+    }
+
+    /// Send a request for the object `name` (`""`: the bucket) with the
+    /// store's credentials; a redirect or region error naming another
+    /// region switches the store to it and sends the request once more.
+    fn send(
+        &self,
+        method: Method,
+        name: &str,
+        query: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        validate: Validator<'_>,
+    ) -> Result<Response> {
+        // A body goes with its MD5, so that the server refuses it cut short.
+        let md5 = (!body.is_empty()).then(|| content_md5(body));
+        let mut with_md5: Vec<(&str, &str)> = headers.to_vec();
+        if let Some(md5) = &md5 {
+            with_md5.push(("content-md5", md5));
+        }
+        let headers = &with_md5[..];
+        let mut switched = false;
+        loop {
+            let region = self.region();
+            let url = self.url(&region, name, query);
+            let what = format!("{} via {}", self.describe_name(name), self.base(&region).0);
+            let response = self.client.send(
+                &what,
+                &mut || {
+                    let mut all: Vec<(String, String)> = headers
+                        .iter()
+                        .map(|(n, v)| (n.to_string(), v.to_string()))
+                        .collect();
+                    if let Some(credentials) = self.credentials.aws() {
+                        all.extend(sign_headers(
+                            method,
+                            &url,
+                            headers,
+                            body,
+                            &region,
+                            credentials,
+                            SystemTime::now(),
+                        )?);
+                    }
+                    Ok(Request {
+                        method,
+                        url: url.clone(),
+                        headers: all,
+                        body,
+                    })
+                },
+                validate,
+            )?;
+            if !switched {
+                if let Some(named) = named_region(&response).filter(|r| *r != region) {
+                    *self.region.write().unwrap_or_else(|p| p.into_inner()) = named;
+                    switched = true;
+                    continue;
+                }
+            }
+            return Ok(response);
+        }
+    }
+
+    /// The error of an answer that is neither success nor "missing".
+    fn failure(&self, method: Method, what: &str, r: &Response) -> Error {
+        let status = status_text(r);
+        let method = method.as_str();
+        match r.status {
+            401 | 403 => Error::new(
+                ErrorKind::AccessDenied,
+                format!(
+                    "{method} {what}: {status}: access denied; credentials: {}",
+                    self.credentials.source()
+                ),
+            ),
+            404 if bucket_missing(r) || r.error_code().is_none() => Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{method} {what}: {status}: the bucket '{}' does not exist at {}",
+                    self.bucket,
+                    self.base(&self.region()).0
+                ),
+            ),
+            404 => Error::new(ErrorKind::NotFound, format!("{method} {what}: {status}")),
+            301 | 307 => Error::new(
+                ErrorKind::Io,
+                format!(
+                    "{method} {what}: {status}: the bucket is elsewhere and the answer names no \
+                     region; set s3.region (or s3.endpoint)"
+                ),
+            ),
+            _ => Error::new(
+                ErrorKind::Io,
+                format!("{method} {what}: unexpected answer {status}"),
+            ),
+        }
+    }
+
+    /// `Ok` when a failed read of `key` means that the object is missing
+    /// (404 from an existing bucket; 403 to an anonymous read of a key),
+    /// else the error.
+    fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
+        let missing = match r.status {
+            404 => !bucket_missing(r),
+            403 => self.credentials.is_anonymous() && !key.is_empty(),
+            _ => false,
+        };
+        if missing {
+            Ok(())
+        } else {
+            Err(self.failure(method, &self.describe(key), r))
+        }
+    }
+
+    /// The size of the object at `key` from a HEAD request; a 403 means
+    /// "missing" only for reads (`write` false).
+    fn head(&self, key: &str, write: bool) -> Result<Option<u64>> {
+        if key.is_empty() {
+            return Ok(None);
+        }
+        let r = self.send(Method::Head, &self.name(key), "", &[], b"", &|_| Ok(()))?;
+        if r.status != 200 {
+            if write && r.status == 403 {
+                return Err(self.failure(Method::Head, &self.describe(key), &r));
+            }
+            self.missing(Method::Head, key, &r)?;
+            return Ok(None);
+        }
+        r.header("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Some)
+            .ok_or_else(|| {
+                malformed(
+                    &self.describe(key),
+                    "HEAD answered without a valid Content-Length",
+                )
+            })
+    }
+
+    /// PUT `body` as the object `name` with `headers`; the answer's status
+    /// when it is 200, 412 or 409, else the error.
+    fn put_object(&self, name: &str, body: &[u8], headers: &[(&str, &str)]) -> Result<Response> {
+        let r = self.send(Method::Put, name, "", headers, body, &|_| Ok(()))?;
+        match r.status {
+            200 | 201 | 204 | 404 | 409 | 412 => Ok(r),
+            _ => Err(self.failure(Method::Put, &self.describe_name(name), &r)),
+        }
+    }
+
+    /// The query of a ListObjectsV2 request.
+    fn list_query(prefix: &str, delimiter: bool, max: u32, token: Option<&str>) -> String {
+        let mut query = format!(
+            "list-type=2&prefix={}&encoding-type=url&max-keys={max}",
+            encode_query(prefix)
+        );
+        if delimiter {
+            query.push_str("&delimiter=%2F");
+        }
+        if let Some(token) = token {
+            query.push_str("&continuation-token=");
+            query.push_str(&encode_query(token));
+        }
+        query
+    }
+
+    /// One ListObjectsV2 page of `prefix`.
+    fn page(
+        &self,
+        what: &str,
+        prefix: &str,
+        delimiter: bool,
+        max: u32,
+        token: Option<&str>,
+    ) -> Result<Page> {
+        let query = S3Store::list_query(prefix, delimiter, max, token);
+        let r = self.send(Method::Get, "", &query, &[], b"", &|_| Ok(()))?;
+        if r.status != 200 {
+            return Err(self.failure(Method::Get, what, &r));
+        }
+        xml::parse_page(&r.body)
+            .map_err(|why| malformed(what, &format!("malformed ListObjectsV2 answer: {why}")))
+    }
+
+    /// Walk the pages of the listing of `prefix` (`/`-delimited or flat),
+    /// `max` keys a page, handing each to `visit` until it returns `false`
+    /// or the pages end.
+    fn walk(
+        &self,
+        what: &str,
+        prefix: &str,
+        delimiter: bool,
+        max: u32,
+        visit: &mut dyn FnMut(Page) -> Result<bool>,
+    ) -> Result<()> {
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = self.page(what, prefix, delimiter, max, token.as_deref())?;
+            let next = page.next.clone();
+            if !visit(page)? {
+                return Ok(());
+            }
+            match next {
+                None => return Ok(()),
+                Some(t) if token.as_deref() == Some(t.as_str()) => {
+                    return Err(malformed(
+                        what,
+                        "malformed ListObjectsV2 answer: the same continuation token came back",
+                    ))
+                }
+                Some(t) => token = Some(t),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Io,
+            format!("{what}: the listing goes on beyond {MAX_PAGES} pages"),
+        ))
+    }
+
+    /// Delete the objects `names`, `io_concurrency` at a time; objects
+    /// already gone are fine.
+    fn delete_names(&self, names: &[String]) -> Result<()> {
+        let delete = |name: &String| -> Result<()> {
+            let r = self.send(Method::Delete, name, "", &[], b"", &|_| Ok(()))?;
+            match r.status {
+                200 | 204 => Ok(()),
+                404 if !bucket_missing(&r) => Ok(()),
+                _ => Err(self.failure(Method::Delete, &self.describe_name(name), &r)),
+            }
+        };
+        let threads = self.io_concurrency.min(names.len());
+        if threads <= 1 {
+            return names.iter().try_for_each(delete);
+        }
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| -> Result<()> {
+                        while !failed.load(Ordering::Relaxed) {
+                            let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                                break;
+                            };
+                            delete(name).inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        })
+    }
+
+    fn root_is_not_an_object(&self, key: &str) -> Error {
+        Error::invalid_argument(format!(
+            "{}: the container root is not an object",
+            self.describe(key)
+        ))
+    }
+}
+
+/// An explicit endpoint.
+fn custom(text: &str, what: &str, path_style: bool) -> Result<Endpoint> {
+    let (scheme, authority, path) = parse_endpoint(text, what)?;
+    Ok(Endpoint::Custom {
+        scheme,
+        authority,
+        path,
+        path_style,
+    })
+}
+
+impl Store for S3Store {
+    fn location(&self) -> &str {
+        &self.display
+    }
+
+    fn describe(&self, key: &str) -> String {
+        self.describe_name(&self.name(key))
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            writable: true,
+            list: true,
+            remote: true,
+        }
+    }
+
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+        if key.is_empty() {
+            return Ok(false);
+        }
+        let r = self.send(Method::Get, &self.name(key), "", &[], b"", &|_| Ok(()))?;
+        if r.status != 200 {
+            self.missing(Method::Get, key, &r)?;
+            return Ok(false);
+        }
+        *buf = r.body;
+        Ok(true)
+    }
+
+    fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        if key.is_empty() {
+            return Ok(None);
+        }
+        if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
+            return Ok(self.size(key)?.map(|_| Vec::new()));
+        }
+        let header = format!("bytes={range}");
+        let validate = |r: &Response| check_range(range, r);
+        let r = self.send(
+            Method::Get,
+            &self.name(key),
+            "",
+            &[("range", &header)],
+            b"",
+            &validate,
+        )?;
+        match range_body(range, r) {
+            Ok(body) => Ok(Some(body)),
+            Err(r) => {
+                self.missing(Method::Get, key, &r)?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
+        if key.is_empty() {
+            return Ok(None);
+        }
+        // The ETag comes with the bytes, so the two always belong together.
+        let r = self.send(Method::Get, &self.name(key), "", &[], b"", &|_| Ok(()))?;
+        if r.status != 200 {
+            self.missing(Method::Get, key, &r)?;
+            return Ok(None);
+        }
+        let etag = r
+            .header("etag")
+            .map(str::trim)
+            .filter(|e| valid_etag(e))
+            .ok_or_else(|| malformed(&self.describe(key), "GET answered without an ETag"))?
+            .to_string();
+        Ok(Some((r.body, Version(etag))))
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        self.head(key, false)
+    }
+
+    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<()> {
+        if key.is_empty() {
+            return Err(self.root_is_not_an_object(key));
+        }
+        let joined;
+        let body: &[u8] = match parts {
+            [one] => one,
+            _ => {
+                joined = parts.concat();
+                &joined
+            }
+        };
+        let name = self.name(key);
+        let r = self.put_object(&name, body, &[])?;
+        match r.status {
+            200 | 201 | 204 => Ok(()),
+            _ => Err(self.failure(Method::Put, &self.describe(key), &r)),
+        }
+    }
+
+    fn put_if(&self, key: &str, data: &[u8], condition: &Precondition) -> Result<bool> {
+        if key.is_empty() {
+            return Err(self.root_is_not_an_object(key));
+        }
+        let header = match condition {
+            Precondition::Absent => ("if-none-match", "*"),
+            Precondition::Matches(Version(etag)) if valid_etag(etag) => ("if-match", etag.as_str()),
+            Precondition::Matches(Version(etag)) => {
+                return Err(Error::invalid_argument(format!(
+                    "{}: '{}' is not an ETag",
+                    self.describe(key),
+                    etag.escape_debug()
+                )))
+            }
+        };
+        let r = self.put_object(&self.name(key), data, &[header])?;
+        match r.status {
+            200 | 201 | 204 => Ok(true),
+            412 => Ok(false),
+            // Another conditional write to the key was in flight.
+            409 if r.error_code().as_deref() == Some("ConditionalRequestConflict") => Ok(false),
+            // If-Match on an object that is gone.
+            404 if matches!(condition, Precondition::Matches(_)) && !bucket_missing(&r) => {
+                Ok(false)
+            }
+            _ => Err(self.failure(Method::Put, &self.describe(key), &r)),
+        }
+    }
+
+    fn delete(&self, key: &str) -> Result<bool> {
+        // S3 answers a DELETE alike whether or not the object was there:
+        // a HEAD tells.
+        if self.head(key, true)?.is_none() {
+            return Ok(false);
+        }
+        self.delete_names(&[self.name(key)])?;
+        Ok(true)
+    }
+
+    fn delete_dir(&self, dir: &str) -> Result<bool> {
+        // Delete the first page of a flat listing (the directory marker
+        // included), then list again from the start: no continuation token
+        // has to survive the deletions.
+        let prefix = self.dir_prefix(dir);
+        let what = self.describe_name(&prefix);
+        let mut deleted = 0usize;
+        let mut previous: HashSet<String> = HashSet::new();
+        // The directories the deleted keys lay in (see below).
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        let mut pages = 0;
+        loop {
+            pages += 1;
+            if pages > MAX_PAGES {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what}: the listing goes on beyond {MAX_PAGES} pages"),
+                ));
+            }
+            let page = self.page(&what, &prefix, false, PAGE_SIZE, None)?;
+            let names: Vec<String> = page
+                .keys
+                .into_iter()
+                .filter(|k| k.starts_with(prefix.as_str()) && !k.is_empty())
+                .collect();
+            if names.is_empty() {
+                break;
+            }
+            if names.iter().any(|n| previous.contains(n)) {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what}: objects are still listed after their deletion"),
+                ));
+            }
+            deleted += names.len();
+            if deleted > MAX_DELETED {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what}: more than {MAX_DELETED} objects to delete"),
+                ));
+            }
+            if matches!(self.endpoint, Endpoint::Custom { .. }) {
+                for name in &names {
+                    dirs.extend(
+                        name.match_indices('/')
+                            .map(|(i, _)| i + 1)
+                            .filter(|&end| end >= prefix.len())
+                            .map(|end| name[..end].to_string()),
+                    );
+                }
+            }
+            self.delete_names(&names)?;
+            if page.next.is_none() {
+                break;
+            }
+            previous = names.into_iter().collect();
+        }
+        // Stores that keep real directories under their objects (SeaweedFS's
+        // filer) leave a directory behind when its last objects are deleted
+        // in parallel, and list it as a common prefix; deleting `dir/` removes
+        // an empty one. So every directory of the deleted tree goes too,
+        // deepest first. AWS has no directories: nothing to do there.
+        let mut levels: Vec<(usize, String)> = dirs
+            .into_iter()
+            .map(|d| (d.matches('/').count(), d))
+            .collect();
+        levels.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
+        for level in levels.chunk_by(|a, b| a.0 == b.0) {
+            let names: Vec<String> = level.iter().map(|(_, d)| d.clone()).collect();
+            self.delete_names(&names)?;
+        }
+        Ok(deleted > 0)
+    }
+
+    fn list(&self, dir: &str) -> Result<Option<Listing>> {
+        let prefix = self.dir_prefix(dir);
+        let what = self.describe_name(&prefix);
+        let mut any = false;
+        let mut seen = 0usize;
+        let mut dirs = BTreeSet::new();
+        let mut files = Vec::new();
+        self.walk(&what, &prefix, true, PAGE_SIZE, &mut |page| {
+            any |= !page.keys.is_empty() || !page.prefixes.is_empty();
+            seen += page.keys.len() + page.prefixes.len();
+            if seen > MAX_LISTED {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what}: more than {MAX_LISTED} entries"),
+                ));
+            }
+            // The marker object (the prefix itself) names no child.
+            files.extend(
+                page.keys
+                    .iter()
+                    .filter_map(|k| child(k, &prefix, false))
+                    .map(str::to_string),
+            );
+            dirs.extend(
+                page.prefixes
+                    .iter()
+                    .filter_map(|p| child(p, &prefix, true))
+                    .map(str::to_string),
+            );
+            Ok(true)
+        })?;
+        // The bucket's root exists when the bucket does (the listing
+        // answered); any other directory when something lies below it.
+        if !any && !prefix.is_empty() {
+            return Ok(None);
+        }
+        files.sort();
+        files.dedup();
+        Ok(Some(Listing {
+            dirs: dirs.into_iter().collect(),
+            files,
+        }))
+    }
+
+    fn list_keys(&self, dir: &str) -> Result<Vec<String>> {
+        let prefix = self.dir_prefix(dir);
+        let what = self.describe_name(&prefix);
+        let mut keys = Vec::new();
+        let mut seen = 0usize;
+        self.walk(&what, &prefix, false, PAGE_SIZE, &mut |page| {
+            seen += page.keys.len();
+            if seen > MAX_LISTED {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("{what}: more than {MAX_LISTED} objects"),
+                ));
+            }
+            keys.extend(page.keys.iter().filter_map(|k| {
+                let rest = k.strip_prefix(prefix.as_str())?;
+                // Markers end with '/'; hidden and empty components are
+                // never keys.
+                let visible = rest
+                    .split('/')
+                    .all(|c| !c.is_empty() && !c.starts_with('.'));
+                visible.then(|| rest.to_string())
+            }));
+            Ok(true)
+        })?;
+        keys.sort();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    fn is_dir(&self, dir: &str) -> Result<bool> {
+        let prefix = self.dir_prefix(dir);
+        let what = self.describe_name(&prefix);
+        // A listing of the bucket's root answers when the bucket exists;
+        // below it, any object (a marker or not) makes a directory.
+        let mut found = prefix.is_empty();
+        self.walk(&what, &prefix, false, 1, &mut |page| {
+            found |= !page.keys.is_empty() || !page.prefixes.is_empty();
+            Ok(!found)
+        })?;
+        Ok(found)
+    }
+
+    fn create_dir(&self, dir: &str) -> Result<()> {
+        // The markers n5-aws-s3 writes, for each directory from the
+        // container root (which gets none) down to `dir`.
+        let mut marker = self.dir_prefix("");
+        for component in dir.split('/').filter(|c| !c.is_empty()) {
+            marker.push_str(component);
+            marker.push('/');
+            let r = self.put_object(&marker, b"", &[])?;
+            if !matches!(r.status, 200 | 201 | 204) {
+                return Err(self.failure(Method::Put, &self.describe_name(&marker), &r));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
