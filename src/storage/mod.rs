@@ -14,7 +14,8 @@
 //! * [`web`]: read-only plain HTTP(S);
 //! * [`cache`]: an in-memory block cache in front of any of them.
 //!
-//! [`location`] turns a location string (`/data/vol.n5`, `s3://bucket/vol.n5`,
+//! [`listing`] gives the object stores directories over their flat
+//! namespaces; [`location`] turns a location string (`/data/vol.n5`, `s3://bucket/vol.n5`,
 //! `gs://...`, `https://...`) into a store; [`options`] holds the storage
 //! options of `options_json` and their credentials; [`http`] is the HTTP
 //! client the network backends share (retries, timeouts, bounded bodies).
@@ -28,6 +29,7 @@ pub mod cache;
 pub mod fs;
 pub mod gcs;
 pub mod http;
+pub mod listing;
 pub mod location;
 pub mod memory;
 pub mod options;

@@ -22,7 +22,6 @@
 
 mod auth;
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::Value;
@@ -32,6 +31,7 @@ use super::http::{
     check_range, encode_query, range_body, status_text, Client, Method, Request, Response,
     Validator,
 };
+use super::listing;
 use super::location::GcsLocation;
 use super::options::{GcsOptions, StorageOptions};
 use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
@@ -46,11 +46,7 @@ const PAGE_SIZE: u32 = 1000;
 
 /// The most entries (objects and prefixes) one listing page may hold; GCS
 /// sends at most [`PAGE_SIZE`], emulators may send every prefix at once.
-/// The most entries (names and prefixes) one listing page may hold.
 pub const MAX_PAGE_ENTRIES: usize = 100_000;
-
-/// The most entries one listing (`list`, `list_keys`) collects.
-pub const MAX_LISTED: usize = 10_000_000;
 
 /// The most objects one `delete_dir` deletes (it holds one page at a time).
 const MAX_DELETED: usize = 1 << 30;
@@ -516,18 +512,6 @@ pub fn parse_page(body: &[u8]) -> std::result::Result<Page, String> {
     })
 }
 
-/// The child name `entry` (an object name or a prefix) gives below
-/// `prefix` in a delimited listing: one non-empty, visible component.
-fn child<'a>(entry: &'a str, prefix: &str, is_prefix: bool) -> Option<&'a str> {
-    let rest = entry.strip_prefix(prefix)?;
-    let rest = if is_prefix {
-        rest.strip_suffix('/')?
-    } else {
-        rest
-    };
-    (!rest.is_empty() && !rest.contains('/') && !rest.starts_with('.')).then_some(rest)
-}
-
 impl Store for GcsStore {
     fn location(&self) -> &str {
         &self.display
@@ -736,72 +720,23 @@ impl Store for GcsStore {
     fn list(&self, dir: &str) -> Result<Option<Listing>> {
         let prefix = self.dir_prefix(dir);
         let what = self.describe_name(&prefix);
-        let mut any = false;
-        let mut seen = 0usize;
-        let mut dirs = BTreeSet::new();
-        let mut files = Vec::new();
+        let mut level = listing::Level::new(&prefix, &what);
         self.walk(&what, &prefix, true, PAGE_SIZE, &mut |page| {
-            any |= !page.names.is_empty() || !page.prefixes.is_empty();
-            seen += page.names.len() + page.prefixes.len();
-            if seen > MAX_LISTED {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: more than {MAX_LISTED} entries"),
-                ));
-            }
-            files.extend(
-                page.names
-                    .iter()
-                    .filter_map(|n| child(n, &prefix, false))
-                    .map(str::to_string),
-            );
-            dirs.extend(
-                page.prefixes
-                    .iter()
-                    .filter_map(|p| child(p, &prefix, true))
-                    .map(str::to_string),
-            );
+            level.add(&page.names, &page.prefixes)?;
             Ok(true)
         })?;
-        // The bucket's root exists when the bucket does (the listing
-        // answered); any other directory when something lies below it.
-        if !any && !prefix.is_empty() {
-            return Ok(None);
-        }
-        files.sort();
-        files.dedup();
-        Ok(Some(Listing {
-            dirs: dirs.into_iter().collect(),
-            files,
-        }))
+        Ok(level.finish())
     }
 
     fn list_keys(&self, dir: &str) -> Result<Vec<String>> {
         let prefix = self.dir_prefix(dir);
         let what = self.describe_name(&prefix);
-        let mut keys = Vec::new();
-        let mut seen = 0usize;
+        let mut keys = listing::Keys::new(&prefix, &what);
         self.walk(&what, &prefix, false, PAGE_SIZE, &mut |page| {
-            seen += page.names.len();
-            if seen > MAX_LISTED {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: more than {MAX_LISTED} objects"),
-                ));
-            }
-            keys.extend(page.names.iter().filter_map(|n| {
-                let rest = n.strip_prefix(prefix.as_str())?;
-                // Markers end with '/'; hidden and empty components are
-                // never keys.
-                let visible = rest
-                    .split('/')
-                    .all(|c| !c.is_empty() && !c.starts_with('.'));
-                visible.then(|| rest.to_string())
-            }));
+            keys.add(&page.names)?;
             Ok(true)
         })?;
-        keys.sort();
-        Ok(keys)
+        Ok(keys.finish())
     }
 
     fn is_dir(&self, dir: &str) -> Result<bool> {

@@ -128,18 +128,6 @@ fn listing_pages_are_parsed_strictly() {
 }
 
 #[test]
-fn children_of_a_delimited_listing() {
-    assert_eq!(child("x/a", "x/", false), Some("a"));
-    assert_eq!(child("x/", "x/", false), None, "the marker itself");
-    assert_eq!(child("x/.hidden", "x/", false), None);
-    assert_eq!(child("x/g/", "x/", true), Some("g"));
-    assert_eq!(child("x//", "x/", true), None);
-    assert_eq!(child("x/.n5tmp/", "x/", true), None);
-    assert_eq!(child("y/a", "x/", false), None);
-    assert_eq!(child("a", "", false), Some("a"));
-}
-
-#[test]
 fn range_answers_must_be_the_range_asked_for() {
     let answer = |range: &str, len: usize| Response {
         status: 206,

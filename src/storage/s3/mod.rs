@@ -54,6 +54,7 @@ use super::http::{
     check_range, encode_key, encode_path_component, encode_query, range_body, status_text, Client,
     Method, Request, Response, Validator,
 };
+use super::listing;
 use super::location::S3Location;
 use super::options::StorageOptions;
 use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
@@ -65,10 +66,6 @@ pub const DEFAULT_REGION: &str = "us-east-1";
 
 /// Keys asked for per listing page (the most S3 sends).
 const PAGE_SIZE: u32 = 1000;
-
-/// The most entries (keys and prefixes) one listing (`list`, `list_keys`)
-/// collects.
-pub const MAX_LISTED: usize = 10_000_000;
 
 /// The most pages one listing walks.
 const MAX_PAGES: usize = 100_000;
@@ -251,18 +248,6 @@ fn valid_etag(etag: &str) -> bool {
 
 fn malformed(what: &str, why: &str) -> Error {
     Error::new(ErrorKind::Io, format!("{what}: {why}"))
-}
-
-/// The child name `entry` (a key or a common prefix) gives below `prefix`
-/// in a delimited listing: one non-empty, visible component.
-fn child<'a>(entry: &'a str, prefix: &str, is_prefix: bool) -> Option<&'a str> {
-    let rest = entry.strip_prefix(prefix)?;
-    let rest = if is_prefix {
-        rest.strip_suffix('/')?
-    } else {
-        rest
-    };
-    (!rest.is_empty() && !rest.contains('/') && !rest.starts_with('.')).then_some(rest)
 }
 
 impl S3Store {
@@ -907,74 +892,23 @@ impl Store for S3Store {
     fn list(&self, dir: &str) -> Result<Option<Listing>> {
         let prefix = self.dir_prefix(dir);
         let what = self.describe_name(&prefix);
-        let mut any = false;
-        let mut seen = 0usize;
-        let mut dirs = BTreeSet::new();
-        let mut files = Vec::new();
+        let mut level = listing::Level::new(&prefix, &what);
         self.walk(&what, &prefix, true, PAGE_SIZE, &mut |page| {
-            any |= !page.keys.is_empty() || !page.prefixes.is_empty();
-            seen += page.keys.len() + page.prefixes.len();
-            if seen > MAX_LISTED {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: more than {MAX_LISTED} entries"),
-                ));
-            }
-            // The marker object (the prefix itself) names no child.
-            files.extend(
-                page.keys
-                    .iter()
-                    .filter_map(|k| child(k, &prefix, false))
-                    .map(str::to_string),
-            );
-            dirs.extend(
-                page.prefixes
-                    .iter()
-                    .filter_map(|p| child(p, &prefix, true))
-                    .map(str::to_string),
-            );
+            level.add(&page.keys, &page.prefixes)?;
             Ok(true)
         })?;
-        // The bucket's root exists when the bucket does (the listing
-        // answered); any other directory when something lies below it.
-        if !any && !prefix.is_empty() {
-            return Ok(None);
-        }
-        files.sort();
-        files.dedup();
-        Ok(Some(Listing {
-            dirs: dirs.into_iter().collect(),
-            files,
-        }))
+        Ok(level.finish())
     }
 
     fn list_keys(&self, dir: &str) -> Result<Vec<String>> {
         let prefix = self.dir_prefix(dir);
         let what = self.describe_name(&prefix);
-        let mut keys = Vec::new();
-        let mut seen = 0usize;
+        let mut keys = listing::Keys::new(&prefix, &what);
         self.walk(&what, &prefix, false, PAGE_SIZE, &mut |page| {
-            seen += page.keys.len();
-            if seen > MAX_LISTED {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: more than {MAX_LISTED} objects"),
-                ));
-            }
-            keys.extend(page.keys.iter().filter_map(|k| {
-                let rest = k.strip_prefix(prefix.as_str())?;
-                // Markers end with '/'; hidden and empty components are
-                // never keys.
-                let visible = rest
-                    .split('/')
-                    .all(|c| !c.is_empty() && !c.starts_with('.'));
-                visible.then(|| rest.to_string())
-            }));
+            keys.add(&page.keys)?;
             Ok(true)
         })?;
-        keys.sort();
-        keys.dedup();
-        Ok(keys)
+        Ok(keys.finish())
     }
 
     fn is_dir(&self, dir: &str) -> Result<bool> {
