@@ -105,14 +105,18 @@ impl Options {
         let mut options = Options::default();
         for (key, v) in map {
             match key.as_str() {
-                "threads" => options.threads = match v.as_u64() {
-                    Some(0) => Options::default().threads,
-                    Some(n) if n <= 1024 => n as usize,
-                    _ => return Err(Error::invalid_argument(format!(
+                "threads" => {
+                    options.threads = match v.as_u64() {
+                        Some(0) => Options::default().threads,
+                        Some(n) if n <= 1024 => n as usize,
+                        _ => {
+                            return Err(Error::invalid_argument(format!(
                         "options: threads must be an integer from 0 (all cores) to 1024, not {}",
                         crate::storage::options::shown_value(v)
-                    ))),
-                },
+                    )))
+                        }
+                    }
+                }
                 "write_empty_blocks" => {
                     options.write_empty_blocks = v.as_bool().ok_or_else(|| {
                         Error::invalid_argument(format!(
