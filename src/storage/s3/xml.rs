@@ -100,7 +100,12 @@ pub fn parse_page(body: &[u8]) -> Result<Page, String> {
                 let resolved = match r.resolve_char_ref() {
                     Ok(Some(c)) => c.to_string(),
                     Ok(None) => resolve_predefined_entity(&r)
-                        .ok_or_else(|| format!("unknown entity &{};", &r[..r.len().min(32)]))?
+                        .ok_or_else(|| {
+                            // At most 32 characters of it, cut at a
+                            // character boundary, escaped.
+                            let name: String = r.chars().take(32).collect();
+                            format!("unknown entity &{};", name.escape_debug())
+                        })?
                         .to_string(),
                     Err(e) => return Err(format!("bad character reference ({e})")),
                 };
@@ -278,6 +283,13 @@ mod tests {
 
     #[test]
     fn hostile_and_broken_answers_are_errors() {
+        // An unknown entity whose 32nd byte is inside a character.
+        let entity = format!(
+            "<ListBucketResult><Key>&{}\u{feff}x;</Key></ListBucketResult>",
+            "a".repeat(30)
+        );
+        let e = parse_page(entity.as_bytes()).unwrap_err();
+        assert!(e.contains("unknown entity"), "{e}");
         let truncated_without_token =
             "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>";
         assert!(parse_page(truncated_without_token.as_bytes())
