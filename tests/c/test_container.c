@@ -10,6 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+
+/* What n5_container_options adds for a local container with default storage
+   options (c-api.md and storage.md: io_concurrency, cache_bytes, retry). */
+#define LOCAL_STORAGE                                                                   \
+    ",\"io_concurrency\":4,\"cache_bytes\":0,\"retry\":{\"max_attempts\":8,\"max_seconds\":60.0," \
+    "\"request_timeout_seconds\":30.0}}"
+
 static int make_dir(const char *abs_path)
 {
     return mkdir(abs_path, 0755);
@@ -201,7 +208,7 @@ static void test_options(void)
 {
     const char *root = n5t_fresh("options");
     n5_container *c;
-    char *text, expected[64];
+    char *text, expected[256];
     static const char *invalid_args[] = {
         "{\"thread\":2}",  "{\"threads\":2,\"cache\":1}", "{\"threads\":-1}",
         "{\"threads\":\"2\"}", "{\"threads\":1.5}", "{\"threads\":null}",
@@ -216,11 +223,11 @@ static void test_options(void)
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_CREATE, NULL));
     text = n5t_text(n5t_text_options, c);
     CHECK(text != NULL &&
-          sscanf(text, "{\"threads\":%d,\"write_empty_blocks\":true}", &threads) == 1 &&
+          sscanf(text, "{\"threads\":%d,\"write_empty_blocks\":true,", &threads) == 1 &&
           threads >= 1);
     n5_container_free(c);
     /* {} and {"threads":0} are the default too */
-    snprintf(expected, sizeof expected, "{\"threads\":%d,\"write_empty_blocks\":true}",
+    snprintf(expected, sizeof expected, "{\"threads\":%d,\"write_empty_blocks\":true" LOCAL_STORAGE,
              threads);
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_READ, "{}"));
     CHECK_TEXT(n5t_text_options, c, expected);
@@ -231,14 +238,26 @@ static void test_options(void)
     free(text);
 
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_READ_WRITE, "{\"threads\":2}"));
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":2,\"write_empty_blocks\":true}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":2,\"write_empty_blocks\":true" LOCAL_STORAGE);
     n5_container_free(c);
     c = CHECK_HANDLE(n5_container_open(root, N5_MODE_READ, " { \"threads\" : 1 } "));
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":1,\"write_empty_blocks\":true}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":1,\"write_empty_blocks\":true" LOCAL_STORAGE);
     n5_container_free(c);
     c = CHECK_HANDLE(
         n5_container_open(root, N5_MODE_READ, "{\"write_empty_blocks\":false,\"threads\":3}"));
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":false}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":false" LOCAL_STORAGE);
+    n5_container_free(c);
+
+    /* storage options show as given; credentials never show */
+    c = CHECK_HANDLE(n5_container_open(
+        root, N5_MODE_READ,
+        "{\"threads\":1,\"io_concurrency\":16,\"cache_bytes\":1048576,"
+        "\"retry\":{\"max_attempts\":3,\"max_seconds\":5},"
+        "\"s3\":{\"access_key_id\":\"AKIDEXAMPLE\",\"secret_access_key\":\"s3cr3t\"}}"));
+    CHECK_TEXT(n5t_text_options, c,
+               "{\"threads\":1,\"write_empty_blocks\":true,\"io_concurrency\":16,"
+               "\"cache_bytes\":1048576,\"retry\":{\"max_attempts\":3,\"max_seconds\":5.0,"
+               "\"request_timeout_seconds\":30.0}}");
     n5_container_free(c);
 
     /* unknown keys and out-of-range values are errors; bad JSON is N5_ERR_JSON;
@@ -274,7 +293,7 @@ static void test_getters(void)
         return;
     CHECK_TEXT(n5t_text_version, c, "4.0.0");
     CHECK_TEXT(n5t_text_root, c, root);
-    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":true}");
+    CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":true" LOCAL_STORAGE);
     CHECK_ERR(n5_container_mode(c, NULL), N5_ERR_NULL_POINTER);
     CHECK_OK(n5_container_mode(c, &mode));
     CHECK_EQ(mode, N5_MODE_CREATE);
