@@ -1,33 +1,86 @@
-//! Where a command-line path points: the container root on disk and the
-//! group or dataset path inside it, and opening the container there.
+//! Where a command-line PATH points: the container root (a local directory
+//! or a URL: `s3://`, `gs://`, `https://`...) and the group or dataset path
+//! inside it, the storage options that location gets, and opening the
+//! container there.
 //!
 //! `vol.n5/raw/s0` names the dataset `raw/s0` of the container `vol.n5`: the
 //! last path component ending in `.n5` is the root. Without one, the root is
 //! the highest directory of the path as written (including `.`) whose
 //! attributes.json has an `"n5"` version; failing that, the path itself.
+//! URLs split by the same rule (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in
+//! `s3://bucket/vol.n5`); without a `.n5` component, the highest prefix
+//! whose attributes.json has an `"n5"` key is found by reading it through
+//! the store, else the whole URL is the root. A format prefix (`n5:`) stays
+//! with the root.
 
 use std::path::{Path, PathBuf};
 
+use n5::storage::location::Backend;
+use n5::storage::Store;
 use n5::{Container, Mode, Options};
 
 use crate::error::{At, CliError, CliResult};
+use crate::global::Global;
 
 /// A container root and a path inside it, with the argument as typed.
 #[derive(Clone, Debug)]
 pub struct Location {
-    /// The container's root directory.
-    pub root: PathBuf,
+    /// The container root as a location string for the library: a local
+    /// path or a URL, with its format prefix (`n5:`) if one was given.
+    pub root: String,
+    /// The root directory on disk when the location is local.
+    pub local: Option<PathBuf>,
     /// The group or dataset path inside the container (`""` is the root).
     pub inner: String,
-    /// The argument as the user wrote it, for messages.
+    /// The argument as the user wrote it (credentials left out), for messages.
     pub arg: String,
+    /// The options the container opens with (threads set by [`Location::open`]).
+    options: Options,
+}
+
+/// The format prefixes a location may start with, as the library knows them.
+const FORMAT_PREFIXES: [&str; 4] = ["zarr2:", "zarr3:", "zarr:", "n5:"];
+
+/// `(format prefix, rest)` of a location string.
+fn split_format(text: &str) -> (&str, &str) {
+    for p in FORMAT_PREFIXES {
+        if let Some(rest) = text.strip_prefix(p) {
+            if !rest.is_empty() {
+                return (&text[..p.len()], rest);
+            }
+        }
+    }
+    ("", text)
 }
 
 impl Location {
-    /// Split the command-line path `arg` into a container root and an inner path.
-    pub fn parse(arg: &str) -> Location {
-        let path = Path::new(arg);
-        let names: Vec<String> = path
+    /// Split the command-line PATH or URL `arg` into a container root and
+    /// an inner path, with the storage options of `g`. Reads the store of a
+    /// URL without a `.n5` component to find its root.
+    pub fn parse(arg: &str, g: &Global) -> CliResult<Location> {
+        let (format, rest) = split_format(arg);
+        // The library's message names the location, without credentials.
+        let parsed =
+            n5::storage::Location::parse(arg).map_err(|e| CliError::usage("", e.message()))?;
+        let options = g.options_for(rest, &parsed);
+        match &parsed.backend {
+            Backend::File(path) => {
+                let path = if rest.contains("://") {
+                    // file:///...: the decoded path.
+                    path.to_string_lossy().into_owned()
+                } else {
+                    rest.to_string()
+                };
+                Ok(Location::parse_local(format, &path, arg, options))
+            }
+            _ => Location::parse_url(format, rest, &parsed, options),
+        }
+    }
+
+    /// The split of a local path (`path` without its format prefix).
+    fn parse_local(format: &str, path: &str, arg: &str, options: Options) -> Location {
+        let as_path = Path::new(path);
+        let names: Vec<String> = as_path
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
@@ -35,23 +88,87 @@ impl Location {
             // The highest prefix with a versioned attributes.json.
             (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
         });
-        match split {
-            Some(i) => Location {
-                root: prefix(&names[..=i]),
-                inner: names[i + 1..].join("/"),
-                arg: arg.to_string(),
-            },
-            None if !path.is_absolute() && has_version(Path::new(".")) => Location {
-                root: PathBuf::from("."),
-                inner: names.join("/"),
-                arg: arg.to_string(),
-            },
-            None => Location {
-                root: path.to_path_buf(),
-                inner: String::new(),
-                arg: arg.to_string(),
-            },
+        let (root, inner) = match split {
+            Some(i) => (prefix(&names[..=i]), names[i + 1..].join("/")),
+            None if !as_path.is_absolute() && has_version(Path::new(".")) => {
+                (PathBuf::from("."), names.join("/"))
+            }
+            None => (as_path.to_path_buf(), String::new()),
+        };
+        Location {
+            root: format!("{format}{}", root.display()),
+            local: Some(root),
+            inner,
+            arg: arg.to_string(),
+            options,
         }
+    }
+
+    /// The split of a URL (`url` without its format prefix, `parsed` as the
+    /// library reads it).
+    fn parse_url(
+        format: &str,
+        url: &str,
+        parsed: &n5::storage::Location,
+        options: Options,
+    ) -> CliResult<Location> {
+        let arg = format!("{format}{}", parsed.display);
+        let whole = |options: Options| Location {
+            root: format!("{format}{url}"),
+            local: None,
+            inner: String::new(),
+            arg: arg.clone(),
+            options,
+        };
+        let scheme_end = url.find("://").map_or(0, |i| i + 3);
+        let after = &url[scheme_end..];
+        if after.contains(['?', '#']) {
+            // A query or fragment: the URL names the root as it is.
+            return Ok(whole(options));
+        }
+        let (authority, path) = after.split_once('/').unwrap_or((after, ""));
+        let base = format!("{}{authority}", &url[..scheme_end]);
+        let names: Vec<&str> = path
+            .split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .collect();
+        let candidate = |i: usize| -> String {
+            if i == 0 {
+                base.clone()
+            } else {
+                format!("{base}/{}", names[..i].join("/"))
+            }
+        };
+        let decode = |parts: &[&str]| -> CliResult<String> {
+            let decoded: Vec<String> = parts
+                .iter()
+                .map(|p| n5::storage::http::percent_decode(p, "location"))
+                .collect::<n5::Result<_>>()
+                .map_err(|e| CliError::usage(&arg, e.message()))?;
+            Ok(decoded.join("/"))
+        };
+        // The shallowest prefix that is a location at all (path-style S3
+        // and GCS URLs need their bucket).
+        let Some(first) =
+            (0..=names.len()).find(|&i| n5::storage::Location::parse(&candidate(i)).is_ok())
+        else {
+            return Ok(whole(options));
+        };
+        let split = match names
+            .iter()
+            .rposition(|n| decode(&[n]).is_ok_and(|d| is_n5_name(&d)))
+        {
+            Some(i) if i + 1 >= first => i + 1,
+            _ => find_versioned_root(&candidate(first), &names[first..], &options)
+                .map_or(names.len(), |k| first + k),
+        };
+        Ok(Location {
+            root: format!("{format}{}", candidate(split)),
+            local: None,
+            inner: decode(&names[split..])?,
+            arg,
+            options,
+        })
     }
 
     /// A location below this one (`child` relative to `inner`).
@@ -63,46 +180,115 @@ impl Location {
             format!("{}/{child}", self.arg.trim_end_matches('/'))
         };
         Location {
-            root: self.root.clone(),
             inner,
             arg,
+            ..self.clone()
         }
+    }
+
+    /// Whether the location is on the local file system.
+    pub fn is_local(&self) -> bool {
+        self.local.is_some()
     }
 
     /// Open the container in `mode` with `threads` threads for region I/O.
     pub fn open(&self, mode: Mode, threads: usize) -> CliResult<Container> {
-        if mode == Mode::Read && !self.root.is_dir() {
-            return Err(CliError::new(&self.arg, "no such container or directory"));
+        match &self.local {
+            Some(dir) if mode == Mode::Read && !dir.is_dir() => {
+                return Err(CliError::new(&self.arg, "no such container or directory"));
+            }
+            None if mode != Mode::Read && self.is_web() => {
+                return Err(CliError::new(
+                    &self.arg,
+                    "plain HTTP(S) locations are read-only (write to S3 or Google Cloud Storage through s3:// or gs://)",
+                ));
+            }
+            _ => {}
         }
         Container::open_with(
             &self.root,
             mode,
             Options {
                 threads,
-                ..Options::default()
+                ..self.options.clone()
             },
         )
         .at(&self.arg)
     }
 
-    /// Whether the root is recognisably a container: a directory named
-    /// `*.n5`, or one whose attributes.json has an `"n5"` version.
-    pub fn root_is_container(&self) -> bool {
-        let named = self
-            .root
-            .file_name()
-            .is_some_and(|n| is_n5_name(&n.to_string_lossy()));
-        self.root.is_dir() && (named || has_version(&self.root))
+    /// Whether the location is a plain HTTP(S) URL (read-only, no listing).
+    fn is_web(&self) -> bool {
+        n5::storage::Location::parse(&self.root).is_ok_and(|l| matches!(l.backend, Backend::Web(_)))
     }
 
-    /// The file-system path of `key` (a container-relative key such as a block key).
-    pub fn file(&self, key: &str) -> PathBuf {
-        let mut p = self.root.clone();
-        for part in key.split('/').filter(|s| !s.is_empty()) {
-            p.push(part);
-        }
-        p
+    /// The root as the library normalises it (backend, bucket, prefix),
+    /// to tell whether two locations are one container.
+    pub fn normalized_root(&self) -> Option<Backend> {
+        n5::storage::Location::parse(&self.root)
+            .ok()
+            .map(|l| l.backend)
     }
+
+    /// Whether the root is recognisably a container: a directory named
+    /// `*.n5`, or one whose attributes.json has an `"n5"` version. Always
+    /// false for URLs.
+    pub fn root_is_container(&self) -> bool {
+        let Some(root) = &self.local else {
+            return false;
+        };
+        let named = root
+            .file_name()
+            .is_some_and(|n| is_n5_name(&n.to_string_lossy()));
+        root.is_dir() && (named || has_version(root))
+    }
+
+    /// How `key` (a container-relative key such as a block key) is named
+    /// in messages: its file-system path for a local container, else its
+    /// URL as `store` describes it.
+    pub fn describe(&self, store: &dyn Store, key: &str) -> String {
+        match &self.local {
+            Some(root) => {
+                let mut p = root.clone();
+                for part in key.split('/').filter(|s| !s.is_empty()) {
+                    p.push(part);
+                }
+                p.display().to_string()
+            }
+            None => store.describe(key),
+        }
+    }
+}
+
+/// The number of components of `names` below `base` that make the highest
+/// root with a versioned attributes.json, read through the store of `base`;
+/// `None` when no prefix short of the whole has one, or the store fails.
+fn find_versioned_root(base: &str, names: &[&str], options: &Options) -> Option<usize> {
+    let store = n5::storage::Location::parse(base)
+        .ok()?
+        .open(&options.storage)
+        .ok()?;
+    // The whole URL is the root when nothing above it is: no need to read it.
+    for k in 0..names.len() {
+        let decoded: Vec<String> = names[..k]
+            .iter()
+            .map(|p| n5::storage::http::percent_decode(p, "location"))
+            .collect::<n5::Result<_>>()
+            .ok()?;
+        let key = n5::path::normalize(&join(&decoded.join("/"), "attributes.json")).ok()?;
+        match store.get(&key) {
+            Ok(Some(bytes)) => {
+                if serde_json::from_slice::<serde_json::Value>(&bytes)
+                    .is_ok_and(|v| v.get("n5").is_some())
+                {
+                    return Some(k);
+                }
+            }
+            Ok(None) => {}
+            // The open reports what is wrong with the store.
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// Join two container-relative paths (either may be `""`).
@@ -118,12 +304,12 @@ fn prefix(names: &[String]) -> PathBuf {
     names.iter().collect()
 }
 
-/// Whether `dir/attributes.json` holds an `"n5"` version.
 /// Whether a directory name marks a container root: `*.n5`, any case.
 fn is_n5_name(name: &str) -> bool {
     name.len() > 3 && name.to_ascii_lowercase().ends_with(".n5")
 }
 
+/// Whether `dir/attributes.json` holds an `"n5"` version.
 fn has_version(dir: &Path) -> bool {
     std::fs::read(dir.join("attributes.json"))
         .ok()
@@ -135,26 +321,60 @@ fn has_version(dir: &Path) -> bool {
 mod tests {
     use super::*;
 
+    fn parse(arg: &str) -> Location {
+        Location::parse(arg, &Global::default()).unwrap()
+    }
+
     #[test]
     fn the_last_n5_component_is_the_root() {
-        let l = Location::parse("/data/a.n5/b.n5/raw/s0");
-        assert_eq!(l.root, PathBuf::from("/data/a.n5/b.n5"));
+        let l = parse("/data/a.n5/b.n5/raw/s0");
+        assert_eq!(l.local, Some(PathBuf::from("/data/a.n5/b.n5")));
+        assert_eq!(l.root, "/data/a.n5/b.n5");
         assert_eq!(l.inner, "raw/s0");
-        let l = Location::parse("vol.n5/");
-        assert_eq!(l.root, PathBuf::from("vol.n5"));
+        let l = parse("vol.n5/");
+        assert_eq!(l.root, "vol.n5");
         assert_eq!(l.inner, "");
         assert_eq!(l.child("x").inner, "x");
         assert_eq!(l.child("x").arg, "vol.n5/x");
+        let l = parse("n5:vol.n5/raw");
+        assert_eq!(l.root, "n5:vol.n5");
+        assert_eq!(l.local, Some(PathBuf::from("vol.n5")));
+        assert_eq!(l.inner, "raw");
+        let l = parse("file:///data/my%20vol.n5/raw");
+        assert_eq!(l.root, "/data/my vol.n5");
+        assert_eq!(l.inner, "raw");
     }
 
     #[test]
     fn without_a_marker_the_path_is_the_root() {
-        let l = Location::parse("/nonexistent/place/vol");
-        assert_eq!(l.root, PathBuf::from("/nonexistent/place/vol"));
+        let l = parse("/nonexistent/place/vol");
+        assert_eq!(l.root, "/nonexistent/place/vol");
         assert_eq!(l.inner, "");
         assert_eq!(
-            l.file("ds/0/1"),
-            PathBuf::from("/nonexistent/place/vol/ds/0/1")
+            l.describe(&n5::storage::MemoryStore::new(), "ds/0/1"),
+            "/nonexistent/place/vol/ds/0/1"
         );
+    }
+
+    #[test]
+    fn urls_split_like_paths() {
+        let l = parse("s3://bucket/a/vol.n5/raw/s0");
+        assert_eq!(l.root, "s3://bucket/a/vol.n5");
+        assert_eq!(l.local, None);
+        assert_eq!(l.inner, "raw/s0");
+        assert_eq!(l.child("x").arg, "s3://bucket/a/vol.n5/raw/s0/x");
+        let l = parse("n5:gs://b/vol.n5/my%20ds/");
+        assert_eq!(l.root, "n5:gs://b/vol.n5");
+        assert_eq!(l.inner, "my ds");
+        let l = parse("https://s3.amazonaws.com/x.n5/raw");
+        assert_eq!(l.root, "https://s3.amazonaws.com/x.n5");
+        assert_eq!(l.inner, "raw");
+        let l = parse("https://example.org:8443/data/v.N5/a/b");
+        assert_eq!(l.root, "https://example.org:8443/data/v.N5");
+        assert_eq!(l.inner, "a/b");
+        assert!(Location::parse("ftp://h/x.n5", &Global::default()).is_err());
+        let e = Location::parse("https://user:s3cret@h/x.n5", &Global::default()).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        assert_eq!(e.code, crate::error::EXIT_USAGE);
     }
 }

@@ -5,6 +5,7 @@
 
 mod cmd;
 mod error;
+mod global;
 mod location;
 mod npy;
 mod output;
@@ -13,44 +14,40 @@ mod work;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 use crate::error::{CliResult, EXIT_OK, EXIT_USAGE};
+pub use crate::global::Global;
+use crate::global::GlobalArgs;
 
 /// Inspect, convert, copy, verify and clean N5 containers.
 ///
 /// PATH arguments name a container, or a group or dataset inside one:
 /// `vol.n5/raw/s0` is the dataset `raw/s0` of the container `vol.n5` (the
-/// last component ending in `.n5` is the container root).
+/// last component ending in `.n5` is the container root). A PATH may also
+/// be a URL: `s3://bucket/vol.n5/raw`, `gs://bucket/vol.n5`,
+/// `https://host/vol.n5/raw/s0` (plain HTTP(S) is read-only and cannot
+/// list), or `file:///data/vol.n5`.
 ///
 /// Exit codes: 0 success, 1 error, 2 usage error, 3 `verify` found bad blocks.
 #[derive(Parser, Debug)]
 #[command(name = "n5", version, propagate_version = true)]
 #[command(
-    after_help = "Examples:\n  n5 tree vol.n5\n  n5 info --stats vol.n5/raw/s0\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy"
+    after_help = "Examples:\n  n5 tree vol.n5\n  n5 info --stats vol.n5/raw/s0\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy\n  n5 --anonymous ls s3://janelia-cosem-datasets/jrc_hela-2/jrc_hela-2.n5\n  n5 --endpoint http://127.0.0.1:8333 cp local.n5 s3://bucket/vol.n5 -c zstd\n  n5 info https://example.org/data/vol.n5/raw/s0\n\nCredentials come from --options or the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, GOOGLE_APPLICATION_CREDENTIALS...)."
 )]
 pub struct Cli {
     #[command(flatten)]
-    global: Global,
+    global: GlobalArgs,
     #[command(subcommand)]
     command: Command,
-}
-
-/// Options every subcommand takes.
-#[derive(Args, Debug, Clone, Copy)]
-pub struct Global {
-    /// Threads for block work (0: one per core).
-    #[arg(long, global = true, default_value_t = 0, value_name = "N")]
-    pub threads: usize,
-    /// No progress bars (they are drawn only when stderr is a terminal anyway).
-    #[arg(long, short = 'q', global = true)]
-    pub quiet: bool,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List the groups and datasets in a container or group.
-    #[command(after_help = "Examples:\n  n5 ls vol.n5\n  n5 ls -r --json vol.n5/raw")]
+    #[command(
+        after_help = "Plain HTTP(S) URLs cannot be listed (name a dataset instead).\n\nExamples:\n  n5 ls vol.n5\n  n5 ls -r --json vol.n5/raw\n  n5 --endpoint http://127.0.0.1:8333 ls s3://bucket/vol.n5"
+    )]
     Ls(cmd::ls::LsArgs),
     /// Show the hierarchy below a container or group as a tree.
     #[command(after_help = "Example:\n  n5 tree vol.n5")]
@@ -75,7 +72,7 @@ enum Command {
     Import(cmd::import::ImportArgs),
     /// Copy a dataset or a group tree, optionally recompressing or re-chunking.
     #[command(
-        after_help = "Examples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128"
+        after_help = "Examples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128\n  n5 cp s3://bucket/vol.n5 local.n5\n  n5 cp local.n5 gs://bucket/vol.n5 -c zstd"
     )]
     Cp(cmd::cp::CpArgs),
     /// Decode every block of every dataset and report the bad ones.
@@ -85,13 +82,13 @@ enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Delete the temporary files killed writers left (older than an hour).
     #[command(
-        after_help = "Readers ignore these files; cleaning only reclaims space.\n\nExamples:\n  n5 clean vol.n5\n  n5 clean --older-than 0 --json vol.n5"
+        after_help = "Readers ignore these files; cleaning only reclaims space. On s3://, gs:// and http(s):// locations there is nothing to clean (object stores write each object in one request).\n\nExamples:\n  n5 clean vol.n5\n  n5 clean --older-than 0 --json vol.n5"
     )]
     Clean(cmd::clean::CleanArgs),
 }
 
 fn run(cli: Cli) -> CliResult<u8> {
-    let g = cli.global;
+    let g = &Global::from_args(&cli.global)?;
     match cli.command {
         Command::Ls(a) => cmd::ls::ls(&a, g),
         Command::Tree(a) => cmd::ls::tree(&a, g),

@@ -70,7 +70,7 @@ pub struct RmArgs {
 }
 
 /// `n5 attrs ...`.
-pub fn attrs(cmd: &AttrsCommand, g: Global) -> CliResult<u8> {
+pub fn attrs(cmd: &AttrsCommand, g: &Global) -> CliResult<u8> {
     match cmd {
         AttrsCommand::Get(a) => get(a, g),
         AttrsCommand::Set(a) => set(a, g),
@@ -78,8 +78,8 @@ pub fn attrs(cmd: &AttrsCommand, g: Global) -> CliResult<u8> {
     }
 }
 
-fn get(a: &GetArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+fn get(a: &GetArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = open_existing(&loc, g)?;
     let value = match &a.key {
         None => c.attributes(&loc.inner).at(&loc.arg)?,
@@ -98,8 +98,8 @@ fn get(a: &GetArgs, g: Global) -> CliResult<u8> {
     Ok(EXIT_OK)
 }
 
-fn set(a: &SetArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+fn set(a: &SetArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let value = if a.string {
         Value::String(a.value.clone())
     } else {
@@ -118,8 +118,8 @@ fn set(a: &SetArgs, g: Global) -> CliResult<u8> {
     Ok(EXIT_OK)
 }
 
-fn rm(a: &RmArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+fn rm(a: &RmArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = loc.open(Mode::ReadWrite, g.threads.max(1))?;
     if !c.exists(&loc.inner).at(&loc.arg)? {
         return Err(CliError::new(&loc.arg, "no such group or dataset"));

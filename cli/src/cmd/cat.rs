@@ -55,8 +55,8 @@ pub fn native_to_le(data: &mut [u8], elem: usize) {
 }
 
 /// `n5 cat PATH/DATASET`.
-pub fn cat(a: &CatArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+pub fn cat(a: &CatArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = loc.open(Mode::Read, work::threads(g.threads))?;
     let ds = open_dataset(&c, &loc)?;
     let attrs = ds.attributes();

@@ -2,7 +2,10 @@
 //! in the middle of a write left in a container. Readers and listings
 //! ignore them; this reclaims their space. Only temporaries older than
 //! `--older-than` go, so that writes in progress elsewhere keep theirs, and
-//! only in a directory that is recognisably a container.
+//! only in a directory that is recognisably a container. Object stores
+//! (S3, GCS) write each object in one atomic request and plain HTTP(S)
+//! cannot be written, so a URL has nothing to clean: the command checks
+//! that the container is there and says so.
 
 use std::time::Duration;
 
@@ -30,8 +33,24 @@ pub struct CleanArgs {
 }
 
 /// Runs `n5 clean`.
-pub fn clean(a: &CleanArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
+    if !loc.is_local() {
+        // Opening checks that the container is there; read-only, since a
+        // writable open would add a missing root version.
+        let c = loc.open(Mode::Read, 1)?;
+        let mut out = Out::new();
+        if a.json {
+            out.json(&json!({"removed": 0, "bytes": 0}))?;
+        } else {
+            out.line(&format!(
+                "nothing to clean: {} is on a store whose writes leave no temporary files",
+                c.location()
+            ))?;
+        }
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
     if !loc.root_is_container() {
         return Err(CliError::new(
             &loc.arg,

@@ -1,12 +1,15 @@
 //! What several subcommands share: telling groups from datasets (and from
-//! broken metadata), a dataset's metadata as JSON, block grid walks, and
-//! the stored blocks of a dataset split into inside and outside its grid.
+//! broken metadata), a dataset's metadata as JSON, block grid walks, the
+//! stored blocks of a dataset split into inside and outside its grid (or,
+//! where the store cannot list, the grid positions to probe), block sizes
+//! through the store, and how many workers block work gets.
 
 use n5::{Container, Dataset, DatasetAttributes};
 use serde_json::{json, Map, Value};
 
-use crate::error::{At, CliResult};
+use crate::error::{At, CliError, CliResult};
 use crate::location::Location;
+use crate::{work, Global};
 
 /// What a path inside a container holds.
 #[derive(Clone, Debug)]
@@ -97,11 +100,63 @@ pub fn stored_blocks(ds: &Dataset, arg: &str) -> CliResult<(Positions, Positions
     Ok(all.into_iter().partition(|p| in_grid(p, &grid)))
 }
 
-/// The file size of the block at `pos`, 0 when it cannot be read.
-pub fn block_file_size(loc: &Location, ds: &Dataset, pos: &[u64]) -> u64 {
-    std::fs::metadata(loc.file(&ds.block_key(pos)))
-        .map(|m| m.len())
-        .unwrap_or(0)
+/// The blocks of a dataset that block work visits.
+pub enum Blocks {
+    /// The stored blocks, from a listing: inside the grid and outside it.
+    Listed(Positions, Positions),
+    /// The store cannot list (plain HTTP(S)): every grid position, each to
+    /// be probed (a missing block is not stored).
+    Probe(Positions),
+}
+
+/// The most grid positions probed one by one on a store that cannot list.
+pub const MAX_PROBED: u64 = 1 << 20;
+
+/// Whether the store of `c` can list (plain HTTP(S) cannot).
+pub fn can_list(c: &Container) -> bool {
+    c.store().capabilities().list
+}
+
+/// The blocks of `ds` to visit: its stored blocks where the store lists,
+/// else every position of its grid (at most [`MAX_PROBED`]).
+pub fn blocks_to_visit(ds: &Dataset, arg: &str) -> CliResult<Blocks> {
+    if can_list(ds.container()) {
+        let (inside, outside) = stored_blocks(ds, arg)?;
+        return Ok(Blocks::Listed(inside, outside));
+    }
+    let grid = ds.attributes().grid_shape();
+    let n = grid
+        .iter()
+        .try_fold(1u64, |acc, &g| acc.checked_mul(g))
+        .unwrap_or(u64::MAX);
+    if n > MAX_PROBED {
+        return Err(CliError::new(
+            arg,
+            format!(
+                "plain HTTP(S) cannot list the stored blocks, and probing all {n} grid positions \
+                 one by one is too many (at most {MAX_PROBED}); read the data through s3://, gs:// \
+                 or a local copy"
+            ),
+        ));
+    }
+    Ok(Blocks::Probe(grid_positions(&grid)))
+}
+
+/// The stored size in bytes of the block at `pos` of `ds`, `None` when it
+/// is not stored.
+pub fn stored_size(ds: &Dataset, pos: &[u64]) -> n5::Result<Option<u64>> {
+    ds.container().store().size(&ds.block_key(pos))
+}
+
+/// Worker threads for block work on `c`: `--threads` (0: one per core),
+/// and on a remote store at least its `io_concurrency` requests in flight.
+pub fn workers(g: &Global, c: &Container) -> usize {
+    let threads = work::threads(g.threads);
+    if c.store().capabilities().remote {
+        threads.max(c.options().storage.io_concurrency_for(true))
+    } else {
+        threads
+    }
 }
 
 /// The user attributes of a dataset's document (everything but the N5 keys).

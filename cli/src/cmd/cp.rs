@@ -2,16 +2,35 @@
 //! into another place or container, optionally with another compression or
 //! block size (re-chunking), block by block in parallel. Resumable: a block
 //! whose decoded content is already at the destination is not written again.
+//! Source and destination may be any location kind (a local path, s3://,
+//! gs://; https:// as a source only); from a store that cannot list (plain
+//! HTTP(S)), a dataset's grid positions are probed one by one.
 
 use clap::Args;
 use n5::{Compression, DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{Map, Value};
 
-use crate::cmd::common::{grid_positions, in_grid, node, stored_blocks, Node, DATASET_KEYS};
+use crate::cmd::common::{
+    blocks_to_visit, can_list, grid_positions, in_grid, node, stored_blocks, workers, Blocks, Node,
+    DATASET_KEYS,
+};
+use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{count as count_of, progress, Out};
 use crate::{spec, work, Global};
+
+/// Whether two locations are the same container: the same directory for
+/// local paths (after resolving links), the same normalised root for URLs.
+fn same_container(a: &Location, b: &Location) -> bool {
+    match (&a.local, &b.local) {
+        (Some(x), Some(y)) => std::fs::canonicalize(x)
+            .ok()
+            .is_some_and(|s| std::fs::canonicalize(y).ok().is_some_and(|d| d == s)),
+        (None, None) => a.normalized_root().is_some() && a.normalized_root() == b.normalized_root(),
+        _ => false,
+    }
+}
 
 /// Arguments of `n5 cp`.
 #[derive(Args, Debug)]
@@ -101,6 +120,8 @@ enum Done {
     Copied,
     Skipped,
     Removed,
+    /// Neither side has the block (a probed grid position).
+    Absent,
 }
 
 /// Copy (or check) one block: the `pos` of `plan.dst`'s grid for a
@@ -128,7 +149,11 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
     // A destination block that cannot be read is simply rewritten.
     let have = read_content(&plan.dst, pos).ok();
     if have.as_ref() == Some(&want) {
-        return Ok(Done::Skipped);
+        return Ok(if want == Content::Missing {
+            Done::Absent
+        } else {
+            Done::Skipped
+        });
     }
     write_content(&plan.dst, pos, &want)?;
     Ok(if want == Content::Missing {
@@ -154,7 +179,7 @@ fn carried(doc: &Value, to_root: bool) -> Map<String, Value> {
 }
 
 /// `n5 cp SRC DST`.
-pub fn cp(a: &CpArgs, g: Global) -> CliResult<u8> {
+pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let compression: Option<Compression> = a
         .compression
         .as_deref()
@@ -165,18 +190,13 @@ pub fn cp(a: &CpArgs, g: Global) -> CliResult<u8> {
         .as_deref()
         .map(|t| spec::list("--block-size", t))
         .transpose()?;
-    let sloc = Location::parse(&a.src);
-    let dloc = Location::parse(&a.dst);
+    let sloc = Location::parse(&a.src, g)?;
+    let dloc = Location::parse(&a.dst, g)?;
     let src = sloc.open(Mode::Read, 1)?;
     if !src.exists(&sloc.inner).at(&sloc.arg)? {
         return Err(CliError::new(&sloc.arg, "no such group or dataset"));
     }
-    let same_root = std::fs::canonicalize(&sloc.root).ok().is_some_and(|s| {
-        std::fs::canonicalize(&dloc.root)
-            .ok()
-            .is_some_and(|d| d == s)
-    });
-    if same_root
+    if same_container(&sloc, &dloc)
         && (dloc.inner == sloc.inner
             || dloc.inner.starts_with(&format!("{}/", sloc.inner))
             || sloc.inner.is_empty())
@@ -190,6 +210,7 @@ pub fn cp(a: &CpArgs, g: Global) -> CliResult<u8> {
     match node(&src, &sloc.inner) {
         Node::Broken(m) => return Err(CliError::new(&sloc.arg, m)),
         Node::Dataset(_) => {}
+        Node::Group if !can_list(&src) => return Err(cannot_list(&sloc)),
         Node::Group => rels.extend(src.deep_list(&sloc.inner).at(&sloc.arg)?),
     }
     let dst = dloc.open(Mode::Create, 1)?;
@@ -273,6 +294,11 @@ pub fn cp(a: &CpArgs, g: Global) -> CliResult<u8> {
             for pos in grid_positions(&plan.dst.attributes().grid_shape()) {
                 jobs.push((i, pos));
             }
+        } else if !can_list(&src) {
+            // The source cannot list (plain HTTP(S)): probe its whole grid.
+            if let Blocks::Probe(all) = blocks_to_visit(&plan.src, &sarg)? {
+                jobs.extend(all.into_iter().map(|p| (i, p)));
+            }
         } else {
             let (stored, _) = stored_blocks(&plan.src, &sarg)?;
             let (there, _) = stored_blocks(&plan.dst, plan.dst.path())?;
@@ -288,10 +314,14 @@ pub fn cp(a: &CpArgs, g: Global) -> CliResult<u8> {
         }
     }
     let bar = progress(jobs.len() as u64, "cp", g.quiet);
-    let results = work::map(&jobs, work::threads(g.threads), |(i, pos)| {
+    let results = work::map(&jobs, workers(g, &src).max(workers(g, &dst)), |(i, pos)| {
         let plan = &plans[*i];
-        let r = copy_block(plan, pos)
-            .map_err(|e| CliError::new(dloc.file(&plan.dst.block_key(pos)).display(), e.message()));
+        let r = copy_block(plan, pos).map_err(|e| {
+            CliError::new(
+                dloc.describe(dst.store(), &plan.dst.block_key(pos)),
+                e.message(),
+            )
+        });
         bar.inc(1);
         r
     })?;

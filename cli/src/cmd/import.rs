@@ -59,7 +59,7 @@ fn to_native(data: &mut [u8], elem: usize, big: bool) {
 }
 
 /// `n5 import INPUT DEST`.
-pub fn import(a: &ImportArgs, g: Global) -> CliResult<u8> {
+pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     let compression = spec::compression(&a.compression)?;
     let (mut input, input_len): (Box<dyn Read>, Option<u64>) = if a.input == "-" {
         (Box::new(std::io::stdin().lock()), None)
@@ -142,7 +142,7 @@ pub fn import(a: &ImportArgs, g: Global) -> CliResult<u8> {
     };
     let attrs = DatasetAttributes::new(shape.clone(), block.clone(), data_type, compression)
         .map_err(|e| CliError::usage(&a.dest, e.message()))?;
-    let loc = Location::parse(&a.dest);
+    let loc = Location::parse(&a.dest, g)?;
     if loc.inner.is_empty() {
         return Err(CliError::usage(
             &a.dest,

@@ -1,19 +1,26 @@
 //! `n5 info`: a dataset's metadata, block grid, blocks stored and expected,
 //! bytes stored and compression ratio, how its edge blocks are stored
 //! (truncated or padded), its user attributes, and with `--stats` the
-//! minimum, maximum and mean of its elements, read in parallel.
+//! minimum, maximum and mean of its elements, read in parallel. Where the
+//! store cannot list (plain HTTP(S)), the block statistics are left out
+//! with a note, unless `--stats` reads every grid position anyway.
 
 use clap::Args;
 use n5::{BlockMode, DataType, Dataset, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    block_file_size, dataset_json, open_dataset, stored_blocks, user_attributes,
+    blocks_to_visit, can_list, dataset_json, open_dataset, stored_size, user_attributes, workers,
+    Blocks,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::{compression, dims, progress, size, Out};
 use crate::{work, Global};
+
+/// What info says when the store cannot list and `--stats` was not given.
+const NO_LISTING: &str = "plain HTTP(S) cannot list: block statistics need a listable store \
+     (s3://, gs://, a local path), or --stats, which reads every grid position";
 
 /// Arguments of `n5 info`.
 #[derive(Args, Debug)]
@@ -185,9 +192,19 @@ struct BlockInfo {
     stats: Option<Stats>,
 }
 
-fn block_info(loc: &Location, ds: &Dataset, pos: &[u64], with_stats: bool) -> CliResult<BlockInfo> {
+/// What info learns from the block at `pos` of `ds`, `None` when it is not
+/// stored (probing a store that cannot list).
+fn block_info(
+    loc: &Location,
+    ds: &Dataset,
+    pos: &[u64],
+    with_stats: bool,
+) -> CliResult<Option<BlockInfo>> {
     let attrs = ds.attributes();
-    let file = || loc.file(&ds.block_key(pos)).display().to_string();
+    let file = || loc.describe(ds.container().store(), &ds.block_key(pos));
+    let Some(file_bytes) = stored_size(ds, pos).at(file())? else {
+        return Ok(None);
+    };
     let shape = ds.block_shape(pos).at(file())?;
     let nominal_elements: u64 = shape.iter().product();
     let full = shape
@@ -217,20 +234,20 @@ fn block_info(loc: &Location, ds: &Dataset, pos: &[u64], with_stats: bool) -> Cl
     } else {
         None
     };
-    Ok(BlockInfo {
-        file_bytes: block_file_size(loc, ds, pos),
+    Ok(Some(BlockInfo {
+        file_bytes,
         nominal_bytes: nominal_elements * attrs.data_type.size() as u64,
         nominal_elements,
         edge,
         stats,
-    })
+    }))
 }
 
 /// `n5 info PATH/DATASET`.
-pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
-    let threads = work::threads(g.threads);
+pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = loc.open(Mode::Read, 1)?;
+    let threads = workers(g, &c);
     let ds = open_dataset(&c, &loc)?;
     let attrs = ds.attributes();
     if a.stats && !attrs.data_type.is_numeric() {
@@ -242,15 +259,34 @@ pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
     let doc = c.attributes(&loc.inner).at(&loc.arg)?;
     let grid = attrs.grid_shape();
     let expected: u64 = grid.iter().product();
-    let (inside, outside) = stored_blocks(&ds, &loc.arg)?;
-    let bar = progress(inside.len() as u64, "info", g.quiet || !a.stats);
-    let infos = work::map(&inside, threads, |pos| {
+    // Without a listing and without --stats, there is nothing to visit.
+    let visit = if can_list(&c) || a.stats {
+        Some(blocks_to_visit(&ds, &loc.arg)?)
+    } else {
+        None
+    };
+    let listed = visit.is_some();
+    let (visit, outside, probed) = match visit {
+        Some(Blocks::Listed(inside, outside)) => (inside, Some(outside), false),
+        Some(Blocks::Probe(all)) => (all, None, true),
+        None => (Vec::new(), None, false),
+    };
+    let bar = progress(visit.len() as u64, "info", g.quiet || !(a.stats || probed));
+    let infos: Vec<BlockInfo> = work::map(&visit, threads, |pos| {
         let r = block_info(&loc, &ds, pos, a.stats);
         bar.inc(1);
         r
-    })?;
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
     bar.finish_and_clear();
-    let outside_bytes: u64 = outside.iter().map(|p| block_file_size(&loc, &ds, p)).sum();
+    let outside_sizes = work::map(outside.as_deref().unwrap_or(&[]), threads, |p| {
+        Ok::<_, CliError>(stored_size(&ds, p).ok().flatten().unwrap_or(0))
+    })?;
+    let outside_bytes: u64 = outside_sizes.iter().sum();
+    let outside_count = outside.as_ref().map(Vec::len);
+    let stored_count = infos.len();
     let stored_bytes: u64 = infos.iter().map(|i| i.file_bytes).sum::<u64>();
     let logical: u64 = infos.iter().map(|i| i.nominal_bytes).sum();
     // Strings and objects have no fixed element count per block: no ratio.
@@ -292,19 +328,37 @@ pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
     if a.json {
         let mut v = json!({
             "path": loc.inner,
-            "container": loc.root.display().to_string(),
+            "container": loc.root,
         });
         for (k, val) in dataset_json(&attrs) {
             v[k] = val;
         }
         v["gridShape"] = json!(grid);
-        v["blocks"] =
-            json!({"expected": expected, "stored": inside.len(), "outsideGrid": outside.len()});
-        v["bytesStored"] = json!(stored_bytes + outside_bytes);
-        v["bytesUncompressed"] = json!(numeric.then_some(logical));
-        v["compressionRatio"] = json!(ratio);
-        v["edgeBlocks"] = json!(edge_style);
-        v["edgeBlockCounts"] = json!({"truncated": truncated, "padded": padded, "other": other});
+        if listed {
+            v["blocks"] =
+                json!({"expected": expected, "stored": stored_count, "outsideGrid": outside_count});
+            v["bytesStored"] = json!(stored_bytes + outside_bytes);
+            v["bytesUncompressed"] = json!(numeric.then_some(logical));
+            v["compressionRatio"] = json!(ratio);
+            v["edgeBlocks"] = json!(edge_style);
+            v["edgeBlockCounts"] =
+                json!({"truncated": truncated, "padded": padded, "other": other});
+        } else {
+            v["blocks"] = json!({"expected": expected, "stored": null, "outsideGrid": null});
+            for k in [
+                "bytesStored",
+                "bytesUncompressed",
+                "compressionRatio",
+                "edgeBlocks",
+                "edgeBlockCounts",
+            ] {
+                v[k] = Value::Null;
+            }
+            v["note"] = json!(NO_LISTING);
+        }
+        if probed {
+            v["note"] = json!("plain HTTP(S) cannot list: every grid position was probed; blocks outside the grid are not known");
+        }
         v["attributes"] = Value::Object(user);
         if let Some(s) = stats {
             v["stats"] = s;
@@ -314,7 +368,7 @@ pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
         let mut rows: Vec<(String, String)> = vec![
             (
                 "dataset".into(),
-                format!("{} in {}", n5_display(&loc.inner), loc.root.display()),
+                format!("{} in {}", n5_display(&loc.inner), loc.root),
             ),
             ("dataType".into(), attrs.data_type.name().into()),
             ("dimensions".into(), dims(&attrs.dimensions)),
@@ -324,19 +378,22 @@ pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
                 "grid".into(),
                 format!("{} ({expected} blocks)", dims(&grid)),
             ),
-            (
+        ];
+        if !listed {
+            rows.push(("blocks".into(), format!("not known: {NO_LISTING}")));
+        } else {
+            rows.push((
                 "blocks".into(),
                 format!(
-                    "{} of {expected} stored{}",
-                    inside.len(),
-                    if outside.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", and {} outside the grid", outside.len())
+                    "{stored_count} of {expected} stored{}",
+                    match outside_count {
+                        Some(0) => String::new(),
+                        Some(n) => format!(", and {n} outside the grid"),
+                        None => " (probed: plain HTTP(S) cannot list)".into(),
                     }
                 ),
-            ),
-            (
+            ));
+            rows.push((
                 "stored".into(),
                 match ratio {
                     Some(r) => format!(
@@ -346,16 +403,16 @@ pub fn info(a: &InfoArgs, g: Global) -> CliResult<u8> {
                     ),
                     None => size(stored_bytes + outside_bytes),
                 },
-            ),
-            (
+            ));
+            rows.push((
                 "edge blocks".into(),
                 if truncated + padded + other > 0 {
                     format!("{edge_style} ({truncated} truncated, {padded} padded, {other} other)")
                 } else {
                     edge_style.to_string()
                 },
-            ),
-        ];
+            ));
+        }
         if !user.is_empty() {
             rows.push((
                 "attributes".into(),

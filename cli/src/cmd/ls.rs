@@ -1,12 +1,13 @@
 //! `n5 ls` and `n5 tree`: the groups and datasets below a path, with each
 //! dataset's data type, shape, block size and compression, as a table, a
-//! tree, or JSON.
+//! tree, or JSON. Listing needs a store that lists (a directory, S3, GCS):
+//! over plain HTTP(S) only a dataset's own entry can be shown.
 
 use clap::Args;
 use n5::{Container, Mode};
 use serde_json::{json, Map, Value};
 
-use crate::cmd::common::{dataset_json, node, Node};
+use crate::cmd::common::{can_list, dataset_json, node, Node};
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{compression, dims, table, Out};
@@ -36,12 +37,21 @@ pub struct TreeArgs {
 }
 
 /// Open the container of `loc` for reading and check that `loc` exists.
-pub fn open_existing(loc: &Location, g: Global) -> CliResult<Container> {
+pub fn open_existing(loc: &Location, g: &Global) -> CliResult<Container> {
     let c = loc.open(Mode::Read, g.threads.max(1))?;
     if !c.exists(&loc.inner).at(&loc.arg)? {
         return Err(CliError::new(&loc.arg, "no such group or dataset"));
     }
     Ok(c)
+}
+
+/// The error for listing the group at `loc` on a store that cannot list.
+pub fn cannot_list(loc: &Location) -> CliError {
+    CliError::new(
+        &loc.arg,
+        "plain HTTP(S) cannot list groups; name a dataset (n5 info URL/DATASET, n5 cat ...), \
+         or open S3 and Google Cloud Storage data through s3:// or gs://",
+    )
 }
 
 /// One listed entry as JSON: `path`, `type` and the dataset's metadata (or
@@ -80,11 +90,12 @@ fn cells(n: &Node) -> Vec<String> {
 }
 
 /// `n5 ls [-r] PATH`.
-pub fn ls(a: &LsArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = open_existing(&loc, g)?;
     let here = node(&c, &loc.inner);
     let entries: Vec<(String, Node)> = match here {
+        Node::Group if !can_list(&c) => return Err(cannot_list(&loc)),
         Node::Group => {
             let names = if a.recursive {
                 c.deep_list(&loc.inner).at(&loc.arg)?
@@ -170,17 +181,21 @@ fn tree_lines(
 }
 
 /// `n5 tree PATH`.
-pub fn tree(a: &TreeArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+pub fn tree(a: &TreeArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = open_existing(&loc, g)?;
     let name = a.path.trim_end_matches('/').to_string();
     let mut out = Out::new();
     if a.json {
+        if !can_list(&c) && matches!(node(&c, &loc.inner), Node::Group) {
+            return Err(cannot_list(&loc));
+        }
         let v = tree_json(&c, &loc.inner, &name)?;
         out.json(&v)?;
     } else {
         let n = node(&c, &loc.inner);
         match &n {
+            Node::Group if !can_list(&c) => return Err(cannot_list(&loc)),
             Node::Group => {
                 out.line(&name)?;
                 let mut rows = Vec::new();

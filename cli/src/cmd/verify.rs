@@ -3,12 +3,15 @@
 //! truncated (the file ends early) or mis-sized (its header's shape fits
 //! neither the block's extent nor the padded blockSize), and each dataset
 //! whose metadata cannot be read. Exit code 3 when anything is bad.
+//! Blocks are read through the container's store, so this works on every
+//! location kind; where the store cannot list (plain HTTP(S)), a dataset's
+//! grid positions are probed one by one, and a group cannot be walked.
 
 use clap::Args;
 use n5::{block, BlockHeader, BlockMode, Compression, DatasetAttributes, Mode};
 use serde_json::{json, Value};
 
-use crate::cmd::common::{in_grid, node, Node};
+use crate::cmd::common::{blocks_to_visit, can_list, node, workers, Blocks, Node};
 use crate::error::{At, CliError, CliResult, EXIT_BAD_BLOCKS, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{count, progress, Out};
@@ -27,7 +30,7 @@ pub struct VerifyArgs {
 /// One bad block or dataset.
 #[derive(Clone, Debug)]
 struct Problem {
-    /// The block file (or the dataset directory).
+    /// The block file or URL (or the dataset's).
     path: String,
     /// The dataset's path in the container.
     dataset: String,
@@ -146,8 +149,8 @@ pub fn check_block(
 }
 
 /// `n5 verify PATH`.
-pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
-    let loc = Location::parse(&a.path);
+pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
+    let loc = Location::parse(&a.path, g)?;
     let c = loc.open(Mode::Read, 1)?;
     if !c.exists(&loc.inner).at(&loc.arg)? {
         return Err(CliError::new(&loc.arg, "no such group or dataset"));
@@ -155,6 +158,13 @@ pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
     let mut problems: Vec<Problem> = Vec::new();
     let mut paths = vec![loc.inner.clone()];
     if matches!(node(&c, &loc.inner), Node::Group) {
+        if !can_list(&c) {
+            return Err(CliError::new(
+                &loc.arg,
+                "plain HTTP(S) cannot list the datasets of a group; verify each dataset by its path, \
+                 or read the data through s3://, gs:// or a local copy",
+            ));
+        }
         paths.extend(
             c.deep_list(&loc.inner)
                 .at(&loc.arg)?
@@ -170,7 +180,7 @@ pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
         match node(&c, &p) {
             Node::Group => {}
             Node::Broken(m) => problems.push(Problem {
-                path: loc.file(&p).join("attributes.json").display().to_string(),
+                path: loc.describe(c.store(), &join(&p, "attributes.json")),
                 dataset: p.clone(),
                 grid: None,
                 kind: "metadata",
@@ -178,56 +188,66 @@ pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
             }),
             Node::Dataset(_) => {
                 let ds = c.open_dataset(&p).at(&p)?;
-                let grid = ds.attributes().grid_shape();
-                match ds.list_blocks() {
-                    Ok(blocks) => {
-                        for b in blocks {
-                            if in_grid(&b, &grid) {
-                                jobs.push((datasets.len(), b));
-                            } else {
-                                outside += 1;
-                            }
-                        }
+                let arg = loc.child(p[loc.inner.len()..].trim_start_matches('/')).arg;
+                if !can_list(&c) {
+                    // Every grid position, probed; a missing block is no problem.
+                    if let Blocks::Probe(all) = blocks_to_visit(&ds, &arg)? {
+                        jobs.extend(all.into_iter().map(|b| (datasets.len(), b)));
                     }
-                    Err(e) => problems.push(Problem {
-                        path: loc.file(&p).display().to_string(),
-                        dataset: p.clone(),
-                        grid: None,
-                        kind: "corrupt",
-                        message: format!("cannot list its blocks: {}", e.message()),
-                    }),
+                } else {
+                    match blocks_to_visit(&ds, &arg) {
+                        Ok(Blocks::Listed(inside, out)) => {
+                            outside += out.len();
+                            jobs.extend(inside.into_iter().map(|b| (datasets.len(), b)));
+                        }
+                        Ok(Blocks::Probe(_)) => {}
+                        Err(e) => problems.push(Problem {
+                            path: loc.describe(c.store(), &p),
+                            dataset: p.clone(),
+                            grid: None,
+                            kind: "corrupt",
+                            message: format!("cannot list its blocks: {}", e.message),
+                        }),
+                    }
                 }
                 datasets.push(ds);
             }
         }
     }
     let bar = progress(jobs.len() as u64, "verify", g.quiet);
-    let found: Result<Vec<Option<Problem>>, CliError> =
-        work::map(&jobs, work::threads(g.threads), |(i, pos)| {
+    // (block read, its problem): a probed block that is not stored is neither.
+    let found: Result<Vec<(bool, Option<Problem>)>, CliError> =
+        work::map(&jobs, workers(g, &c), |(i, pos)| {
             let ds = &datasets[*i];
             let key = ds.block_key(pos);
-            let file = loc.file(&key);
             let problem = |kind, message| {
                 Some(Problem {
-                    path: file.display().to_string(),
+                    path: loc.describe(c.store(), &key),
                     dataset: ds.path().to_string(),
                     grid: Some(pos.clone()),
                     kind,
                     message,
                 })
             };
-            let r = match std::fs::read(&file) {
-                Err(e) => problem("corrupt", format!("cannot read: {e}")),
-                Ok(bytes) => match check_block(&bytes, &ds.attributes(), pos) {
-                    Ok(()) => None,
-                    Err((kind, message)) => problem(kind, message),
+            let r = match c.store().get(&key) {
+                Err(e) => (
+                    true,
+                    problem("corrupt", format!("cannot read: {}", e.message())),
+                ),
+                // Listed but gone since (or not stored, when probing).
+                Ok(None) => (false, None),
+                Ok(Some(bytes)) => match check_block(&bytes, &ds.attributes(), pos) {
+                    Ok(()) => (true, None),
+                    Err((kind, message)) => (true, problem(kind, message)),
                 },
             };
             bar.inc(1);
             Ok(r)
         });
     bar.finish_and_clear();
-    problems.extend(found?.into_iter().flatten());
+    let found = found?;
+    let blocks = found.iter().filter(|(read, _)| *read).count();
+    problems.extend(found.into_iter().filter_map(|(_, p)| p));
 
     let ok = problems.is_empty();
     let mut out = Out::new();
@@ -235,7 +255,7 @@ pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
         out.json(&json!({
             "ok": ok,
             "datasets": datasets.len(),
-            "blocks": jobs.len(),
+            "blocks": blocks,
             "outsideGrid": outside,
             "bad": problems.iter().map(Problem::to_json).collect::<Vec<_>>(),
         }))?;
@@ -252,7 +272,7 @@ pub fn verify(a: &VerifyArgs, g: Global) -> CliResult<u8> {
             "{}: {}, {}{outside_note}: {}",
             loc.arg,
             count(datasets.len(), "dataset"),
-            count(jobs.len(), "block"),
+            count(blocks, "block"),
             if ok {
                 "ok".to_string()
             } else {

@@ -46,6 +46,51 @@ pub fn run_in(args: &[&str], dir: Option<&Path>) -> Run {
     }
 }
 
+/// The environment variables that carry storage credentials, endpoints or
+/// trusted CAs, which [`run_env`] keeps from the child unless given.
+pub const STORAGE_ENV: [&str; 16] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "STORAGE_EMULATOR_HOST",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+];
+
+/// Run `n5 args...` in `dir` (the current directory when `None`) with
+/// `env` set and every other variable of [`STORAGE_ENV`] removed, and no
+/// credential files (`~/.aws` of a home that does not exist).
+pub fn run_env(args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_n5"));
+    cmd.args(args).stdin(Stdio::null());
+    for k in STORAGE_ENV {
+        cmd.env_remove(k);
+    }
+    cmd.env("HOME", "/nonexistent/n5-cli-test-home");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.output().expect("the n5 binary runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// Run `n5 args...` and check that it succeeds.
 pub fn ok(args: &[&str]) -> Run {
     let r = run(args);
