@@ -38,19 +38,11 @@ pub struct Location {
     options: Options,
 }
 
-/// The format prefixes a location may start with, as the library knows them.
-const FORMAT_PREFIXES: [&str; 4] = ["zarr2:", "zarr3:", "zarr:", "n5:"];
-
-/// `(format prefix, rest)` of a location string.
+/// `(format prefix, rest)` of a location string, split as the library
+/// splits it.
 fn split_format(text: &str) -> (&str, &str) {
-    for p in FORMAT_PREFIXES {
-        if let Some(rest) = text.strip_prefix(p) {
-            if !rest.is_empty() {
-                return (&text[..p.len()], rest);
-            }
-        }
-    }
-    ("", text)
+    let (_, rest) = n5::storage::location::split_format(text);
+    (&text[..text.len() - rest.len()], rest)
 }
 
 impl Location {

@@ -139,7 +139,9 @@ impl Location {
     }
 }
 
-fn split_format(text: &str) -> (Option<FormatHint>, &str) {
+/// The format prefix of a location string (`zarr3:`, `n5:`...), if any,
+/// and the location after it.
+pub fn split_format(text: &str) -> (Option<FormatHint>, &str) {
     for (prefix, hint) in [
         ("zarr2:", FormatHint::Zarr2),
         ("zarr3:", FormatHint::Zarr3),
