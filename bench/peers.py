@@ -28,6 +28,12 @@ is fsynced and evicted with os.posix_fadvise(POSIX_FADV_DONTNEED) (cache
 fastest in memory), the same memory layout as libn5's buffers, so no
 transposing copy is made.
 
+On an object store (the job's "storage" holds libn5's storage options and
+"container" is an s3:// URL), tensorstore uses its s3 kvstore on the same
+endpoint, anonymously, with s3_request_concurrency set to libn5's
+io_concurrency; nothing is evicted, and a write starts from a deleted
+dataset (delete_existing). z5py has no object-store backend: n/a.
+
 Report: {"status": "ok", "times": [s...], "maxrss_kib", "baseline_kib"} or
 {"status": "n/a", "reason"} for what a peer cannot do (lz4) or
 {"status": "error", "message"}. The last read is compared with the volume
@@ -91,8 +97,22 @@ class TensorStore:
         n = job["threads"]
         self.context = ts.Context({"data_copy_concurrency": {"limit": n},
                                    "file_io_concurrency": {"limit": n}})
-        path = os.path.join(job["container"], job["dataset"]) + "/"
-        self.spec = {"driver": "n5", "kvstore": {"driver": "file", "path": path}}
+        storage = job.get("storage")
+        if storage:
+            # s3://bucket/prefix on libn5's endpoint, as libn5 sees it.
+            bucket, _, prefix = job["container"][len("s3://"):].partition("/")
+            s3 = storage.get("s3", {})
+            io = storage.get("io_concurrency", 32)
+            self.context = ts.Context({"data_copy_concurrency": {"limit": n},
+                                       "s3_request_concurrency": {"limit": io}})
+            kvstore = {"driver": "s3", "bucket": bucket,
+                       "path": prefix + "/" + job["dataset"] + "/",
+                       "endpoint": s3["endpoint"], "aws_region": s3.get("region", "us-east-1"),
+                       "aws_credentials": {"type": "anonymous"}}
+        else:
+            path = os.path.join(job["container"], job["dataset"]) + "/"
+            kvstore = {"driver": "file", "path": path}
+        self.spec = {"driver": "n5", "kvstore": kvstore}
         self.metadata = {"dimensions": job["dims"], "blockSize": job["block"],
                          "dataType": "uint16", "compression": job["compression"]}
 
@@ -173,6 +193,9 @@ def run(job):
     peer, codec = job["impl"], job["codec"]
     if (peer, codec) in UNSUPPORTED:
         return {"status": "n/a", "reason": UNSUPPORTED[(peer, codec)]}
+    remote = bool(job.get("storage"))
+    if remote and peer != "tensorstore":
+        return {"status": "n/a", "reason": "%s has no object-store backend" % peer}
     impl = PEERS[peer](job)
     dims = job["dims"]
     container = job["container"]
@@ -183,8 +206,9 @@ def run(job):
         volume = np.fromfile(job["raw"], dtype=np.uint16).reshape(tuple(reversed(dims)))
 
         def prepare():
-            shutil.rmtree(container, ignore_errors=True)
-            os.sync()
+            if not remote:
+                shutil.rmtree(container, ignore_errors=True)
+                os.sync()
             return impl.create()
 
         def op(h):
@@ -193,7 +217,8 @@ def run(job):
         boxes = read_boxes(job)
 
         def prepare():
-            evict(container, job["cache"])
+            if not remote:
+                evict(container, job["cache"])
             return impl.open()
 
         def op(h):

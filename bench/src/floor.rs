@@ -12,9 +12,16 @@
 //!   piece (the reference C XXH32 of the same library), blosc c-blosc's
 //!   `_ctx` functions.
 //!
+//! On an object store (a job with storage options) the I/O floor is the
+//! same GETs and PUTs of the same objects with libn5's own client (its
+//! `Store`, the same retries and connection pool) and as many requests in
+//! flight as libn5's `io_concurrency`; the codec floor adds the codec work
+//! of the blocks, done by at most the job's threads at once.
+//!
 //! Multi-block work is spread over the job's threads (std::thread::scope,
-//! blocks handed out one at a time); single-block reads are one call each,
-//! so their floor is sequential. Not in the floors: the byte swapping to and
+//! blocks handed out one at a time; on an object store, over
+//! `io_concurrency` threads); single-block reads are one call each, so
+//! their floor is sequential. Not in the floors: the byte swapping to and
 //! from big-endian and the copy between blocks and the region buffer.
 
 use std::ffi::{c_char, c_int, c_void};
@@ -22,10 +29,12 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
+
+use n5::storage::Store;
 
 use crate::sys;
-use crate::workload::{measure, remove_tree, Codec, Impl, Job, Report, Workload};
+use crate::workload::{measure, remove_tree, Codec, Impl, Job, Report, Workload, DATASET};
 
 // Linked by the blosc-src dependency (the same c-blosc build libn5 uses).
 use blosc_src as _;
@@ -387,26 +396,112 @@ fn block_bytes_be(job: &Job, volume: &[u8], p: [u64; 3]) -> Vec<u8> {
     out
 }
 
+/// Where a floor's block objects are: files below a container directory,
+/// or objects of a store (a container on an object store).
+enum Blocks {
+    Files(PathBuf),
+    Objects(Arc<dyn Store>),
+}
+
+impl Blocks {
+    /// The blocks of the container at `at` (a directory, or for a remote
+    /// job a URL).
+    fn open(job: &Job, at: &Path) -> Result<Blocks, String> {
+        if !job.is_remote() {
+            return Ok(Blocks::Files(at.to_path_buf()));
+        }
+        let options = job.options()?;
+        let url = at.to_str().ok_or("the location is not UTF-8")?;
+        n5::storage::Location::parse(url)
+            .and_then(|l| l.open(&options.storage))
+            .map(Blocks::Objects)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The object key of the block at `p`.
+    fn key(p: [u64; 3]) -> String {
+        format!("{DATASET}/{}/{}/{}", p[0], p[1], p[2])
+    }
+
+    /// Reads the block at `p` into `buf`.
+    fn read(&self, p: [u64; 3], buf: &mut Vec<u8>) -> Result<(), String> {
+        match self {
+            Blocks::Files(root) => read_into(&Job::block_path(root, p), buf),
+            Blocks::Objects(store) => {
+                let key = Blocks::key(p);
+                match store.get_into(&key, buf) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(format!("{}: missing", store.describe(&key))),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        }
+    }
+
+    /// Writes the block at `p` (a file as libn5 writes it, or one PUT).
+    fn write(&self, p: [u64; 3], data: &[u8], unique: usize) -> Result<(), String> {
+        match self {
+            Blocks::Files(root) => write_atomic(&Job::block_path(root, p), data, unique),
+            Blocks::Objects(store) => store
+                .put(&Blocks::key(p), &[data])
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Lets at most a fixed number of threads run codec work at once: on an
+/// object store the floor's I/O threads outnumber the job's threads.
+struct Gate {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Gate {
+    fn new(n: usize) -> Gate {
+        Gate {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Runs `f` once a place is free.
+    fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        let mut free = self.free.lock().expect("gate");
+        while *free == 0 {
+            free = self.freed.wait(free).expect("gate");
+        }
+        *free -= 1;
+        drop(free);
+        let out = f();
+        *self.free.lock().expect("gate") += 1;
+        self.freed.notify_one();
+        out
+    }
+}
+
 /// Runs a floor job (FloorIo or FloorCodec) in this (child) process.
 pub fn run_floor(job: &Job) -> Result<Report, String> {
     let codec_floor = job.imp == Impl::FloorCodec;
-    let threads = if job.workload == Workload::ReadBlocks {
+    let workers = if job.workload == Workload::ReadBlocks {
         1
+    } else if job.is_remote() {
+        job.options()?.storage.io_concurrency_for(true)
     } else {
         job.threads
     };
+    let gate = Gate::new(job.threads);
+    let source = Blocks::open(job, &job.container)?;
     if job.workload == Workload::Write {
         let positions = all_positions(job);
-        // Untimed: the exact files libn5 wrote (I/O floor) or the blocks'
+        // Untimed: the exact blocks libn5 wrote (I/O floor) or the blocks'
         // big-endian bytes and headers (codec floor).
-        let inputs: Vec<(PathBuf, Vec<u8>, Vec<u8>)> = if codec_floor {
+        let inputs: Vec<([u64; 3], Vec<u8>, Vec<u8>)> = if codec_floor {
             let volume = fs::read(&job.raw).map_err(io_err(&job.raw))?;
             positions
                 .iter()
                 .map(|&p| {
-                    let rel = Job::block_path(Path::new(""), p);
                     (
-                        rel,
+                        p,
                         block_header(block_shape(job, p)),
                         block_bytes_be(job, &volume, p),
                     )
@@ -416,35 +511,37 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
             positions
                 .iter()
                 .map(|&p| {
-                    let path = Job::block_path(&job.container, p);
-                    let bytes = fs::read(&path).map_err(io_err(&path))?;
-                    Ok((Job::block_path(Path::new(""), p), Vec::new(), bytes))
+                    let mut bytes = Vec::new();
+                    source.read(p, &mut bytes)?;
+                    Ok((p, Vec::new(), bytes))
                 })
                 .collect::<Result<_, String>>()?
         };
+        let target = Blocks::open(job, &job.scratch)?;
         let (report, ()) = measure(
             job.repeats,
             || {
-                remove_tree(&job.scratch)?;
-                fs::create_dir_all(&job.scratch).map_err(io_err(&job.scratch))?;
-                sys::sync_all();
+                if !job.is_remote() {
+                    remove_tree(&job.scratch)?;
+                    fs::create_dir_all(&job.scratch).map_err(io_err(&job.scratch))?;
+                    sys::sync_all();
+                }
                 Ok(((), f64::NAN))
             },
             |()| {
                 parallel(
                     inputs.len(),
-                    threads,
+                    workers,
                     || (Coder::new(job.codec), Vec::new()),
                     |(coder, buf), i| {
-                        let (rel, header, data) = &inputs[i];
-                        let path = job.scratch.join(rel);
+                        let (p, header, data) = &inputs[i];
                         if !codec_floor {
-                            return write_atomic(&path, data, i);
+                            return target.write(*p, data, i);
                         }
                         buf.clear();
                         buf.extend_from_slice(header);
-                        coder.encode(data, buf)?;
-                        write_atomic(&path, buf, i)
+                        gate.run(|| coder.encode(data, buf))?;
+                        target.write(*p, buf, i)
                     },
                 )
             },
@@ -455,23 +552,26 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
     let (report, ()) = measure(
         job.repeats,
         || {
-            let resident = sys::evict(&job.container, job.cache)
-                .map_err(|e| format!("evicting {}: {e}", job.container.display()))?;
+            let resident = match &source {
+                Blocks::Files(root) => sys::evict(root, job.cache)
+                    .map_err(|e| format!("evicting {}: {e}", root.display()))?,
+                Blocks::Objects(_) => f64::NAN,
+            };
             Ok(((), resident))
         },
         |()| {
             parallel(
                 positions.len(),
-                threads,
+                workers,
                 || (Coder::new(job.codec), Vec::new(), Vec::new()),
                 |(coder, file, block), i| {
                     let p = positions[i];
-                    read_into(&Job::block_path(&job.container, p), file)?;
+                    source.read(p, file)?;
                     if codec_floor {
                         let shape = block_shape(job, p);
                         block.resize((shape.iter().product::<u64>() * Job::ELEM) as usize, 0);
                         let h = header_len(file)?;
-                        coder.decode(&file[h..], block)?;
+                        gate.run(|| coder.decode(&file[h..], block))?;
                     }
                     Ok(())
                 },

@@ -15,7 +15,8 @@
 //! again with the hidden `--one JOB` (libn5 and the floors), or peers.py.
 //! Modules: [`data`] (volume and PRNG), [`workload`] (codecs, workloads,
 //! jobs, libn5's measurements), [`floor`], [`peers`], [`report`], [`sys`]
-//! (page cache, memory, machine).
+//! (page cache, memory, machine), [`remote`] (the same on S3, `--storage
+//! s3`).
 
 mod data;
 mod floor;
@@ -52,6 +53,9 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
                      (also sync; echo 3 > /proc/sys/vm/drop_caches; root only)
                      or warm (no eviction)
   --warm             same as --cache warm
+  --storage WHERE    fs (default: the local disk), s3 (S3 on SeaweedFS on
+                     127.0.0.1 behind a latency proxy; lz4 left out) or all
+  --latency LIST     ms added per request on S3, comma-separated (default 0,20)
   --no-peers         skip tensorstore and z5py
   --python PATH      Python with the peers (default: <repo>/.venv/bin/python,
                      made by ./tests/run.sh or bench/run.sh)
@@ -82,6 +86,9 @@ struct Config {
     keep: bool,
     json: Option<PathBuf>,
     markdown: Option<PathBuf>,
+    storage_fs: bool,
+    storage_s3: bool,
+    latencies: Vec<u64>,
 }
 
 /// Parses a comma-separated list with `item`.
@@ -108,6 +115,9 @@ impl Config {
             keep: false,
             json: None,
             markdown: None,
+            storage_fs: true,
+            storage_s3: false,
+            latencies: vec![0, 20],
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -136,6 +146,18 @@ impl Config {
                     c.cache = CacheMode::parse(&value()?).ok_or("--cache: fadvise, drop or warm")?
                 }
                 "--warm" => c.cache = CacheMode::Warm,
+                "--storage" => {
+                    let v = value()?;
+                    (c.storage_fs, c.storage_s3) = match v.as_str() {
+                        "fs" => (true, false),
+                        "s3" => (false, true),
+                        "all" => (true, true),
+                        _ => return Err("--storage: fs, s3 or all".into()),
+                    }
+                }
+                "--latency" => {
+                    c.latencies = list(&value()?, |s| s.parse().ok().filter(|&ms| ms <= 1000))?
+                }
                 "--no-peers" => c.peers = false,
                 "--python" => c.python = value()?.into(),
                 "--scaling" => c.scaling = true,
@@ -154,6 +176,9 @@ impl Config {
 macro_rules! say {
     ($($arg:tt)*) => { eprintln!("[n5-bench] {}", format!($($arg)*)) };
 }
+
+// After `say!`, which it uses.
+mod remote;
 
 /// The parent (the benchmark) or, with `--one`, a child (one measurement).
 fn main() -> ExitCode {
@@ -382,6 +407,7 @@ impl Setup<'_> {
             scratch: self.work.join(format!("floor-{}", codec.name())),
             region: self.region.clone(),
             positions: self.positions.clone(),
+            storage: None,
         }
     }
 
@@ -569,7 +595,12 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
 
     let mut results = HashMap::new();
     let mut ratios = Vec::new();
-    for &codec in &config.codecs {
+    let fs_codecs: &[Codec] = if config.storage_fs {
+        &config.codecs
+    } else {
+        &[]
+    };
+    for &codec in fs_codecs {
         let extras = measure_codec(&setup, &imps, codec, &mut results)?;
         ratios.extend(extras.ratio.map(|r| (codec, r)));
         if let Some((cold, warm)) = extras.warm_check {
@@ -593,6 +624,12 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
             resident * 100.0
         ));
     }
+
+    let remote_cells = if config.storage_s3 {
+        remote::run(config, &setup, &imps)?
+    } else {
+        Vec::new()
+    };
 
     let scaling = if config.scaling {
         run_scaling(config, work)?
@@ -619,25 +656,38 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         ratios,
         repeats: config.repeats,
         threads: config.threads.clone(),
-        codecs: config.codecs.clone(),
-        workloads: config.workloads.clone(),
+        codecs: fs_codecs.to_vec(),
+        workloads: if config.storage_fs {
+            config.workloads.clone()
+        } else {
+            Vec::new()
+        },
         results,
         scaling,
     };
-    let text = run.markdown();
+    let mut text = run.markdown();
+    if config.storage_s3 {
+        text.push_str(&remote::markdown(config, &remote_cells));
+    }
     println!("{text}");
     if let Some(path) = &config.markdown {
         fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display()))?;
         say!("wrote {}", path.display());
     }
     if let Some(path) = &config.json {
-        let doc = serde_json::to_string_pretty(&run.to_json()).expect("JSON");
+        let mut doc = run.to_json();
+        doc["object_store"] = remote::to_json(&remote_cells);
+        let doc = serde_json::to_string_pretty(&doc).expect("JSON");
         fs::write(path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
         say!("wrote {}", path.display());
     }
-    let failures = run.failures();
-    if !failures.is_empty() {
-        return Err(format!("{} measurement(s) failed", failures.len()));
+    let remote_failures = remote_cells
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
+        .count();
+    let failures = run.failures().len() + remote_failures;
+    if failures > 0 {
+        return Err(format!("{failures} measurement(s) failed"));
     }
     Ok(())
 }
@@ -669,6 +719,7 @@ fn run_scaling(config: &Config, work: &Path) -> Result<Vec<ScalingRow>, String> 
                     shape: dims,
                 },
                 positions: Vec::new(),
+                storage: None,
             };
             let mut results = HashMap::new();
             run_rounds(

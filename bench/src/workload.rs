@@ -193,6 +193,10 @@ pub struct Job {
     pub region: Region,
     /// The block grid positions of `ReadBlocks`.
     pub positions: Vec<[u64; 3]>,
+    /// For a container on an object store: the storage options (as for
+    /// `options_json`), with `container` and `scratch` then being URLs
+    /// (`s3://bucket/prefix`). `None` on the local disk.
+    pub storage: Option<Value>,
 }
 
 /// The 3-element integer array `key` of a job.
@@ -238,6 +242,7 @@ impl Job {
             "scratch": self.scratch,
             "region": {"offset": self.region.offset, "shape": self.region.shape},
             "positions": self.positions,
+            "storage": self.storage,
         })
     }
 
@@ -275,11 +280,28 @@ impl Job {
                 shape: arr3(region, "shape")?,
             },
             positions,
+            storage: v.get("storage").filter(|s| !s.is_null()).cloned(),
         })
     }
 
     /// Bytes per voxel (uint16).
     pub const ELEM: u64 = 2;
+
+    /// Whether the container is on an object store.
+    pub fn is_remote(&self) -> bool {
+        self.storage.is_some()
+    }
+
+    /// libn5's options for this job: `threads`, and the storage options of
+    /// a remote container.
+    pub fn options(&self) -> Result<Options, String> {
+        let mut options = match &self.storage {
+            Some(storage) => Options::from_json(&storage.to_string()).map_err(|e| e.to_string())?,
+            None => Options::default(),
+        };
+        options.threads = self.threads;
+        Ok(options)
+    }
 
     /// Blocks per dimension.
     pub fn grid(&self) -> [u64; 3] {
@@ -463,15 +485,6 @@ pub fn verify(raw: &Path, dims: [u64; 3], r: &Region, out: &[u8]) -> Result<(), 
     Ok(())
 }
 
-/// libn5's options with `threads` (and the defaults of any other field).
-fn options(threads: usize) -> Options {
-    // Fields added to Options later keep their defaults.
-    Options {
-        threads,
-        ..Options::default()
-    }
-}
-
 /// Runs a libn5 job in this (child) process.
 pub fn run_libn5(job: &Job) -> Result<Report, String> {
     let e = |e: n5::Error| e.to_string();
@@ -481,10 +494,17 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
         let (report, _) = measure(
             job.repeats,
             || {
-                remove_tree(&job.container)?;
-                sys::sync_all();
-                let c = Container::open_with(&job.container, Mode::Create, options(job.threads))
-                    .map_err(e)?;
+                let c = if job.is_remote() {
+                    // Untimed: the dataset's objects from the previous write go.
+                    let c = Container::open_with(&job.container, Mode::Create, job.options()?)
+                        .map_err(e)?;
+                    c.remove(DATASET).map_err(e)?;
+                    c
+                } else {
+                    remove_tree(&job.container)?;
+                    sys::sync_all();
+                    Container::open_with(&job.container, Mode::Create, job.options()?).map_err(e)?
+                };
                 let attrs = DatasetAttributes::new(
                     job.dims.to_vec(),
                     job.block.iter().map(|&b| b as u32).collect(),
@@ -504,10 +524,13 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
     let (report, (_, out)) = measure(
         job.repeats,
         || {
-            let resident = sys::evict(&job.container, job.cache)
-                .map_err(|err| format!("evicting {}: {err}", job.container.display()))?;
-            let c = Container::open_with(&job.container, Mode::Read, options(job.threads))
-                .map_err(e)?;
+            let resident = if job.is_remote() {
+                f64::NAN
+            } else {
+                sys::evict(&job.container, job.cache)
+                    .map_err(|err| format!("evicting {}: {err}", job.container.display()))?
+            };
+            let c = Container::open_with(&job.container, Mode::Read, job.options()?).map_err(e)?;
             let ds = c.open_dataset(DATASET).map_err(e)?;
             Ok(((ds, vec![0u8; out_len]), resident))
         },
