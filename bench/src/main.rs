@@ -666,6 +666,12 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         scaling,
     };
     let mut text = run.markdown();
+    if !config.storage_fs {
+        // The file-system tables are empty: the header only.
+        if let Some(end) = text.find("\n## ") {
+            text.truncate(end + 1);
+        }
+    }
     if config.storage_s3 {
         text.push_str(&remote::markdown(config, &remote_cells));
     }

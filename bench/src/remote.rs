@@ -44,7 +44,8 @@ pub struct Cell {
     pub threads: usize,
     /// Times and memory, or why not.
     pub outcome: Outcome,
-    /// Requests the proxy saw per timed operation (the last round's).
+    /// Requests the proxy saw from the measuring process (the last
+    /// round's; the untimed opening and, for writes, deleting included).
     pub requests: Option<u64>,
     /// Bytes the proxy sent to the client in that operation.
     pub bytes: Option<u64>,
@@ -243,7 +244,7 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
     let _ = writeln!(s, "\n## Object store (S3)\n");
     let _ = writeln!(
         s,
-        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. Times in ms (median); requests as the proxy counted them for one timed operation; peak RSS in MiB."
+        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. Times in ms (median); requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
     );
     let bw = bandwidth(cells, &config.threads);
     if let Some(bw) = bw {
