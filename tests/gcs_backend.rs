@@ -3,7 +3,8 @@
 //! binary is missing, unless N5_REQUIRE_SERVERS=1): containers, groups,
 //! datasets, regions and blocks through `gs://` locations, listings with
 //! page continuation, directory markers as n5-google-cloud writes them,
-//! conditional writes, concurrent attribute merges, a missing bucket,
+//! conditional writes, concurrent attribute merges (these are the checks
+//! of `common::object_store`, shared with the S3 backend), a missing bucket,
 //! credentials on the wire, and the emulator variable.
 //!
 //! What the emulator can show about concurrent conditional writes:
@@ -27,9 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::bytes;
+use common::object_store::{self, Bucket};
 use n5::storage::location::Location;
-use n5::storage::{ByteRange, Precondition, Store, Version};
+use n5::storage::{ByteRange, Store, Version};
 use n5::{Compression, Container, DataType, DatasetAttributes, ErrorKind, Mode, Options};
 use n5_testkit::client::Request as TkRequest;
 use n5_testkit::{Fault, Proxy, Rule};
@@ -96,263 +97,70 @@ impl Gcs {
     }
 }
 
-fn u16_bytes(n: usize, seed: u64) -> Vec<u8> {
-    bytes(seed, n * 2)
+impl Gcs {
+    /// `bucket` as the shared checks of `common::object_store` see it.
+    fn checked<'a>(&self, bucket: &str, names: &'a dyn Fn() -> BTreeSet<String>) -> Bucket<'a> {
+        Bucket {
+            url: format!("gs://{bucket}"),
+            options: self.options(json!({})),
+            names,
+        }
+    }
 }
 
 #[test]
 fn containers_groups_datasets_and_blocks() {
     let Some(gcs) = gcs() else { return };
     let bucket = gcs.bucket("containers");
-    let location = format!("gs://{bucket}/data/x.n5");
-    let c = gcs.open(&location, Mode::Create).unwrap();
-    assert_eq!(c.version().unwrap().as_deref(), Some("4.0.0"));
-    c.create_group("a/b").unwrap();
-    let attrs = DatasetAttributes::new(
-        vec![100, 70],
-        vec![16, 16],
-        DataType::U16,
-        Compression::from_json(&json!({"type": "gzip"})).unwrap(),
-    )
-    .unwrap();
-    let ds = c.create_dataset("a/ds", attrs).unwrap();
-    let data = u16_bytes(100 * 70, 1);
-    ds.write_region(&[0, 0], &[100, 70], &data).unwrap();
-    c.set_attributes("a", json!({"k": [1, 2], "s": "v"}).as_object().unwrap())
-        .unwrap();
-
+    let names = || gcs.names(&bucket);
     // Markers from the bucket's root down, as n5-google-cloud writes them.
-    let names = gcs.names(&bucket);
-    for marker in [
-        "data/",
-        "data/x.n5/",
-        "data/x.n5/a/",
-        "data/x.n5/a/b/",
-        "data/x.n5/a/ds/",
-    ] {
-        assert!(names.contains(marker), "{marker} in {names:?}");
-    }
-    assert!(names.contains("data/x.n5/a/ds/6/4"));
-
-    // A second handle reads everything back.
-    let r = gcs.open(&location, Mode::Read).unwrap();
-    let ds = r.open_dataset("a/ds").unwrap();
-    let mut out = vec![0; data.len()];
-    ds.read_region(&[0, 0], &[100, 70], &mut out).unwrap();
-    assert_eq!(out, data);
-    let mut part = vec![0; 2 * 30 * 20];
-    ds.read_region(&[5, 40], &[30, 20], &mut part).unwrap();
-    for y in 0..20 {
-        let row = (40 + y) * 100 + 5;
-        assert_eq!(
-            &part[y * 60..(y + 1) * 60],
-            &data[row * 2..(row + 30) * 2],
-            "row {y}"
-        );
-    }
-    assert_eq!(ds.list_blocks().unwrap().len(), 7 * 5);
-    assert!(ds.block_header(&[6, 4]).unwrap().is_some());
-    assert_eq!(r.list("").unwrap(), ["a"]);
-    assert_eq!(r.list("a").unwrap(), ["b", "ds"]);
-    assert_eq!(r.deep_list("").unwrap(), ["a", "a/b", "a/ds"]);
-    assert_eq!(r.get_attribute("a", "k[1]").unwrap(), Some(json!(2)));
-    assert!(r.exists("a/b").unwrap() && !r.exists("a/nope").unwrap());
-    assert!(r.dataset_exists("a/ds").unwrap() && !r.dataset_exists("a").unwrap());
-    assert_eq!(r.remove("a").unwrap_err().kind(), ErrorKind::ReadOnly);
-
-    // Raw blocks are read straight into the caller's buffer.
-    let raw =
-        DatasetAttributes::new(vec![8, 8], vec![4, 4], DataType::U16, Compression::Raw).unwrap();
-    let rds = c.create_dataset("raw", raw).unwrap();
-    let block = u16_bytes(16, 2);
-    rds.write_block(&[1, 1], &[4, 4], &block).unwrap();
-    let mut out = vec![0; 32];
-    assert!(rds.read_block_into(&[1, 1], &mut out).unwrap());
-    assert_eq!(out, block);
-    assert!(!rds.read_block_into(&[0, 1], &mut out).unwrap());
-    assert_eq!(out, vec![0; 32]);
-    assert!(rds.delete_block(&[1, 1]).unwrap() && !rds.delete_block(&[1, 1]).unwrap());
-
-    // Attributes: remove, overwrite.
-    assert_eq!(c.remove_attribute("a", "s").unwrap(), Some(json!("v")));
-    assert_eq!(c.get_attribute("a", "s").unwrap(), None);
-
-    // Removing a group removes its objects and markers.
-    assert!(c.remove("a").unwrap());
-    assert!(!c.exists("a").unwrap() && !c.exists("a/ds").unwrap());
-    let names = gcs.names(&bucket);
-    assert!(
-        names.iter().all(|n| !n.starts_with("data/x.n5/a/")),
-        "{names:?}"
+    object_store::containers_groups_datasets_and_blocks(
+        &gcs.checked(&bucket, &names),
+        &[
+            "data/",
+            "data/x.n5/",
+            "data/x.n5/a/",
+            "data/x.n5/a/b/",
+            "data/x.n5/a/ds/",
+        ],
+        &[],
     );
-    assert!(!c.remove("a").unwrap());
-    assert_eq!(c.list("").unwrap(), ["raw"]);
 }
 
 #[test]
 fn the_store_contract() {
     let Some(gcs) = gcs() else { return };
     let bucket = gcs.bucket("store");
-    let s = gcs.store(&format!("gs://{bucket}/root"));
-    assert_eq!(s.location(), format!("gs://{bucket}/root"));
-    assert_eq!(s.describe("a/b"), format!("gs://{bucket}/root/a/b"));
-    assert!(!s.is_dir("").unwrap(), "nothing under the prefix yet");
-    assert_eq!(s.list("").unwrap(), None);
-
-    // Names travel as one path segment, whatever they hold.
-    let odd = "odd name/ü+%#?&=;x";
-    s.put(odd, &[b"head", b"-", b"tail"]).unwrap();
-    assert_eq!(s.get(odd).unwrap().unwrap(), b"head-tail");
-    assert_eq!(s.size(odd).unwrap(), Some(9));
-    assert!(s.is_dir("").unwrap() && s.is_dir("odd name").unwrap());
-
-    let key = "k/data";
-    let content: Vec<u8> = (0..=255u8).collect();
-    s.put(key, &[&content]).unwrap();
-    let range = |r: ByteRange| s.get_range(key, r).unwrap().unwrap();
-    assert_eq!(
-        range(ByteRange::Span { offset: 10, len: 5 }),
-        &content[10..15]
+    let names = || gcs.names(&bucket);
+    // Versions are generations.
+    object_store::store_contract(
+        &gcs.checked(&bucket, &names),
+        &|v| !v.0.is_empty() && v.0.bytes().all(|b| b.is_ascii_digit()),
+        Version("1".into()),
     );
-    assert_eq!(
-        range(ByteRange::Span {
-            offset: 250,
-            len: 50
-        }),
-        &content[250..]
-    );
-    assert_eq!(
-        range(ByteRange::Span {
-            offset: 300,
-            len: 5
-        }),
-        b""
-    );
-    assert_eq!(range(ByteRange::Span { offset: 3, len: 0 }), b"");
-    assert_eq!(range(ByteRange::From(200)), &content[200..]);
-    assert_eq!(range(ByteRange::Suffix(7)), &content[249..]);
-    assert_eq!(range(ByteRange::Suffix(1000)), &content[..]);
-    assert_eq!(s.get_range("k/none", ByteRange::From(0)).unwrap(), None);
-    let mut buf = vec![9; 3];
-    assert!(s.get_into(key, &mut buf).unwrap());
-    assert_eq!(buf, content);
-    assert!(!s.get_into("k/none", &mut buf).unwrap());
-    assert_eq!(s.get(""), Ok(None));
-    assert_eq!(s.size(""), Ok(None));
-    assert!(!s.exists("k").unwrap(), "a directory is not an object");
-
-    // Versions are generations; conditional writes honour them.
-    let (data, v1) = s.get_versioned(key).unwrap().unwrap();
-    assert_eq!(data, content);
-    assert!(v1.0.bytes().all(|b| b.is_ascii_digit()), "{v1:?}");
-    assert!(!s.put_if(key, b"x", &Precondition::Absent).unwrap());
-    assert!(s
-        .put_if(key, b"second", &Precondition::Matches(v1.clone()))
-        .unwrap());
-    assert!(!s
-        .put_if(key, b"third", &Precondition::Matches(v1.clone()))
-        .unwrap());
-    let (data, v2) = s.get_versioned(key).unwrap().unwrap();
-    assert_eq!((data.as_slice(), v2 != v1), (&b"second"[..], true));
-    assert!(s.put_if("k/new", b"1", &Precondition::Absent).unwrap());
-    assert!(!s.put_if("k/new", b"2", &Precondition::Absent).unwrap());
-    assert!(!s
-        .put_if("k/gone", b"1", &Precondition::Matches(Version("1".into())))
-        .unwrap());
-    assert_eq!(s.get_versioned("k/gone").unwrap(), None);
-    // The binary payload survives the multipart body, boundary-like bytes and all.
-    let tricky: Vec<u8> = b"\r\n--libn5-\r\n--\r\n"
-        .iter()
-        .chain(content.iter())
-        .copied()
-        .collect();
-    assert!(s
-        .put_if("k/tricky", &tricky, &Precondition::Absent)
-        .unwrap());
-    assert_eq!(s.get("k/tricky").unwrap().unwrap(), tricky);
-
-    // Listings: one level, markers and hidden names left out.
-    s.create_dir("k/empty/deeper").unwrap();
-    s.put("k/.hidden", &[b"h"]).unwrap();
-    s.put("k/.tmp/x", &[b"h"]).unwrap();
-    let l = s.list("k").unwrap().unwrap();
-    assert_eq!(l.dirs, ["empty"]);
-    assert_eq!(l.files, ["data", "new", "tricky"]);
-    assert_eq!(s.list_keys("k").unwrap(), ["data", "new", "tricky"]);
-    assert!(s.is_dir("k/empty").unwrap() && s.is_dir("k/empty/deeper").unwrap());
-    assert_eq!(
-        s.list("k/empty/deeper").unwrap().unwrap(),
-        Default::default()
-    );
-    assert_eq!(s.list("k/nothing").unwrap(), None);
-    assert!(!s.is_dir("k/data").unwrap());
-
-    // Deletes.
-    assert!(s.delete("k/new").unwrap() && !s.delete("k/new").unwrap());
-    assert!(s.delete_dir("k").unwrap());
-    assert!(!s.is_dir("k").unwrap());
-    assert!(!s.delete_dir("k").unwrap());
-    assert_eq!(s.list("").unwrap().unwrap().dirs, ["odd name"]);
 }
 
 #[test]
 fn listings_continue_over_pages() {
     let Some(gcs) = gcs() else { return };
     let bucket = gcs.bucket("pages");
-    let s = gcs.store(&format!("gs://{bucket}/p"));
-    let n = 1100;
-    std::thread::scope(|scope| {
-        for t in 0..16 {
-            let s = &s;
-            scope.spawn(move || {
-                for i in (t..n).step_by(16) {
-                    s.put(&format!("many/f{i:04}"), &[b"x"]).unwrap();
-                    s.put(&format!("many/d{i:04}/x"), &[b"x"]).unwrap();
-                }
-            });
-        }
-    });
-    let l = s.list("many").unwrap().unwrap();
-    assert_eq!(l.files.len(), n);
-    assert_eq!(l.dirs.len(), n);
-    assert_eq!(l.files[n - 1], format!("f{:04}", n - 1));
-    let keys = s.list_keys("many").unwrap();
-    assert_eq!(keys.len(), 2 * n);
-    assert!(keys.windows(2).all(|w| w[0] < w[1]));
-    assert!(s.delete_dir("many").unwrap());
-    assert!(gcs.names(&bucket).is_empty());
+    let names = || gcs.names(&bucket);
+    object_store::listings_continue_over_pages(&gcs.checked(&bucket, &names));
 }
 
 #[test]
 fn concurrent_attribute_merges_lose_nothing() {
     let Some(gcs) = gcs() else { return };
     let bucket = gcs.bucket("merges");
-    let location = format!("gs://{bucket}/m.n5");
-    gcs.open(&location, Mode::Create)
-        .unwrap()
-        .create_group("g")
-        .unwrap();
+    let names = || gcs.names(&bucket);
     let (writers, keys) = (8, 6);
-    std::thread::scope(|scope| {
-        for w in 0..writers {
-            let gcs = &gcs;
-            let location = &location;
-            scope.spawn(move || {
-                // A handle (a store, a connection pool) of its own, as
-                // another machine would have.
-                let c = gcs.open(location, Mode::ReadWrite).unwrap();
-                for k in 0..keys {
-                    c.set_attribute("g", &format!("w{w}/k{k}"), json!(w * 100 + k))
-                        .unwrap();
-                }
-            });
-        }
-    });
-    let doc = gcs
-        .open(&location, Mode::Read)
-        .unwrap()
-        .attributes("g")
-        .unwrap();
+    object_store::concurrent_attribute_merges(
+        &gcs.checked(&bucket, &names),
+        "m.n5",
+        &gcs.options(json!({})),
+        writers,
+        keys,
+    );
     // How often the emulator refused a stale write (412), so that writers
     // started over: usually many times, depending on timing.
     let refused = gcs
@@ -364,15 +172,6 @@ fn concurrent_attribute_merges_lose_nothing() {
         })
         .count();
     eprintln!("concurrent merges: {refused} conditional writes refused with 412 and retried");
-    for w in 0..writers {
-        for k in 0..keys {
-            assert_eq!(
-                doc[format!("w{w}")][format!("k{k}")],
-                json!(w * 100 + k),
-                "{doc}"
-            );
-        }
-    }
 }
 
 #[test]

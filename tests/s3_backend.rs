@@ -4,7 +4,9 @@
 //! regions and blocks through `s3://` locations with `s3.endpoint`; the
 //! store contract (odd key names, ranges, ETags and conditional writes,
 //! listings with continuation, directory markers as n5-aws-s3 writes
-//! them); concurrent attribute merges; refused credentials, anonymous
+//! them); concurrent attribute merges (these four are the checks of
+//! `common::object_store`, shared with the GCS backend, and a container at
+//! a bucket's root); refused credentials, anonymous
 //! requests and a missing bucket; faults and region answers injected by
 //! testkit's proxy; credentials from the environment and from profile
 //! files, in a child process.
@@ -20,10 +22,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use common::bytes;
+use common::object_store::{self, Bucket};
 use n5::storage::location::Location;
 use n5::storage::{ByteRange, Precondition, Store, Version};
-use n5::{Compression, Container, DataType, DatasetAttributes, ErrorKind, Mode, Options};
+use n5::{Container, ErrorKind, Mode, Options};
 use n5_testkit::client::Request as TkRequest;
 use n5_testkit::{Fault, Proxy, Rule, S3Server};
 use serde_json::{json, Value};
@@ -136,100 +138,29 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-fn u16_attributes(dimensions: Vec<u64>, block: Vec<u32>, compression: Value) -> DatasetAttributes {
-    DatasetAttributes::new(
-        dimensions,
-        block,
-        DataType::U16,
-        Compression::from_json(&compression).unwrap(),
-    )
-    .unwrap()
+impl S3 {
+    /// `bucket` as the shared checks of `common::object_store` see it.
+    fn checked<'a>(&self, bucket: &str, names: &'a dyn Fn() -> BTreeSet<String>) -> Bucket<'a> {
+        Bucket {
+            url: format!("s3://{bucket}"),
+            options: self.options(),
+            names,
+        }
+    }
 }
 
 #[test]
 fn containers_groups_datasets_and_blocks() {
     let Some(s3) = signed() else { return };
     let bucket = s3.bucket("containers");
-    let location = format!("s3://{bucket}/data/x.n5");
-    let c = s3.open(&location, Mode::Create).unwrap();
-    assert_eq!(c.version().unwrap().as_deref(), Some("4.0.0"));
-    c.create_group("a/b").unwrap();
-    let ds = c
-        .create_dataset(
-            "a/ds",
-            u16_attributes(vec![100, 70], vec![16, 16], json!({"type": "gzip"})),
-        )
-        .unwrap();
-    let data = bytes(1, 100 * 70 * 2);
-    ds.write_region(&[0, 0], &[100, 70], &data).unwrap();
-    c.set_attributes("a", json!({"k": [1, 2], "s": "v"}).as_object().unwrap())
-        .unwrap();
-
-    // Markers below the container root, as n5-aws-s3 writes them.
-    let keys = s3.keys(&bucket);
-    for marker in ["data/x.n5/a/", "data/x.n5/a/b/", "data/x.n5/a/ds/"] {
-        assert!(keys.contains(marker), "{marker} in {keys:?}");
-    }
-    assert!(
-        !keys.contains("data/") && !keys.contains("data/x.n5/"),
-        "{keys:?}"
+    let names = || s3.keys(&bucket);
+    let b = s3.checked(&bucket, &names);
+    // Markers below the container root only, as n5-aws-s3 writes them.
+    object_store::containers_groups_datasets_and_blocks(
+        &b,
+        &["data/x.n5/a/", "data/x.n5/a/b/", "data/x.n5/a/ds/"],
+        &["data/", "data/x.n5/"],
     );
-    assert!(keys.contains("data/x.n5/attributes.json"));
-    assert!(keys.contains("data/x.n5/a/ds/6/4"));
-
-    // A second handle reads everything back.
-    let r = s3.open(&location, Mode::Read).unwrap();
-    let ds = r.open_dataset("a/ds").unwrap();
-    let mut out = vec![0; data.len()];
-    ds.read_region(&[0, 0], &[100, 70], &mut out).unwrap();
-    assert_eq!(out, data);
-    let mut part = vec![0; 2 * 30 * 20];
-    ds.read_region(&[5, 40], &[30, 20], &mut part).unwrap();
-    for y in 0..20 {
-        let row = (40 + y) * 100 + 5;
-        assert_eq!(
-            &part[y * 60..(y + 1) * 60],
-            &data[row * 2..(row + 30) * 2],
-            "row {y}"
-        );
-    }
-    assert_eq!(ds.list_blocks().unwrap().len(), 7 * 5);
-    assert!(ds.block_header(&[6, 4]).unwrap().is_some());
-    assert_eq!(r.list("").unwrap(), ["a"]);
-    assert_eq!(r.list("a").unwrap(), ["b", "ds"]);
-    assert_eq!(r.deep_list("").unwrap(), ["a", "a/b", "a/ds"]);
-    assert_eq!(r.get_attribute("a", "k[1]").unwrap(), Some(json!(2)));
-    assert!(r.exists("a/b").unwrap() && !r.exists("a/nope").unwrap());
-    assert!(r.dataset_exists("a/ds").unwrap() && !r.dataset_exists("a").unwrap());
-    assert_eq!(r.remove("a").unwrap_err().kind(), ErrorKind::ReadOnly);
-
-    // Raw blocks are read straight into the caller's buffer.
-    let raw =
-        DatasetAttributes::new(vec![8, 8], vec![4, 4], DataType::U16, Compression::Raw).unwrap();
-    let rds = c.create_dataset("raw", raw).unwrap();
-    let block = bytes(2, 32);
-    rds.write_block(&[1, 1], &[4, 4], &block).unwrap();
-    let mut out = vec![0; 32];
-    assert!(rds.read_block_into(&[1, 1], &mut out).unwrap());
-    assert_eq!(out, block);
-    assert!(!rds.read_block_into(&[0, 1], &mut out).unwrap());
-    assert_eq!(out, vec![0; 32]);
-    assert!(rds.delete_block(&[1, 1]).unwrap() && !rds.delete_block(&[1, 1]).unwrap());
-
-    // Attributes: remove, overwrite.
-    assert_eq!(c.remove_attribute("a", "s").unwrap(), Some(json!("v")));
-    assert_eq!(c.get_attribute("a", "s").unwrap(), None);
-
-    // Removing a group removes its objects and markers.
-    assert!(c.remove("a").unwrap());
-    assert!(!c.exists("a").unwrap() && !c.exists("a/ds").unwrap());
-    let keys = s3.keys(&bucket);
-    assert!(
-        keys.iter().all(|k| !k.starts_with("data/x.n5/a/")),
-        "{keys:?}"
-    );
-    assert!(!c.remove("a").unwrap());
-    assert_eq!(c.list("").unwrap(), ["raw"]);
 
     // A container at the bucket's root.
     let root = s3.bucket("root");
@@ -248,237 +179,58 @@ fn containers_groups_datasets_and_blocks() {
 #[test]
 fn the_store_contract() {
     for s3 in [signed(), anonymous()].into_iter().flatten() {
-        store_contract(&s3);
+        let bucket = s3.bucket("store");
+        let names = || s3.keys(&bucket);
+        let b = s3.checked(&bucket, &names);
+        // Versions are ETags.
+        object_store::store_contract(
+            &b,
+            &|v| v.0.len() > 2,
+            Version("\"0123456789abcdef0123456789abcdef\"".into()),
+        );
+        // No marker for the store's root (n5-aws-s3 writes none).
+        let s = b.store("root");
+        s.create_dir("").unwrap();
+        assert!(
+            !s3.keys(&bucket).contains("root/"),
+            "no marker for the root"
+        );
+        // A version that cannot travel in a header is refused before any
+        // request.
+        assert_eq!(
+            s.put_if("k/x", b"1", &Precondition::Matches(Version("a\nb".into())))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
     }
-}
-
-fn store_contract(s3: &S3) {
-    let bucket = s3.bucket("store");
-    let s = s3.store(&format!("s3://{bucket}/root"));
-    assert_eq!(s.location(), format!("s3://{bucket}/root"));
-    assert_eq!(s.describe("a/b"), format!("s3://{bucket}/root/a/b"));
-    let caps = s.capabilities();
-    assert!(caps.writable && caps.list && caps.remote);
-    assert!(!s.is_dir("").unwrap(), "nothing under the prefix yet");
-    assert_eq!(s.list("").unwrap(), None);
-
-    // Keys are encoded per component, whatever they hold.
-    let odd = "odd name/ü+%#?&=;x~$'()*,!@[]";
-    s.put(odd, &[b"head", b"-", b"tail"]).unwrap();
-    assert_eq!(s.get(odd).unwrap().unwrap(), b"head-tail");
-    assert_eq!(s.size(odd).unwrap(), Some(9));
-    assert!(s.is_dir("").unwrap() && s.is_dir("odd name").unwrap());
-    assert_eq!(
-        s.list("odd name").unwrap().unwrap().files,
-        ["ü+%#?&=;x~$'()*,!@[]"]
-    );
-    assert_eq!(s.list_keys("").unwrap(), [odd]);
-    assert!(s3.keys(&bucket).contains(&format!("root/{odd}")));
-
-    let key = "k/data";
-    let content: Vec<u8> = (0..=255u8).collect();
-    s.put(key, &[&content]).unwrap();
-    let range = |r: ByteRange| s.get_range(key, r).unwrap().unwrap();
-    assert_eq!(
-        range(ByteRange::Span { offset: 10, len: 5 }),
-        &content[10..15]
-    );
-    assert_eq!(
-        range(ByteRange::Span {
-            offset: 250,
-            len: 50
-        }),
-        &content[250..]
-    );
-    assert_eq!(
-        range(ByteRange::Span {
-            offset: 300,
-            len: 5
-        }),
-        b""
-    );
-    assert_eq!(range(ByteRange::Span { offset: 3, len: 0 }), b"");
-    assert_eq!(range(ByteRange::From(200)), &content[200..]);
-    assert_eq!(range(ByteRange::From(256)), b"");
-    assert_eq!(range(ByteRange::Suffix(7)), &content[249..]);
-    assert_eq!(range(ByteRange::Suffix(1000)), &content[..]);
-    assert_eq!(range(ByteRange::Suffix(0)), b"");
-    assert_eq!(s.get_range("k/none", ByteRange::From(0)).unwrap(), None);
-    assert_eq!(s.get_range("k/none", ByteRange::Suffix(0)).unwrap(), None);
-    let mut buf = vec![9; 3];
-    assert!(s.get_into(key, &mut buf).unwrap());
-    assert_eq!(buf, content);
-    assert!(!s.get_into("k/none", &mut buf).unwrap());
-    assert_eq!(s.get(""), Ok(None));
-    assert_eq!(s.size(""), Ok(None));
-    assert_eq!(s.size("k/none"), Ok(None));
-    assert!(!s.exists("k").unwrap(), "a directory is not an object");
-    let mut a = [0u8; 200];
-    let mut b = [0u8; 56];
-    assert_eq!(
-        s.get_exact(key, &mut [&mut a, &mut b]).unwrap(),
-        n5::storage::Exact::Read
-    );
-    assert_eq!([&a[..], &b[..]].concat(), content);
-    s.put("k/empty", &[]).unwrap();
-    assert_eq!(s.get("k/empty").unwrap().unwrap(), b"");
-    assert_eq!(s.size("k/empty").unwrap(), Some(0));
-
-    // Versions are ETags; conditional writes honour them.
-    let (data, v1) = s.get_versioned(key).unwrap().unwrap();
-    assert_eq!(data, content);
-    assert!(v1.0.len() > 2, "{v1:?}");
-    assert!(!s.put_if(key, b"x", &Precondition::Absent).unwrap());
-    assert!(s
-        .put_if(key, b"second", &Precondition::Matches(v1.clone()))
-        .unwrap());
-    assert!(!s
-        .put_if(key, b"third", &Precondition::Matches(v1.clone()))
-        .unwrap());
-    let (data, v2) = s.get_versioned(key).unwrap().unwrap();
-    assert_eq!((data.as_slice(), v2 != v1), (&b"second"[..], true));
-    assert!(s.put_if("k/new", b"1", &Precondition::Absent).unwrap());
-    assert!(!s.put_if("k/new", b"2", &Precondition::Absent).unwrap());
-    assert_eq!(s.get("k/new").unwrap().unwrap(), b"1");
-    assert!(!s
-        .put_if(
-            "k/gone",
-            b"1",
-            &Precondition::Matches(Version("\"0123456789abcdef0123456789abcdef\"".into()))
-        )
-        .unwrap());
-    assert_eq!(s.get_versioned("k/gone").unwrap(), None);
-    assert_eq!(
-        s.put_if("k/x", b"1", &Precondition::Matches(Version("a\nb".into())))
-            .unwrap_err()
-            .kind(),
-        ErrorKind::InvalidArgument
-    );
-    s.update("k/counter", &mut |old| {
-        assert!(old.is_none());
-        Ok(Some(b"1".to_vec()))
-    })
-    .unwrap();
-    s.update("k/counter", &mut |old| {
-        Ok(Some([old.unwrap(), b"+1"].concat()))
-    })
-    .unwrap();
-    assert_eq!(s.get("k/counter").unwrap().unwrap(), b"1+1");
-
-    // Listings: one level, markers and hidden names left out.
-    s.create_dir("k/empty-dir/deeper").unwrap();
-    s.put("k/.hidden", &[b"h"]).unwrap();
-    s.put("k/.tmp/x", &[b"h"]).unwrap();
-    let l = s.list("k").unwrap().unwrap();
-    assert_eq!(l.dirs, ["empty-dir"]);
-    assert_eq!(l.files, ["counter", "data", "empty", "new"]);
-    assert_eq!(
-        s.list_keys("k").unwrap(),
-        ["counter", "data", "empty", "new"]
-    );
-    assert!(s.is_dir("k/empty-dir").unwrap() && s.is_dir("k/empty-dir/deeper").unwrap());
-    assert_eq!(
-        s.list("k/empty-dir/deeper").unwrap().unwrap(),
-        Default::default()
-    );
-    assert_eq!(s.list("k/nothing").unwrap(), None);
-    assert!(!s.is_dir("k/data").unwrap());
-    assert!(
-        !s.is_dir("k/dat").unwrap(),
-        "a prefix of a name is no directory"
-    );
-    s.create_dir("").unwrap();
-    assert!(
-        !s3.keys(&bucket).contains("root/"),
-        "no marker for the root"
-    );
-
-    // Deletes.
-    assert!(s.delete("k/new").unwrap() && !s.delete("k/new").unwrap());
-    assert!(!s.delete("").unwrap());
-    assert!(s.delete_dir("k").unwrap());
-    assert!(!s.is_dir("k").unwrap());
-    assert!(!s.delete_dir("k").unwrap());
-    assert_eq!(s.list("").unwrap().unwrap().dirs, ["odd name"]);
-    assert!(s3.keys(&bucket).iter().all(|k| !k.starts_with("root/k")));
 }
 
 #[test]
 fn listings_continue_over_pages() {
     let Some(s3) = anonymous() else { return };
     let bucket = s3.bucket("pages");
-    let s = s3.store(&format!("s3://{bucket}/p"));
-    let n = 1100;
-    std::thread::scope(|scope| {
-        for t in 0..16 {
-            let s = &s;
-            scope.spawn(move || {
-                for i in (t..n).step_by(16) {
-                    s.put(&format!("many/f{i:04}"), &[b"x"]).unwrap();
-                    s.put(&format!("many/d{i:04}/x"), &[b"x"]).unwrap();
-                }
-            });
-        }
-    });
-    let l = s.list("many").unwrap().unwrap();
-    assert_eq!(l.files.len(), n);
-    assert_eq!(l.dirs.len(), n);
-    assert_eq!(l.files[n - 1], format!("f{:04}", n - 1));
-    let keys = s.list_keys("many").unwrap();
-    assert_eq!(keys.len(), 2 * n);
-    assert!(keys.windows(2).all(|w| w[0] < w[1]));
-    assert!(s.delete_dir("many").unwrap());
-    assert!(s3.keys(&bucket).is_empty());
+    let names = || s3.keys(&bucket);
+    object_store::listings_continue_over_pages(&s3.checked(&bucket, &names));
 }
 
 #[test]
 fn concurrent_attribute_merges_lose_nothing() {
     let Some(s3) = signed() else { return };
     let bucket = s3.bucket("merges");
-    let location = format!("s3://{bucket}/m.n5");
-    s3.open(&location, Mode::Create)
-        .unwrap()
-        .create_group("g")
-        .unwrap();
-    // Through a proxy that counts the PUTs, so the test can tell how often
-    // writers collided (the signature covers the proxy's address as the
-    // host, which the proxy passes on unchanged).
+    let names = || s3.keys(&bucket);
+    let b = s3.checked(&bucket, &names);
+    // The writers go through a proxy that counts the PUTs, so the test can
+    // tell how often they collided (the signature covers the proxy's
+    // address as the host, which the proxy passes on unchanged).
     let proxy = Proxy::start(s3.server.addr());
     let mut options = s3.options_json();
     options["s3"]["endpoint"] = json!(proxy.url());
     let options = Options::from_json(&options.to_string()).unwrap();
     let (writers, keys) = (8, 6);
-    std::thread::scope(|scope| {
-        for w in 0..writers {
-            let options = &options;
-            let location = &location;
-            scope.spawn(move || {
-                // A handle (a store, a connection pool) of its own, as
-                // another machine would have.
-                let c = Container::open_with(location, Mode::ReadWrite, options.clone()).unwrap();
-                for k in 0..keys {
-                    c.set_attribute("g", &format!("w{w}/k{k}"), json!(w * 100 + k))
-                        .unwrap();
-                }
-            });
-        }
-    });
+    object_store::concurrent_attribute_merges(&b, "m.n5", &options, writers, keys);
     let refused = proxy.counters().put - (writers * keys) as u64;
     eprintln!("concurrent merges: {refused} conditional writes refused (412) and retried");
-    let doc = s3
-        .open(&location, Mode::Read)
-        .unwrap()
-        .attributes("g")
-        .unwrap();
-    for w in 0..writers {
-        for k in 0..keys {
-            assert_eq!(
-                doc[format!("w{w}")][format!("k{k}")],
-                json!(w * 100 + k),
-                "{doc}"
-            );
-        }
-    }
 }
 
 #[test]

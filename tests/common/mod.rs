@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod corpus_check;
+pub mod object_store;
 pub mod places;
 
 use std::path::{Path, PathBuf};
