@@ -90,10 +90,7 @@ impl Gcs {
     }
 
     fn store(&self, location: &str) -> Arc<dyn Store> {
-        Location::parse(location)
-            .unwrap()
-            .open(&self.options(json!({})).storage)
-            .unwrap()
+        object_store::open_store(location, &self.options(json!({})))
     }
 }
 

@@ -22,8 +22,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use common::object_store::{self, Bucket};
-use n5::storage::location::Location;
+use common::object_store::{self, open_store, Bucket};
 use n5::storage::{ByteRange, Precondition, Store, Version};
 use n5::{Container, ErrorKind, Mode, Options};
 use n5_testkit::client::Request as TkRequest;
@@ -99,13 +98,6 @@ impl S3 {
     fn store(&self, location: &str) -> Arc<dyn Store> {
         open_store(location, &self.options())
     }
-}
-
-fn open_store(location: &str, options: &Options) -> Arc<dyn Store> {
-    Location::parse(location)
-        .unwrap()
-        .open(&options.storage)
-        .unwrap()
 }
 
 /// The texts of the elements `name` in `xml`, the usual entities resolved.

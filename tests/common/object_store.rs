@@ -36,15 +36,20 @@ impl Bucket<'_> {
 
     /// The store at `path` in the bucket.
     pub fn store(&self, path: &str) -> Arc<dyn Store> {
-        Location::parse(&format!("{}/{path}", self.url))
-            .unwrap()
-            .open(&self.options.storage)
-            .unwrap()
+        open_store(&format!("{}/{path}", self.url), &self.options)
     }
 }
 
+/// The store at `location`, reached with `options`.
+pub fn open_store(location: &str, options: &Options) -> Arc<dyn Store> {
+    Location::parse(location)
+        .unwrap()
+        .open(&options.storage)
+        .unwrap()
+}
+
 /// A uint16 dataset's attributes.
-pub fn u16_attributes(
+fn u16_attributes(
     dimensions: Vec<u64>,
     block: Vec<u32>,
     compression: Compression,
