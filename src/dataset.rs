@@ -255,6 +255,23 @@ impl Dataset {
         check_buffer(&attrs.block_shape(grid_pos)?, attrs.data_type.size(), len)
     }
 
+    /// Where the payload of a raw block stored whole starts in `bytes` (its
+    /// stored bytes, header included), so that a region read copies it from
+    /// there without a decode buffer; `None` for any other block.
+    pub(crate) fn raw_payload_at(&self, grid_pos: &[u64], bytes: &[u8]) -> Result<Option<usize>> {
+        let attrs = self.attributes();
+        if attrs.compression != crate::codec::Compression::Raw {
+            return Ok(None);
+        }
+        self.check_numeric(&attrs)?;
+        let shape = attrs.block_shape(grid_pos)?;
+        let found =
+            block::exact_payload(bytes, &attrs, &shape).map_err(self.block_error(grid_pos))?;
+        Ok(found
+            .filter(|&(at, nbytes)| bytes.len() - at >= nbytes)
+            .map(|(at, _)| at))
+    }
+
     /// [`Dataset::read_block_for_region`] of a block whose stored bytes
     /// (the block file, header included) are already in `bytes`.
     pub(crate) fn decode_block_for_region(

@@ -16,9 +16,24 @@ use crate::storage::Store;
 /// call may hold (besides one block in flight per I/O thread).
 pub(crate) const IO_BUDGET: usize = 24 << 20;
 
-/// What a fetch found: the object's bytes, or `None` when there is none
-/// (or when its key was `None`, nothing to fetch).
-pub(crate) type Fetched = Option<Vec<u8>>;
+/// What a fetch found.
+#[derive(Debug)]
+pub(crate) enum Fetched {
+    /// There is no object (or its key was `None`: nothing to fetch).
+    Missing,
+    /// The object's bytes.
+    Bytes(Vec<u8>),
+    /// The object was there and the I/O thread that received it used its
+    /// bytes up at once ([`Early`]).
+    Used,
+}
+
+/// What an I/O thread may do with an object's bytes as soon as they arrive,
+/// while they are still in its cache and before any taker sees them: given
+/// the object's index and bytes, `Ok(true)` when it used them up (the taker
+/// then gets [`Fetched::Used`] and the buffer serves the thread's next
+/// fetch), `Ok(false)` to hand them on; an error goes to the taker.
+pub(crate) type Early<'e> = &'e (dyn Fn(usize, &[u8]) -> Result<bool> + Sync);
 
 struct FetchState {
     /// The next index to fetch.
@@ -39,6 +54,7 @@ struct FetchState {
 pub(crate) struct Fetch<'a> {
     store: &'a dyn Store,
     keys: &'a [Option<String>],
+    early: Option<Early<'a>>,
     /// Bytes a fetch is expected to bring at most (a block's nominal size).
     expected: usize,
     state: Mutex<FetchState>,
@@ -58,6 +74,9 @@ impl Fetch<'_> {
     }
 
     fn io_loop(&self) {
+        // The buffer of the last object this thread used up or found
+        // missing, for its next fetch.
+        let mut own = Vec::new();
         let mut s = self.lock();
         loop {
             if s.cancelled || s.next >= self.keys.len() {
@@ -70,18 +89,31 @@ impl Fetch<'_> {
             let i = s.next;
             s.next += 1;
             s.in_flight += 1;
-            let mut buf = s.spare.pop().unwrap_or_default();
+            let mut buf = if own.capacity() > 0 {
+                std::mem::take(&mut own)
+            } else {
+                s.spare.pop().unwrap_or_default()
+            };
             drop(s);
             let result = match &self.keys[i] {
-                None => Ok(None),
-                Some(key) => self
-                    .store
-                    .get_into(key, &mut buf)
-                    .map(|found| found.then_some(buf)),
+                None => Ok(Fetched::Missing),
+                Some(key) => match self.store.get_into(key, &mut buf) {
+                    Ok(true) => match self.early.map(|early| early(i, &buf)) {
+                        None | Some(Ok(false)) => Ok(Fetched::Bytes(buf)),
+                        Some(used) => {
+                            own = buf;
+                            used.map(|_| Fetched::Used)
+                        }
+                    },
+                    other => {
+                        own = buf;
+                        other.map(|_| Fetched::Missing)
+                    }
+                },
             };
             s = self.lock();
             s.in_flight -= 1;
-            if let Ok(Some(data)) = &result {
+            if let Ok(Fetched::Bytes(data)) = &result {
                 s.held += data.len();
             }
             s.ready.insert(i, result);
@@ -94,7 +126,7 @@ impl Fetch<'_> {
         let mut s = self.lock();
         loop {
             if let Some(result) = s.ready.remove(&i) {
-                if let Ok(Some(data)) = &result {
+                if let Ok(Fetched::Bytes(data)) = &result {
                     s.held -= data.len();
                 }
                 self.changed.notify_all();
@@ -110,11 +142,11 @@ impl Fetch<'_> {
         }
     }
 
-    /// Give a buffer back for later fetches.
-    pub(crate) fn recycle(&self, mut buf: Vec<u8>) {
+    /// Give a buffer back for later fetches. Its bytes are kept: a store
+    /// that reads into it overwrites them rather than zeroing memory again.
+    pub(crate) fn recycle(&self, buf: Vec<u8>) {
         let mut s = self.lock();
         if s.spare.len() < 16 {
-            buf.clear();
             s.spare.push(buf);
         }
     }
@@ -130,18 +162,21 @@ impl Fetch<'_> {
 /// Run `body` with the objects at `keys` (`None`: nothing to fetch, taken
 /// as missing) fetched in order by `concurrency` I/O threads, at most
 /// [`IO_BUDGET`] bytes ahead of what `body` has taken (`expected` is the
-/// size to assume for an object not fetched yet). `body` takes them with
+/// size to assume for an object not fetched yet); with `early`, each I/O
+/// thread first offers the bytes it received to it. `body` takes them with
 /// [`Fetch::take`]; what it does not take is dropped when it returns.
-pub(crate) fn with_fetch<R>(
-    store: &dyn Store,
-    keys: &[Option<String>],
+pub(crate) fn with_fetch<'a, R>(
+    store: &'a dyn Store,
+    keys: &'a [Option<String>],
     concurrency: usize,
     expected: usize,
-    body: impl FnOnce(&Fetch) -> Result<R>,
+    early: Option<Early<'a>>,
+    body: impl FnOnce(&Fetch<'a>) -> Result<R>,
 ) -> Result<R> {
     let fetch = Fetch {
         store,
         keys,
+        early,
         expected: expected.max(1),
         state: Mutex::new(FetchState {
             next: 0,
@@ -322,13 +357,16 @@ mod tests {
         let keys: Vec<Option<String>> = (0..50)
             .map(|i| (i % 11 != 5).then(|| format!("k/{i}")))
             .collect();
-        let got = with_fetch(&store, &keys, 4, 1000, |f| {
+        let got = with_fetch(&store, &keys, 4, 1000, None, |f| {
             let mut got = Vec::new();
             for i in (0..50).rev() {
-                let v = f.take(i)?;
-                got.push((i, v.as_ref().map(|v| (v.len(), v[0]))));
-                if let Some(v) = v {
-                    f.recycle(v);
+                match f.take(i)? {
+                    Fetched::Bytes(v) => {
+                        got.push((i, Some((v.len(), v[0]))));
+                        f.recycle(v);
+                    }
+                    Fetched::Missing => got.push((i, None)),
+                    Fetched::Used => panic!("nothing is used early here"),
                 }
             }
             Ok(got)
@@ -341,10 +379,56 @@ mod tests {
     }
 
     #[test]
+    fn early_use_on_the_io_threads() {
+        let store = MemoryStore::new();
+        for i in 0..40u8 {
+            store.put(&format!("k/{i}"), &[&[i; 100]]).unwrap();
+        }
+        let keys: Vec<Option<String>> = (0..41).map(|i| Some(format!("k/{i}"))).collect();
+        let seen = Mutex::new(Vec::new());
+        // Even objects are used up early, 13 fails, odd ones go on.
+        let early = |i: usize, bytes: &[u8]| {
+            assert_eq!(bytes, [i as u8; 100]);
+            if i == 13 {
+                return Err(Error::invalid_argument("thirteen"));
+            }
+            if i.is_multiple_of(2) {
+                seen.lock().unwrap().push(i);
+            }
+            Ok(i.is_multiple_of(2))
+        };
+        let taken = with_fetch(&store, &keys, 3, 100, Some(&early), |f| {
+            (0..41)
+                .map(|i| {
+                    Ok(match f.take(i) {
+                        Ok(Fetched::Used) => "used".to_string(),
+                        Ok(Fetched::Bytes(b)) => format!("bytes {}", b[0]),
+                        Ok(Fetched::Missing) => "missing".to_string(),
+                        Err(e) => e.message().to_string(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .unwrap();
+        for (i, t) in taken.iter().enumerate() {
+            let expect = match i {
+                13 => "thirteen".to_string(),
+                40 => "missing".to_string(),
+                i if i % 2 == 0 => "used".to_string(),
+                i => format!("bytes {i}"),
+            };
+            assert_eq!(*t, expect, "object {i}");
+        }
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        assert_eq!(seen, (0..40).step_by(2).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn fetch_stops_when_the_body_fails() {
         let store = MemoryStore::new();
         let keys: Vec<Option<String>> = (0..10_000).map(|i| Some(format!("k/{i}"))).collect();
-        let r: Result<()> = with_fetch(&store, &keys, 8, 1 << 20, |f| {
+        let r: Result<()> = with_fetch(&store, &keys, 8, 1 << 20, None, |f| {
             f.take(0)?;
             Err(Error::invalid_argument("stop"))
         });

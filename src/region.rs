@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use crate::dataset::{check_buffer, BlockRead, Dataset};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::DatasetAttributes;
-use crate::pipeline::{with_fetch, with_upload, Upload};
+use crate::pipeline::{with_fetch, with_upload, Fetched, Upload};
 
 /// Where a box sits inside an array: the array's shape and the box's offset
 /// in it (elements, dimension 0 fastest).
@@ -386,8 +386,12 @@ impl<'a> Planes<'a> {
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
     /// the region, one plane at a time; with `big_endian`, `buf` holds the
-    /// block as stored and each row is converted as it is copied.
-    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize, big_endian: bool) {
+    /// block as stored and each row is converted as it is copied. Planes
+    /// another thread is writing are left for later rather than waited for,
+    /// and threads copying blocks of the same planes start at planes apart
+    /// (`rotate`, the block's or unit's number, spreads them), so the I/O
+    /// threads that copy raw blocks as they arrive rarely wait for a lock.
+    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize, big_endian: bool, rotate: usize) {
         let copy_row = |d: &mut [u8], s: &[u8]| {
             if big_endian {
                 crate::block::copy_to_from_be(d, s, elem);
@@ -416,17 +420,15 @@ impl<'a> Planes<'a> {
             return;
         }
         let block_plane = o.block_shape[..n - 1].iter().product::<u64>() as usize * elem;
-        for z in 0..o.extent[n - 1] {
+        let copy_plane = |z: u64, out: &mut [u8]| {
             let src = (o.in_block[n - 1] + z) as usize * block_plane;
-            let dst = (o.in_region[n - 1] + z) as usize;
-            let mut out = self.planes[dst].lock().unwrap_or_else(|p| p.into_inner());
             copy_box_with(
                 &buf[src..src + block_plane],
                 Placement {
                     shape: &o.block_shape[..n - 1],
                     offset: &o.in_block[..n - 1],
                 },
-                &mut out,
+                out,
                 Placement {
                     shape: &self.shape[..n - 1],
                     offset: &o.in_region[..n - 1],
@@ -435,6 +437,22 @@ impl<'a> Planes<'a> {
                 elem,
                 copy_row,
             );
+        };
+        let plane = |z: u64| &self.planes[(o.in_region[n - 1] + z) as usize];
+        let planes = o.extent[n - 1];
+        // 37 is prime: consecutive blocks start well apart.
+        let start = (rotate as u64).wrapping_mul(37) % planes;
+        let mut busy = Vec::new();
+        for k in 0..planes {
+            let z = (k + start) % planes;
+            match plane(z).try_lock() {
+                Ok(mut out) => copy_plane(z, &mut out),
+                Err(std::sync::TryLockError::Poisoned(p)) => copy_plane(z, &mut p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => busy.push(z),
+            }
+        }
+        for z in busy {
+            copy_plane(z, &mut plane(z).lock().unwrap_or_else(|p| p.into_inner()));
         }
     }
 }
@@ -449,9 +467,10 @@ impl Dataset {
     /// reads) in flight and at most 24 MiB ahead, and decoded in parallel by
     /// the container's threads ([`crate::Options::threads`]), a few
     /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
-    /// thread); a region that is exactly one block is decoded straight into
-    /// `out`, and an output of 16 MiB or more is advised to use huge pages
-    /// (see `os::advise_huge_pages`).
+    /// thread); on a network store, raw blocks are instead copied into
+    /// `out` by the I/O thread that received them. A region that is exactly
+    /// one block is decoded straight into `out`, and an output of 16 MiB or
+    /// more is advised to use huge pages (see `os::advise_huge_pages`).
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
@@ -475,50 +494,82 @@ impl Dataset {
             .collect();
         let store = self.container().store();
         let io = self.io_concurrency();
-        with_fetch(store, &keys, io, block_bytes, |fetch| {
-            let init = Vec::<(Vec<u8>, Option<Vec<u8>>)>::new;
+        // On a network store a raw block stored whole is copied into the
+        // region by the I/O thread that received it, while its bytes are
+        // still in that core's cache and while that thread would only wait
+        // for the network; the others go to the decoding threads. (From a
+        // local disk, whose I/O threads are seldom idle, the decoding
+        // threads copy several neighbouring blocks row by row, which is
+        // faster there.)
+        let copy_raw = |i: usize, bytes: &[u8]| -> Result<bool> {
+            let o = grid.overlap(i)?;
+            let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? else {
+                return Ok(false);
+            };
+            let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+            out.copy_in(&bytes[at..at + nbytes], &o, elem, true, i);
+            Ok(true)
+        };
+        let remote = store.capabilities().remote;
+        let early: Option<crate::pipeline::Early> =
+            (remote && attrs.compression == crate::codec::Compression::Raw).then_some(&copy_raw);
+        with_fetch(store, &keys, io, block_bytes, early, |fetch| {
+            let init = Vec::<(Vec<u8>, Fetched)>::new;
             let result = self
                 .container()
                 .pool()
                 .run(units.count, init, |buffers, u| {
                     let blocks = units.blocks(u);
-                    buffers.resize_with(blocks.len(), Default::default);
+                    buffers.resize_with(blocks.len(), || (Vec::new(), Fetched::Missing));
                     // Each block is decoded into its own buffer; blocks are
                     // converted to native order as they are copied into the
-                    // region, raw blocks stored whole straight from their bytes.
+                    // region, raw blocks stored whole straight from their
+                    // bytes (most of them already on the I/O threads).
                     let mut found = Vec::with_capacity(blocks.len());
                     for (i, (buf, file)) in blocks.clone().zip(buffers.iter_mut()) {
                         let o = grid.overlap(i)?;
                         let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                        buf.resize(nbytes, 0);
-                        if let Some(old) = file.take() {
+                        if let Fetched::Bytes(old) = std::mem::replace(file, Fetched::Missing) {
                             fetch.recycle(old);
                         }
                         *file = fetch.take(i)?;
+                        // Only blocks that are decoded take (and first touch)
+                        // a decode buffer.
                         let read = match file {
-                            Some(bytes) => {
-                                self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?
+                            Fetched::Used => continue,
+                            Fetched::Bytes(bytes) => {
+                                match self.raw_payload_at(&o.grid_pos, bytes)? {
+                                    Some(at) => BlockRead::RawAt(at),
+                                    None => {
+                                        buf.resize(nbytes, 0);
+                                        self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?
+                                    }
+                                }
                             }
-                            None => {
-                                buf.fill(0);
+                            Fetched::Missing => {
+                                buf.clear();
+                                buf.resize(nbytes, 0);
                                 BlockRead::Missing
                             }
                         };
-                        found.push((o, read, nbytes));
+                        found.push((o, read, nbytes, i - blocks.start));
                     }
                     let parts: Vec<Part> = found
                         .iter()
-                        .zip(buffers.iter())
-                        .map(|((o, read, nbytes), (buf, file))| match (read, file) {
-                            (BlockRead::RawAt(at), Some(file)) => {
-                                (&file[*at..at + nbytes], o, true)
+                        .map(|(o, read, nbytes, k)| {
+                            let (buf, file) = &buffers[*k];
+                            match (read, file) {
+                                (BlockRead::RawAt(at), Fetched::Bytes(file)) => {
+                                    (&file[*at..at + nbytes], o, true)
+                                }
+                                (BlockRead::BigEndian, _) => (&buf[..], o, true),
+                                _ => (&buf[..], o, false),
                             }
-                            (BlockRead::BigEndian, _) => (&buf[..], o, true),
-                            _ => (&buf[..], o, false),
                         })
                         .collect();
                     match parts.as_slice() {
-                        [(src, o, big_endian)] => out.copy_in(src, o, elem, *big_endian),
+                        [] => {}
+                        [(src, o, big_endian)] => out.copy_in(src, o, elem, *big_endian, u),
                         _ => out.copy_run_in(&parts, elem),
                     }
                     Ok(())
@@ -592,7 +643,7 @@ impl Dataset {
                         let o = grid.overlap(i)?;
                         let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
                         buf.resize(nbytes, 0);
-                        if let Some(stored) = fetch.take(i)? {
+                        if let Fetched::Bytes(stored) = fetch.take(i)? {
                             // The stored block, big-endian, around what the
                             // region replaces.
                             match self.decode_block_for_region(&o.grid_pos, &stored, buf, true)? {
@@ -664,7 +715,7 @@ impl Dataset {
             }
             result
         };
-        with_fetch(store, &keys, io, block_bytes, |fetch| {
+        with_fetch(store, &keys, io, block_bytes, None, |fetch| {
             if remote {
                 with_upload(store, io, |upload| encode_units(fetch, Some(upload)))
             } else {

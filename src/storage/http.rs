@@ -154,6 +154,20 @@ impl Client {
         build: &mut dyn FnMut() -> Result<Request<'b>>,
         validate: Validator<'_>,
     ) -> Result<Response> {
+        self.send_into(describe, build, validate, Vec::new())
+    }
+
+    /// [`Client::send`], reading the body into `spare` (cleared first), so
+    /// that a caller reading many objects reuses one allocation: the
+    /// response's body is `spare`, grown only if the body is larger than
+    /// its capacity.
+    pub fn send_into<'b>(
+        &self,
+        describe: &str,
+        build: &mut dyn FnMut() -> Result<Request<'b>>,
+        validate: Validator<'_>,
+        mut spare: Vec<u8>,
+    ) -> Result<Response> {
         let start = Instant::now();
         let mut attempt = 0u32;
         loop {
@@ -161,25 +175,31 @@ impl Client {
             let request = build()?;
             let method = request.method;
             let remaining = self.retry.max_time.saturating_sub(start.elapsed());
-            let failure = match self.attempt(&request, remaining) {
+            let failure = match self.attempt(&request, remaining, &mut spare) {
                 Ok(response) if retryable_status(response.status) => {
                     let retry_after = response
                         .header("retry-after")
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs);
+                    let what = status_text(&response);
+                    // The next attempt reads into the same memory.
+                    spare = response.body;
                     Failure {
-                        what: status_text(&response),
+                        what,
                         retry_after,
                         retry: true,
                     }
                 }
                 Ok(response) => match validate(&response) {
                     Ok(()) => return Ok(response),
-                    Err(why) => Failure {
-                        what: why,
-                        retry_after: None,
-                        retry: true,
-                    },
+                    Err(why) => {
+                        spare = response.body;
+                        Failure {
+                            what: why,
+                            retry_after: None,
+                            retry: true,
+                        }
+                    }
                 },
                 Err(f) => f,
             };
@@ -212,11 +232,13 @@ impl Client {
         }
     }
 
-    /// One attempt, within `remaining` of the budget.
+    /// One attempt, within `remaining` of the budget; the body is read into
+    /// `spare`, which is taken when the attempt returns a response.
     fn attempt(
         &self,
         request: &Request,
         remaining: Duration,
+        spare: &mut Vec<u8>,
     ) -> std::result::Result<Response, Failure> {
         if remaining.is_zero() {
             return Err(Failure {
@@ -273,8 +295,12 @@ impl Client {
             .iter()
             .find(|(n, _)| n == "content-length")
             .and_then(|(_, v)| v.trim().parse::<u64>().ok());
-        let mut body = Vec::new();
-        if request.method != Method::Head && status != 204 && status != 304 {
+        // The spare buffer's bytes are overwritten, not cleared: memory that
+        // is already there is neither zeroed nor faulted in again.
+        let body = spare;
+        if request.method == Method::Head || status == 204 || status == 304 {
+            body.clear();
+        } else {
             if let Some(n) = announced {
                 if n > MAX_BODY && (200..300).contains(&status) {
                     return Err(Failure {
@@ -283,13 +309,9 @@ impl Client {
                         retry: false,
                     });
                 }
-                // Memory grows with what arrives; the announced size only
-                // sets a first reservation, and only up to 8 MiB.
-                body.reserve(n.min(8 << 20) as usize);
             }
             let mut reader = response.body_mut().as_reader();
-            let read = (&mut reader).take(limit + 1).read_to_end(&mut body);
-            match read {
+            match read_body(&mut reader, body, announced, limit) {
                 Ok(_) if body.len() as u64 > limit && limit == MAX_BODY => {
                     return Err(Failure {
                         what: format!("HTTP {status}: the body goes on beyond {MAX_BODY} bytes"),
@@ -325,9 +347,60 @@ impl Client {
         Ok(Response {
             status,
             headers,
-            body,
+            body: std::mem::take(body),
         })
     }
+}
+
+/// Read `reader` to its end into `body`, at most `limit` + 1 bytes. The
+/// bytes `body` already holds are overwritten (a reused buffer is not
+/// zeroed again), and it grows only with what arrives: to the announced
+/// size at first (at most 8 MiB at a time), doubling beyond it. `body`
+/// ends as exactly what was read, also after an error.
+fn read_body(
+    reader: &mut dyn Read,
+    body: &mut Vec<u8>,
+    announced: Option<u64>,
+    limit: u64,
+) -> std::io::Result<()> {
+    let cap = limit.saturating_add(1);
+    let mut filled = 0usize;
+    let result = loop {
+        if filled == body.len() {
+            let have = filled as u64;
+            if have >= cap {
+                break Ok(());
+            }
+            if announced == Some(have) {
+                // All that was announced is here: any more is one too many,
+                // which one byte shows without growing the buffer.
+                let mut probe = [0u8; 1];
+                match reader.read(&mut probe) {
+                    Ok(0) => break Ok(()),
+                    Ok(_) => {
+                        body.push(probe[0]);
+                        filled += 1;
+                        continue;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => break Err(e),
+                }
+            }
+            let step = match announced {
+                Some(n) if n > have => (n - have).min(8 << 20),
+                _ => have.max(64 << 10),
+            };
+            body.resize(have.saturating_add(step).min(cap) as usize, 0);
+        }
+        match reader.read(&mut body[filled..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    body.truncate(filled);
+    result
 }
 
 /// Why an attempt failed, and whether another attempt may succeed.
@@ -608,6 +681,62 @@ mod tests {
         assert_eq!(percent_decode("my%20vol.n5", "x").unwrap(), "my vol.n5");
         assert!(percent_decode("%zz", "x").is_err());
         assert!(percent_decode("%ff", "x").is_err());
+    }
+
+    /// A reader giving `data` in pieces of at most `piece` bytes.
+    struct Pieces<'a> {
+        data: &'a [u8],
+        piece: usize,
+    }
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.piece).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn bodies_are_read_into_reused_buffers() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let read = |body: &mut Vec<u8>, len: usize, announced: Option<u64>, limit: u64| {
+            let mut r = Pieces {
+                data: &data[..len],
+                piece: 7000,
+            };
+            read_body(&mut r, body, announced, limit).unwrap();
+        };
+        // Announced, into a fresh buffer: exactly its size, one allocation.
+        let mut body = Vec::new();
+        read(&mut body, 200_000, Some(200_000), MAX_BODY);
+        assert_eq!(body, data[..200_000]);
+        assert_eq!(body.capacity(), 200_000);
+        // A shorter body into that buffer: overwritten and cut, same memory.
+        let at = body.as_ptr();
+        read(&mut body, 1000, Some(1000), MAX_BODY);
+        assert_eq!(body, data[..1000]);
+        assert_eq!((body.as_ptr(), body.capacity()), (at, 200_000));
+        // Not announced (chunked): grows with what arrives.
+        let mut body = vec![9u8; 10];
+        read(&mut body, 300_000, None, MAX_BODY);
+        assert_eq!(body, data);
+        // More than announced is read (and then refused by the caller).
+        let mut body = Vec::new();
+        read(&mut body, 5000, Some(4000), MAX_BODY);
+        assert_eq!(body.len(), 5000);
+        // Never more than limit + 1 bytes.
+        let mut body = Vec::new();
+        read(&mut body, 300_000, None, 1000);
+        assert_eq!(body.len(), 1001);
+        let mut body = Vec::new();
+        read(&mut body, 300_000, Some(300_000), 1000);
+        assert_eq!(body.len(), 1001);
+        // An empty body empties the buffer.
+        let mut body = vec![1u8; 100];
+        read(&mut body, 0, Some(0), MAX_BODY);
+        assert!(body.is_empty());
     }
 
     #[test]

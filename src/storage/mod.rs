@@ -151,7 +151,8 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn capabilities(&self) -> Capabilities;
 
     /// Read the whole object at `key` into `buf` (replacing its contents,
-    /// reusing its memory); `false` when there is none.
+    /// reusing its memory); `false` when there is none. After `false` or an
+    /// error, what `buf` holds is unspecified.
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool>;
 
     /// The whole object at `key`, `None` when there is none.

@@ -74,6 +74,19 @@ impl WebStore {
         extra: &[(&str, &str)],
         validate: Validator<'_>,
     ) -> Result<Response> {
+        self.fetch_into(method, key, extra, validate, Vec::new())
+    }
+
+    /// [`WebStore::fetch`] reading the final answer's body into `spare`
+    /// ([`crate::storage::http::Client::send_into`]).
+    fn fetch_into(
+        &self,
+        method: Method,
+        key: &str,
+        extra: &[(&str, &str)],
+        validate: Validator<'_>,
+        mut spare: Vec<u8>,
+    ) -> Result<Response> {
         let mut url = self.url(key);
         let mut visited = vec![url.clone()];
         loop {
@@ -98,7 +111,9 @@ impl WebStore {
                     body: b"",
                 })
             };
-            let r = self.client.send(&shown, &mut build, validate)?;
+            let r =
+                self.client
+                    .send_into(&shown, &mut build, validate, std::mem::take(&mut spare))?;
             if !matches!(r.status, 301 | 302 | 303 | 307 | 308) {
                 return Ok(r);
             }
@@ -106,6 +121,7 @@ impl WebStore {
                 .map_err(|why| redirect_error(method, &shown, &r, why))?;
             visited.push(next.clone());
             url = next;
+            spare = r.body;
         }
     }
 
@@ -308,7 +324,7 @@ impl Store for WebStore {
         if key.is_empty() {
             return Ok(false);
         }
-        let r = self.fetch(Method::Get, key, &[], &|_| Ok(()))?;
+        let r = self.fetch_into(Method::Get, key, &[], &|_| Ok(()), std::mem::take(buf))?;
         if r.status != 200 {
             self.missing(Method::Get, key, &r)?;
             return Ok(false);

@@ -127,6 +127,39 @@ pub fn containers_groups_datasets_and_blocks(b: &Bucket, markers: &[&str], no_ma
     assert_eq!(out, vec![0; 32]);
     assert!(rds.delete_block(&[1, 1]).unwrap() && !rds.delete_block(&[1, 1]).unwrap());
 
+    // Region reads of raw blocks (copied by the I/O threads as they
+    // arrive): whole, across blocks, with a missing block, and with a
+    // corrupt one, which fails naming its key and leaves nothing half-read
+    // unnoticed.
+    let vol = bytes(4, 8 * 8 * 2);
+    rds.write_region(&[0, 0], &[8, 8], &vol).unwrap();
+    assert!(rds.delete_block(&[0, 1]).unwrap());
+    let mut out = vec![7; 2 * 6 * 5];
+    rds.read_region(&[1, 2], &[6, 5], &mut out).unwrap();
+    for y in 0..5 {
+        for x in 0..6 {
+            let (gx, gy) = (1 + x, 2 + y);
+            let want = if gx < 4 && gy >= 4 {
+                [0, 0]
+            } else {
+                let i = (gy * 8 + gx) * 2;
+                [vol[i], vol[i + 1]]
+            };
+            let i = (y * 6 + x) * 2;
+            assert_eq!(out[i..i + 2], want, "voxel {gx},{gy}");
+        }
+    }
+    let store = open_store(&b.url, &b.options);
+    let key = "data/x.n5/raw/1/0";
+    // A header for a 4×5 block holding the bytes of a 4×4 one.
+    let mut bad = vec![0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 5];
+    bad.extend_from_slice(&bytes(5, 32));
+    store.put(key, &[&bad]).unwrap();
+    let e = rds
+        .read_region(&[0, 0], &[8, 8], &mut vec![0; 128])
+        .unwrap_err();
+    assert!(e.message().contains("raw/1/0"), "{e}");
+
     // Attributes: remove, overwrite.
     assert_eq!(c.remove_attribute("a", "s").unwrap(), Some(json!("v")));
     assert_eq!(c.get_attribute("a", "s").unwrap(), None);

@@ -172,9 +172,25 @@ impl GcsStore {
         body: &[u8],
         validate: Validator<'_>,
     ) -> Result<Response> {
+        self.send_into(what, method, url, headers, body, validate, Vec::new())
+    }
+
+    /// [`GcsStore::send`] reading the answer's body into `spare`
+    /// ([`crate::storage::http::Client::send_into`]).
+    #[allow(clippy::too_many_arguments)]
+    fn send_into(
+        &self,
+        what: &str,
+        method: Method,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        validate: Validator<'_>,
+        mut spare: Vec<u8>,
+    ) -> Result<Response> {
         let mut renewed = false;
         loop {
-            let response = self.client.send(
+            let response = self.client.send_into(
                 what,
                 &mut || {
                     let mut all: Vec<(String, String)> = headers
@@ -192,10 +208,12 @@ impl GcsStore {
                     })
                 },
                 validate,
+                std::mem::take(&mut spare),
             )?;
             if response.status == 401 && !renewed && self.auth.refreshable() {
                 self.auth.invalidate();
                 renewed = true;
+                spare = response.body;
                 continue;
             }
             return Ok(response);
@@ -534,13 +552,14 @@ impl Store for GcsStore {
             return Ok(false);
         }
         let url = format!("{}?alt=media", self.object_url(&self.name(key)));
-        let r = self.send(
+        let r = self.send_into(
             &self.describe(key),
             Method::Get,
             &url,
             &[],
             b"",
             &|_| Ok(()),
+            std::mem::take(buf),
         )?;
         if r.status != 200 {
             self.missing(Method::Get, key, &r)?;

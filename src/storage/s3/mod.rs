@@ -416,6 +416,22 @@ impl S3Store {
         body: &[u8],
         validate: Validator<'_>,
     ) -> Result<Response> {
+        self.send_into(method, name, query, headers, body, validate, Vec::new())
+    }
+
+    /// [`S3Store::send`] reading the answer's body into `spare`
+    /// ([`crate::storage::http::Client::send_into`]).
+    #[allow(clippy::too_many_arguments)]
+    fn send_into(
+        &self,
+        method: Method,
+        name: &str,
+        query: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        validate: Validator<'_>,
+        mut spare: Vec<u8>,
+    ) -> Result<Response> {
         // A body goes with its MD5, so that the server refuses it cut short.
         let md5 = (!body.is_empty()).then(|| content_md5(body));
         let mut with_md5: Vec<(&str, &str)> = headers.to_vec();
@@ -428,7 +444,7 @@ impl S3Store {
             let region = self.region();
             let url = self.url(&region, name, query);
             let what = format!("{} via {}", self.describe_name(name), self.base(&region).0);
-            let response = self.client.send(
+            let response = self.client.send_into(
                 &what,
                 &mut || {
                     let mut all: Vec<(String, String)> = headers
@@ -454,11 +470,13 @@ impl S3Store {
                     })
                 },
                 validate,
+                std::mem::take(&mut spare),
             )?;
             if !switched {
                 if let Some(named) = named_region(&response).filter(|r| *r != region) {
                     *self.region.write().unwrap_or_else(|p| p.into_inner()) = named;
                     switched = true;
+                    spare = response.body;
                     continue;
                 }
             }
@@ -698,7 +716,16 @@ impl Store for S3Store {
         if key.is_empty() {
             return Ok(false);
         }
-        let r = self.send(Method::Get, &self.name(key), "", &[], b"", &|_| Ok(()))?;
+        let spare = std::mem::take(buf);
+        let r = self.send_into(
+            Method::Get,
+            &self.name(key),
+            "",
+            &[],
+            b"",
+            &|_| Ok(()),
+            spare,
+        )?;
         if r.status != 200 {
             self.missing(Method::Get, key, &r)?;
             return Ok(false);
