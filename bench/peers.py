@@ -34,7 +34,7 @@ endpoint, anonymously, with s3_request_concurrency set to libn5's
 io_concurrency; nothing is evicted, and a write starts from a deleted
 dataset (delete_existing). z5py has no object-store backend: n/a.
 
-Report: {"status": "ok", "times": [s...], "maxrss_kib", "baseline_kib"} or
+Report: {"status": "ok", "times": [s...], "cpu": [CPU s...], "maxrss_kib", "baseline_kib"} or
 {"status": "n/a", "reason"} for what a peer cannot do (lz4) or
 {"status": "error", "message"}. The last read is compared with the volume
 after the peak memory is taken.
@@ -42,6 +42,7 @@ after the peak memory is taken.
 
 import json
 import os
+import resource
 import shutil
 import sys
 import time
@@ -54,6 +55,12 @@ UNSUPPORTED = {
     ("tensorstore", "lz4"): "tensorstore's n5 driver has no lz4 codec",
     ("z5py", "lz4"): "z5's N5 lz4 is a bare LZ4 block, not N5's LZ4Block stream (another format)",
 }
+
+
+def cpu_seconds():
+    """User and system CPU seconds of this process, all its threads."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 
 
 def rss_kib(key="VmRSS"):
@@ -199,7 +206,7 @@ def run(job):
     impl = PEERS[peer](job)
     dims = job["dims"]
     container = job["container"]
-    times, baseline = [], 0
+    times, cpu, baseline = [], [], 0
     state = {}
 
     if job["workload"] == "write":
@@ -230,9 +237,10 @@ def run(job):
         h = prepare()
         if i == 0:
             baseline = rss_kib()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), cpu_seconds()
         op(h)
         times.append(time.perf_counter() - t)
+        cpu.append(cpu_seconds() - c)
         del h
     # VmHWM, not ru_maxrss: after a vfork-style spawn ru_maxrss also holds
     # the parent's peak.
@@ -244,7 +252,7 @@ def run(job):
         got = np.asarray(state["last"])
         if got.shape != tuple(reversed(shape)) or not np.array_equal(got, volume[c_slices(offset, shape)]):
             return {"status": "error", "message": "%s read wrong data for the box at %s" % (peer, offset)}
-    return {"status": "ok", "times": times, "maxrss_kib": maxrss, "baseline_kib": baseline}
+    return {"status": "ok", "times": times, "cpu": cpu, "maxrss_kib": maxrss, "baseline_kib": baseline}
 
 
 def versions():

@@ -275,9 +275,10 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     };
     let result = match &outcome {
         Outcome::Ok(r) => format!(
-            "{:.1} ms (median of {}), peak RSS {} MiB",
+            "{:.1} ms (median of {}), CPU {:.1} ms, peak RSS {} MiB",
             r.median() * 1000.0,
             r.times.len(),
+            r.median_cpu() * 1000.0,
             r.maxrss_kib / 1024
         ),
         Outcome::NotApplicable(why) => format!("n/a: {why}"),

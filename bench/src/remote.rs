@@ -244,7 +244,7 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
     let _ = writeln!(s, "\n## Object store (S3)\n");
     let _ = writeln!(
         s,
-        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. Times in ms (median); requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
+        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
     );
     let bw = bandwidth(cells, &config.threads);
     if let Some(bw) = bw {
@@ -258,9 +258,9 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
         let _ = writeln!(s, "\n### {latency} ms per request\n");
         let _ = writeln!(
             s,
-            "| workload | codec | threads | libn5 | floor | libn5/floor | tensorstore | libn5/tensorstore | requests libn5 / tensorstore | peak RSS libn5 / tensorstore |"
+            "| workload | codec | threads | libn5 | floor | libn5/floor | tensorstore | libn5/tensorstore | requests libn5 / tensorstore | peak RSS libn5 / tensorstore | CPU libn5 / floor / tensorstore |"
         );
-        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
         for &w in &config.workloads {
             for c in codecs(config) {
                 for &t in &config.threads {
@@ -282,9 +282,15 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                             .and_then(|x| x.outcome.report())
                             .map_or("—".to_string(), |r| (r.maxrss_kib / 1024).to_string())
                     };
+                    let cpu = |imp| {
+                        ms(find(cells, latency, imp, w, c, t)
+                            .and_then(|x| x.outcome.report())
+                            .map(|r| r.median_cpu())
+                            .filter(|c| c.is_finite()))
+                    };
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} / {} | {} / {} |",
+                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} / {} |",
                         w.name(),
                         c.name(),
                         ms(l),
@@ -296,6 +302,9 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                         req(Impl::Tensorstore),
                         rss(Impl::Libn5),
                         rss(Impl::Tensorstore),
+                        cpu(Impl::Libn5),
+                        cpu(floor_imp),
+                        cpu(Impl::Tensorstore),
                     );
                 }
             }

@@ -168,6 +168,20 @@ pub fn peak_rss_kib() -> u64 {
     proc_status_kib("VmHWM").unwrap_or(0)
 }
 
+/// User and system CPU seconds this process has used, all its threads.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes one struct into the zeroed value we own.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut u) != 0 {
+            return f64::NAN;
+        }
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
 /// A `kB` field of /proc/self/status, such as VmRSS or VmHWM.
 pub fn proc_status_kib(key: &str) -> Option<u64> {
     let status = fs::read_to_string("/proc/self/status").ok()?;

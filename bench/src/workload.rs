@@ -361,11 +361,26 @@ impl Job {
     }
 }
 
+/// The median of `values` (NaN for none).
+fn median(values: &[f64]) -> f64 {
+    let mut t = values.to_vec();
+    t.sort_by(f64::total_cmp);
+    match t.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => t[n / 2],
+        n => (t[n / 2 - 1] + t[n / 2]) / 2.0,
+    }
+}
+
 /// What a child process reports.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     /// Seconds per repeat.
     pub times: Vec<f64>,
+    /// CPU seconds (user and system, every thread of the process) per
+    /// repeat: on a machine whose cores the server shares, the part of the
+    /// wall time an implementation controls.
+    pub cpu: Vec<f64>,
     /// Peak resident set size of the process (KiB).
     pub maxrss_kib: u64,
     /// Resident set size just before the first timed operation (KiB): the
@@ -379,13 +394,12 @@ pub struct Report {
 impl Report {
     /// The median time in seconds.
     pub fn median(&self) -> f64 {
-        let mut t = self.times.clone();
-        t.sort_by(f64::total_cmp);
-        match t.len() {
-            0 => f64::NAN,
-            n if n % 2 == 1 => t[n / 2],
-            n => (t[n / 2 - 1] + t[n / 2]) / 2.0,
-        }
+        median(&self.times)
+    }
+
+    /// The median CPU time in seconds (NaN when not measured).
+    pub fn median_cpu(&self) -> f64 {
+        median(&self.cpu)
     }
 
     /// The report as JSON (`status` ok).
@@ -393,6 +407,7 @@ impl Report {
         json!({
             "status": "ok",
             "times": self.times,
+            "cpu": self.cpu,
             "maxrss_kib": self.maxrss_kib,
             "baseline_kib": self.baseline_kib,
             "resident_after_evict": if self.resident_after_evict.is_nan() { Value::Null } else { json!(self.resident_after_evict) },
@@ -409,8 +424,15 @@ impl Report {
             .map(|t| t.as_f64().ok_or("report: a time is not a number"))
             .collect::<Result<Vec<_>, _>>()?;
         let kib = |key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
+        // Older reports and peers without it: no CPU times.
+        let cpu = v
+            .get("cpu")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
         Ok(Report {
             times,
+            cpu,
             maxrss_kib: kib("maxrss_kib"),
             baseline_kib: kib("baseline_kib"),
             resident_after_evict: v
@@ -444,9 +466,10 @@ pub fn measure<S>(
         if i == 0 {
             report.baseline_kib = sys::proc_status_kib("VmRSS").unwrap_or(0);
         }
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), sys::cpu_seconds());
         op(&mut state)?;
         report.times.push(t.elapsed().as_secs_f64());
+        report.cpu.push(sys::cpu_seconds() - cpu);
         last = Some(state);
     }
     report.maxrss_kib = sys::peak_rss_kib();
@@ -598,6 +621,7 @@ impl Outcome {
         match (self, later) {
             (Outcome::Ok(mut a), Outcome::Ok(b)) => {
                 a.times.extend(b.times);
+                a.cpu.extend(b.cpu);
                 a.maxrss_kib = a.maxrss_kib.max(b.maxrss_kib);
                 a.baseline_kib = a.baseline_kib.max(b.baseline_kib);
                 a.resident_after_evict = a.resident_after_evict.max(b.resident_after_evict);
