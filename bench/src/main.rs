@@ -560,6 +560,13 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
 
     let machine = sys::Machine::detect();
     let load_start = sys::load_average();
+    let fresh_memory_ms = sys::fresh_memory_ms(vol_bytes as usize);
+    say!(
+        "fresh memory: {:.0} ms to first write {} MiB, {:.0} ms again",
+        fresh_memory_ms.0,
+        vol_bytes >> 20,
+        fresh_memory_ms.1
+    );
     let fs_type = sys::fs_type(work);
     let free = sys::free_bytes(work).unwrap_or(u64::MAX);
     let needed = 5 * vol_bytes + if config.scaling { 3 << 30 } else { 0 };
@@ -647,6 +654,8 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         fs_type,
         dir: work.display().to_string(),
         load: (load_start, sys::load_average()),
+        fresh_memory_ms,
+        storage_fs: config.storage_fs,
         cache,
         drop_caches,
         dims,

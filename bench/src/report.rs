@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::sys::Machine;
-use crate::workload::{Codec, Impl, Outcome, Region, Workload};
+use crate::workload::{Codec, Impl, Job, Outcome, Region, Workload};
 
 /// Which measurement: implementation, workload, codec, threads.
 pub type Key = (Impl, Workload, Codec, usize);
@@ -46,6 +46,12 @@ pub struct Run {
     pub dir: String,
     /// Load averages at the start and at the end of the run.
     pub load: (String, String),
+    /// Milliseconds to first write a fresh buffer of the volume's size,
+    /// and a second one right after ([`crate::sys::fresh_memory_ms`]).
+    pub fresh_memory_ms: (f64, f64),
+    /// Whether the file-system part ran (its page-cache and dataset-size
+    /// lines mean nothing otherwise).
+    pub storage_fs: bool,
     /// How reads get a cold cache, in words.
     pub cache: String,
     /// Whether drop_caches could be written (Ok) or why not.
@@ -179,15 +185,29 @@ impl Run {
         );
         let _ = writeln!(
             s,
-            "* data: uint16 {} in {} blocks, {:.1}% foreground (smooth blobs ~1000–3000, noise σ 30; background ~100, σ 3); libn5's dataset size / raw: {}",
+            "* fresh memory: writing the first byte of every page of a new {} MiB buffer (what a whole-volume read writes into) took {:.0} ms, and {:.0} ms for a second buffer right after; on a virtual machine whose host backs or takes back guest memory lazily, the first is far slower and varies from process to process, for every implementation alike",
+            (self.dims.iter().product::<u64>() * Job::ELEM) >> 20,
+            self.fresh_memory_ms.0,
+            self.fresh_memory_ms.1
+        );
+        let _ = writeln!(
+            s,
+            "* data: uint16 {} in {} blocks, {:.1}% foreground (smooth blobs ~1000–3000, noise σ 30; background ~100, σ 3){}",
             dims_text(self.dims),
             dims_text(self.block),
             100.0 * self.foreground,
-            self.ratios
-                .iter()
-                .map(|(c, r)| format!("{} {:.3} ({:.2}×)", c.name(), r, 1.0 / r))
-                .collect::<Vec<_>>()
-                .join(", ")
+            if self.ratios.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; libn5's dataset size / raw: {}",
+                    self.ratios
+                        .iter()
+                        .map(|(c, r)| format!("{} {:.3} ({:.2}×)", c.name(), r, 1.0 / r))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
         );
         let _ = writeln!(
             s,
@@ -196,7 +216,9 @@ impl Run {
             dims_text(self.region.shape),
             self.region.offset
         );
-        let _ = writeln!(s, "* page cache: {}", self.cache);
+        if self.storage_fs {
+            let _ = writeln!(s, "* page cache: {}", self.cache);
+        }
         let _ = writeln!(
             s,
             "* every timed operation runs in a fresh process (`n5-bench --one`, `python bench/peers.py`): {} round(s), each running every implementation and thread count of a workload and codec once (round robin, so that changes in the machine's load hit all alike); the median is shown; peak RSS is the largest VmHWM of those processes\n",
@@ -425,7 +447,8 @@ impl Run {
             "peers": match &self.peers { Ok(v) => v.clone(), Err(e) => json!({"error": e}) },
             "machine": {"cpu": m.cpu, "cores": m.cores, "ram_gib": m.ram_gib, "kernel": m.kernel,
                         "filesystem": self.fs_type, "dir": self.dir,
-                        "load_average_start": self.load.0, "load_average_end": self.load.1},
+                        "load_average_start": self.load.0, "load_average_end": self.load.1,
+                        "fresh_memory_ms": [self.fresh_memory_ms.0, self.fresh_memory_ms.1]},
             "cache": self.cache,
             "drop_caches_allowed": match &self.drop_caches { Ok(()) => json!(true), Err(e) => json!(e) },
             "data": {"dims": self.dims, "block": self.block, "dtype": "uint16",

@@ -262,6 +262,26 @@ impl Machine {
     }
 }
 
+/// Milliseconds to write the first byte of every 4 KiB page of a fresh
+/// buffer of `bytes`, twice in a row (the second buffer usually gets the
+/// pages the first gave back). Every read of a whole volume writes into
+/// fresh memory of that size; on a virtual machine whose host backs guest
+/// memory only when it is first touched (or takes back what the guest
+/// frees, as a balloon with free page reporting does), that costs far more
+/// than on bare metal, and it is the same for every implementation.
+pub fn fresh_memory_ms(bytes: usize) -> (f64, f64) {
+    let once = || {
+        let t = std::time::Instant::now();
+        let mut buf = vec![0u8; bytes];
+        for i in (0..bytes).step_by(4096) {
+            buf[i] = 1;
+        }
+        std::hint::black_box(&buf);
+        t.elapsed().as_secs_f64() * 1000.0
+    };
+    (once(), once())
+}
+
 /// The 1, 5 and 15 minute load averages (/proc/loadavg).
 pub fn load_average() -> String {
     fs::read_to_string("/proc/loadavg")
