@@ -156,7 +156,7 @@ pub fn containers_groups_datasets_and_blocks(b: &Bucket, markers: &[&str], no_ma
     bad.extend_from_slice(&bytes(5, 32));
     store.put(key, &[&bad]).unwrap();
     let e = rds
-        .read_region(&[0, 0], &[8, 8], &mut vec![0; 128])
+        .read_region(&[0, 0], &[8, 8], &mut [0; 128])
         .unwrap_err();
     assert!(e.message().contains("raw/1/0"), "{e}");
 
