@@ -265,8 +265,23 @@ impl Dataset {
         }
         self.check_numeric(&attrs)?;
         let shape = attrs.block_shape(grid_pos)?;
+        self.raw_payload_in(&attrs, &shape, grid_pos, bytes)
+    }
+
+    /// [`Dataset::raw_payload_at`] with the dataset's attributes and the
+    /// block's shape at hand.
+    fn raw_payload_in(
+        &self,
+        attrs: &DatasetAttributes,
+        shape: &[u64],
+        grid_pos: &[u64],
+        bytes: &[u8],
+    ) -> Result<Option<usize>> {
+        if attrs.compression != crate::codec::Compression::Raw {
+            return Ok(None);
+        }
         let found =
-            block::exact_payload(bytes, &attrs, &shape).map_err(self.block_error(grid_pos))?;
+            block::exact_payload(bytes, attrs, shape).map_err(self.block_error(grid_pos))?;
         Ok(found
             .filter(|&(at, nbytes)| bytes.len() - at >= nbytes)
             .map(|(at, _)| at))
@@ -286,14 +301,13 @@ impl Dataset {
         let shape = attrs.block_shape(grid_pos)?;
         let elem = attrs.data_type.size();
         check_buffer(&shape, elem, out.len())?;
-        let err = self.block_error(grid_pos);
-        if let Some((at, nbytes)) = block::exact_payload(bytes, &attrs, &shape).map_err(&err)? {
-            if convert_later
-                && attrs.compression == crate::codec::Compression::Raw
-                && bytes.len() - at >= nbytes
-            {
+        if convert_later {
+            if let Some(at) = self.raw_payload_in(&attrs, &shape, grid_pos, bytes)? {
                 return Ok(BlockRead::RawAt(at));
             }
+        }
+        let err = self.block_error(grid_pos);
+        if let Some((at, nbytes)) = block::exact_payload(bytes, &attrs, &shape).map_err(&err)? {
             if nbytes == out.len() {
                 attrs.compression.decode(&bytes[at..], out).map_err(&err)?;
                 if convert_later {
