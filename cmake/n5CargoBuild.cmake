@@ -1,8 +1,9 @@
 # The build step of CMakeLists.txt (target n5_cargo), run as
 #   cmake -DN5_VARS=<build>/n5-package/cargo-step.cmake -P cmake/n5CargoBuild.cmake
 #
-# 1. Builds the library with cargo (rlib, cdylib and staticlib of one crate),
-#    asking rustc for the staticlib's native-static-libs.
+# 1. Builds the library with cargo (rlib, cdylib and staticlib of one crate)
+#    and works out the staticlib's native-static-libs (the system libraries
+#    a program linking libn5.a needs).
 # 2. Links libn5.so.<soversion> -> libn5.so beside cargo's output, so that
 #    executables linked in the build tree find the library by its SONAME.
 # 3. Writes the files that carry the static link line: native-static-libs.rsp
@@ -12,38 +13,90 @@
 cmake_minimum_required(VERSION 3.20)
 include("${N5_VARS}")
 
-# Used only if rustc's answer was never seen (see below).
+# Used only if rustc cannot be asked (see below).
 set(_fallback_libs "-lpthread -ldl -lm -lrt -lgcc_s -lutil -lc")
-set(_libs_txt "${N5_PACKAGE_DIR}/native-static-libs.txt")
 
-function(run_cargo out_stderr)
-  set(ENV{CARGO_TARGET_DIR} "${N5_CARGO_TARGET_DIR}")
-  # `cargo rustc` is `cargo build --lib` plus arguments for the library's own
-  # rustc call. Cargo replays the note when the library is already fresh.
-  execute_process(
-    COMMAND "${N5_CARGO}" rustc --lib --profile "${N5_CARGO_PROFILE}"
-            --manifest-path "${N5_SOURCE_DIR}/Cargo.toml" ${N5_CARGO_FLAGS}
-            -- --print native-static-libs
-    WORKING_DIRECTORY "${N5_SOURCE_DIR}"
-    RESULT_VARIABLE rc
-    ERROR_VARIABLE err
-    ECHO_ERROR_VARIABLE)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "cargo failed (${rc})")
-  endif()
-  set(${out_stderr} "${err}" PARENT_SCOPE)
-endfunction()
-
-run_cargo(_stderr)
-if(_stderr MATCHES "native-static-libs: ([^\r\n]*)")
-  string(STRIP "${CMAKE_MATCH_1}" _libs)
-  file(CONFIGURE OUTPUT "${_libs_txt}" CONTENT "${_libs}\n")
-elseif(EXISTS "${_libs_txt}")
-  file(STRINGS "${_libs_txt}" _libs LIMIT_COUNT 1)
-else()
-  message(WARNING "rustc printed no native-static-libs; using ${_fallback_libs}")
-  set(_libs "${_fallback_libs}")
+# The library is built with a plain `cargo build --lib`, exactly as the n5
+# tool's `cargo build -p n5-cli` builds it as a dependency, so that the two
+# share one compile. (`cargo rustc -- --print native-static-libs` would print
+# the link line directly, but its extra argument is part of cargo's
+# fingerprint: the tool's build would then compile the library again, and
+# the next library build once more.) The link line is instead put together
+# the way rustc does it: the native libraries that build scripts of the
+# library's dependencies ask for and that are not bundled into libn5.a
+# (cargo reports them as JSON), then those of Rust's standard library.
+set(ENV{CARGO_TARGET_DIR} "${N5_CARGO_TARGET_DIR}")
+execute_process(
+  COMMAND "${N5_CARGO}" build --lib --profile "${N5_CARGO_PROFILE}"
+          --manifest-path "${N5_SOURCE_DIR}/Cargo.toml"
+          --message-format=json-render-diagnostics ${N5_CARGO_FLAGS}
+  WORKING_DIRECTORY "${N5_SOURCE_DIR}"
+  RESULT_VARIABLE _rc
+  OUTPUT_VARIABLE _json)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "cargo failed (${_rc})")
 endif()
+
+# Build scripts' link requests: "name", "dylib=name", "static=name",
+# "static:-bundle=name", ... Only static libraries without -bundle end up
+# inside libn5.a; the others must be on the user's link line.
+set(_crate_libs "")
+# Only build-script-executed messages have "linked_libs"; its items are
+# library names, so neither ']' nor ';' occurs inside the array.
+string(REGEX MATCHALL "\"linked_libs\":\\[[^]]*\\]" _arrays "${_json}")
+foreach(_array IN LISTS _arrays)
+  string(JSON _count ERROR_VARIABLE _err LENGTH "{${_array}}" linked_libs)
+  if(_err OR _count EQUAL 0)
+    continue()
+  endif()
+  math(EXPR _last "${_count} - 1")
+  foreach(_i RANGE ${_last})
+    string(JSON _lib GET "{${_array}}" linked_libs ${_i})
+    if(_lib MATCHES "^(([a-z-]+)(:[^=]*)?=)?([^:]+)")
+      set(_kind "${CMAKE_MATCH_2}")
+      set(_modifiers "${CMAKE_MATCH_3}")
+      set(_name "${CMAKE_MATCH_4}")
+      if(_kind STREQUAL "" OR _kind STREQUAL "dylib"
+         OR (_kind STREQUAL "static" AND _modifiers MATCHES "-bundle"))
+        list(APPEND _crate_libs "-l${_name}")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+
+# The standard library's part, from the same rustc compiling an empty
+# staticlib (a quarter of a second).
+if(DEFINED ENV{RUSTC} AND NOT "$ENV{RUSTC}" STREQUAL "")
+  set(_rustc "$ENV{RUSTC}")
+else()
+  get_filename_component(_cargo_dir "${N5_CARGO}" DIRECTORY)
+  find_program(_rustc rustc HINTS "${_cargo_dir}" NO_CACHE)
+endif()
+set(_probe_dir "${N5_PACKAGE_DIR}/std-probe")
+file(MAKE_DIRECTORY "${_probe_dir}")
+file(CONFIGURE OUTPUT "${_probe_dir}/probe.rs" CONTENT "// empty: asks rustc for std's native-static-libs\n")
+set(_std_libs "")
+if(_rustc)
+  execute_process(
+    COMMAND "${_rustc}" --crate-type staticlib --crate-name n5_std_probe
+            --print native-static-libs --out-dir "${_probe_dir}" "${_probe_dir}/probe.rs"
+    WORKING_DIRECTORY "${N5_SOURCE_DIR}"
+    RESULT_VARIABLE _rc
+    OUTPUT_QUIET
+    ERROR_VARIABLE _err)
+  if(_rc EQUAL 0 AND _err MATCHES "native-static-libs: ([^\r\n]*)")
+    string(STRIP "${CMAKE_MATCH_1}" _std_libs)
+  endif()
+  file(REMOVE "${_probe_dir}/libn5_std_probe.a")
+endif()
+if(_std_libs STREQUAL "")
+  message(WARNING "rustc printed no native-static-libs; using ${_fallback_libs}")
+  set(_std_libs "${_fallback_libs}")
+endif()
+# The same library asked for by several crates needs naming once.
+list(REMOVE_DUPLICATES _crate_libs)
+list(JOIN _crate_libs " " _libs)
+string(STRIP "${_libs} ${_std_libs}" _libs)
 
 # The SONAME link, as ldconfig would make it.
 set(_link "${N5_CARGO_OUT_DIR}/${N5_SONAME}")
