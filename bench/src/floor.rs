@@ -18,11 +18,20 @@
 //! flight as libn5's `io_concurrency`; the codec floor adds the codec work
 //! of the blocks, done by at most the job's threads at once.
 //!
+//! The output floor (FloorOut, reads of one box) is the codec floor (the
+//! I/O floor for raw data) that also copies every block's bytes, as
+//! stored, to their place in a fresh output buffer of the box's size: the
+//! part of a read that no reader returning the data can skip, including
+//! the first write of every page of that buffer (made untimed, as libn5's
+//! caller makes it). For raw data the copy runs on the I/O threads, for
+//! compressed data right after the block's decoding.
+//!
 //! Multi-block work is spread over the job's threads (std::thread::scope,
 //! blocks handed out one at a time; on an object store, over
 //! `io_concurrency` threads); single-block reads are one call each, so
-//! their floor is sequential. Not in the floors: the byte swapping to and
-//! from big-endian and the copy between blocks and the region buffer.
+//! their floor is sequential. Not in any floor: the byte swapping to and
+//! from big-endian; not in the I/O and codec floors: the copy between
+//! blocks and the region buffer.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::fs::{self, File};
@@ -34,7 +43,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use n5::storage::Store;
 
 use crate::sys;
-use crate::workload::{measure, remove_tree, Codec, Impl, Job, Report, Workload, DATASET};
+use crate::workload::{
+    box_bytes, measure, remove_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
+};
 
 // Linked by the blosc-src dependency (the same c-blosc build libn5 uses).
 use blosc_src as _;
@@ -479,9 +490,16 @@ impl Gate {
     }
 }
 
-/// Runs a floor job (FloorIo or FloorCodec) in this (child) process.
+/// Runs a floor job (FloorIo, FloorCodec or FloorOut) in this (child) process.
 pub fn run_floor(job: &Job) -> Result<Report, String> {
-    let codec_floor = job.imp == Impl::FloorCodec;
+    let out_floor = job.imp == Impl::FloorOut;
+    if out_floor && !Impl::FloorOut.measures(job.workload, job.codec) {
+        return Err(format!(
+            "the output floor does not measure {}",
+            job.workload.name()
+        ));
+    }
+    let codec_floor = job.imp == Impl::FloorCodec || (out_floor && job.codec != Codec::Raw);
     let workers = if job.workload == Workload::ReadBlocks {
         1
     } else if job.is_remote() {
@@ -549,7 +567,12 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
         return Ok(report);
     }
     let positions = job.touched_blocks();
-    let (report, ()) = measure(
+    // The output floor's box; its buffer is made untimed, as libn5's
+    // caller makes it, so that first writing its pages is timed.
+    let region = job.read_boxes().remove(0);
+    let out_len = if out_floor { box_bytes(&region) } else { 0 };
+    let plane_len = (region.shape[0] * region.shape[1] * Job::ELEM) as usize;
+    let (report, _) = measure(
         job.repeats,
         || {
             let resident = match &source {
@@ -557,9 +580,13 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
                     .map_err(|e| format!("evicting {}: {e}", root.display()))?,
                 Blocks::Objects(_) => f64::NAN,
             };
-            Ok(((), resident))
+            Ok((vec![0u8; out_len], resident))
         },
-        |()| {
+        |out| {
+            // One lock per z plane of the output: blocks copy plane by
+            // plane, each starting at another plane.
+            let planes: Vec<Mutex<&mut [u8]>> =
+                out.chunks_mut(plane_len.max(1)).map(Mutex::new).collect();
             parallel(
                 positions.len(),
                 workers,
@@ -567,11 +594,20 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
                 |(coder, file, block), i| {
                     let p = positions[i];
                     source.read(p, file)?;
+                    let h = header_len(file)?;
                     if codec_floor {
                         let shape = block_shape(job, p);
                         block.resize((shape.iter().product::<u64>() * Job::ELEM) as usize, 0);
-                        let h = header_len(file)?;
-                        gate.run(|| coder.decode(&file[h..], block))?;
+                        gate.run(|| {
+                            coder.decode(&file[h..], block)?;
+                            if out_floor {
+                                place(job, &region, p, block, &planes, i);
+                            }
+                            Ok::<(), String>(())
+                        })?;
+                    } else if out_floor {
+                        let payload = file.get(h..).ok_or("block file too short")?;
+                        place(job, &region, p, payload, &planes, i);
                     }
                     Ok(())
                 },
@@ -579,4 +615,42 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
         },
     )?;
     Ok(report)
+}
+
+/// Copies the part of the block at `p` (its bytes as stored, no byte swap)
+/// that lies in `region` to its place in the output, whose z planes are
+/// `planes`; the `i`-th block starts at plane `i * 37` (modulo its depth)
+/// so that threads copying neighbouring blocks rarely wait for a plane.
+fn place(
+    job: &Job,
+    region: &Region,
+    p: [u64; 3],
+    block: &[u8],
+    planes: &[Mutex<&mut [u8]>],
+    i: usize,
+) {
+    let shape = block_shape(job, p);
+    let origin = [0, 1, 2].map(|d| p[d] * job.block[d]);
+    let lo = [0, 1, 2].map(|d| origin[d].max(region.offset[d]));
+    let hi = [0, 1, 2].map(|d| (origin[d] + shape[d]).min(region.offset[d] + region.shape[d]));
+    if (0..3).any(|d| lo[d] >= hi[d]) {
+        return;
+    }
+    let e = Job::ELEM;
+    let row = ((hi[0] - lo[0]) * e) as usize;
+    let depth = hi[2] - lo[2];
+    for k in 0..depth {
+        let z = lo[2] + (k + i as u64 * 37) % depth;
+        let mut plane = planes[(z - region.offset[2]) as usize]
+            .lock()
+            .expect("output plane");
+        for y in lo[1]..hi[1] {
+            let src = ((((z - origin[2]) * shape[1] + (y - origin[1])) * shape[0]
+                + (lo[0] - origin[0]))
+                * e) as usize;
+            let dst = (((y - region.offset[1]) * region.shape[0] + (lo[0] - region.offset[0])) * e)
+                as usize;
+            plane[dst..dst + row].copy_from_slice(&block[src..src + row]);
+        }
+    }
 }

@@ -217,7 +217,7 @@ fn child(job_json: &str) -> ExitCode {
         .and_then(|v| Job::from_json(&v))
         .and_then(|job| match job.imp {
             Impl::Libn5 => workload::run_libn5(&job),
-            Impl::FloorIo | Impl::FloorCodec => floor::run_floor(&job),
+            Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => floor::run_floor(&job),
             _ => Err("peers run in bench/peers.py".into()),
         });
     match result {
@@ -362,7 +362,7 @@ fn write_volume(dims: [u64; 3], raw: &Path) -> Result<f64, String> {
 /// The container of an implementation for a codec (floors read libn5's).
 fn container_of(work: &Path, imp: Impl, codec: Codec) -> PathBuf {
     let owner = match imp {
-        Impl::Libn5 | Impl::FloorIo | Impl::FloorCodec => "libn5",
+        Impl::Libn5 | Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => "libn5",
         other => other.name(),
     };
     work.join(format!("{owner}-{}.n5", codec.name()))
@@ -412,9 +412,11 @@ impl Setup<'_> {
         }
     }
 
-    /// The jobs of `workload` and `codec`: every implementation and thread count.
+    /// The jobs of `workload` and `codec`: every implementation that
+    /// measures them and every thread count.
     fn jobs(&self, imps: &[Impl], workload: Workload, codec: Codec) -> Vec<Job> {
         imps.iter()
+            .filter(|imp| imp.measures(workload, codec))
             .flat_map(|&imp| {
                 let threads = &self.config.threads;
                 threads
@@ -462,7 +464,7 @@ fn implementations(config: &Config) -> (Result<serde_json::Value, String>, Vec<I
         Ok(v) => say!("peers: {v}"),
         Err(e) => say!("peers unavailable: {e}"),
     }
-    let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec];
+    let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec, Impl::FloorOut];
     for (imp, name) in [(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")] {
         let installed = versions
             .as_ref()
@@ -491,12 +493,6 @@ fn measure_codec(
     results: &mut HashMap<report::Key, Outcome>,
 ) -> Result<CodecExtras, String> {
     let config = setup.config;
-    // The raw floor is the I/O floor.
-    let active: Vec<Impl> = imps
-        .iter()
-        .copied()
-        .filter(|&imp| !(imp == Impl::FloorCodec && codec == Codec::Raw))
-        .collect();
     let reads: Vec<Workload> = config
         .workloads
         .iter()
@@ -504,14 +500,10 @@ fn measure_codec(
         .filter(|&w| w != Workload::Write)
         .collect();
     if config.workloads.contains(&Workload::Write) {
-        run_rounds(
-            config,
-            &setup.jobs(&active, Workload::Write, codec),
-            results,
-        );
+        run_rounds(config, &setup.jobs(imps, Workload::Write, codec), results);
     } else if !reads.is_empty() {
         // Untimed: the containers the reads need.
-        for &imp in &active {
+        for &imp in imps {
             if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py) {
                 run_job(
                     config,
@@ -526,7 +518,7 @@ fn measure_codec(
         .ok()
         .map(|b| b as f64 / vol_bytes as f64);
     for &w in &reads {
-        run_rounds(config, &setup.jobs(&active, w, codec), results);
+        run_rounds(config, &setup.jobs(imps, w, codec), results);
     }
     // Does eviction matter here? The I/O floor's whole raw read, warm.
     let t = config.threads[0];

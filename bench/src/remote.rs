@@ -101,16 +101,12 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                 j.storage = Some(storage.clone());
                 j
             };
-            let active: Vec<Impl> = imps
-                .iter()
-                .copied()
-                .filter(|&imp| !(imp == Impl::FloorCodec && codec == Codec::Raw))
-                .collect();
+
             let mut workloads = config.workloads.clone();
             if !workloads.contains(&Workload::Write) {
                 // Untimed: the containers the reads need.
                 for imp in [Impl::Libn5, Impl::Tensorstore] {
-                    if active.contains(&imp) {
+                    if imps.contains(&imp) {
                         run_job(config, &job(imp, Workload::Write, config.threads[0]));
                     }
                 }
@@ -120,8 +116,9 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                 workloads.insert(0, Workload::Write);
             }
             for workload in workloads {
-                let jobs: Vec<Job> = active
+                let jobs: Vec<Job> = imps
                     .iter()
+                    .filter(|imp| imp.measures(workload, codec))
                     .flat_map(|&imp| config.threads.iter().map(move |&t| (imp, t)))
                     .map(|(imp, t)| job(imp, workload, t))
                     .collect();
@@ -244,7 +241,7 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
     let _ = writeln!(s, "\n## Object store (S3)\n");
     let _ = writeln!(
         s,
-        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
+        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
     );
     let bw = bandwidth(cells, &config.threads);
     if let Some(bw) = bw {
@@ -258,9 +255,9 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
         let _ = writeln!(s, "\n### {latency} ms per request\n");
         let _ = writeln!(
             s,
-            "| workload | codec | threads | libn5 | floor | libn5/floor | tensorstore | libn5/tensorstore | requests libn5 / tensorstore | peak RSS libn5 / tensorstore | CPU libn5 / floor / tensorstore |"
+            "| workload | codec | threads | libn5 | floor | libn5/floor | floor+out | libn5/floor+out | tensorstore | libn5/tensorstore | requests libn5 / tensorstore | peak RSS libn5 / tensorstore | CPU libn5 / floor / floor+out / tensorstore |"
         );
-        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
         for &w in &config.workloads {
             for c in codecs(config) {
                 for &t in &config.threads {
@@ -271,6 +268,7 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                     };
                     let l = time(cells, latency, Impl::Libn5, w, c, t);
                     let f = time(cells, latency, floor_imp, w, c, t);
+                    let out = time(cells, latency, Impl::FloorOut, w, c, t);
                     let ts = time(cells, latency, Impl::Tensorstore, w, c, t);
                     let req = |imp| {
                         find(cells, latency, imp, w, c, t)
@@ -290,12 +288,14 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                     };
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} / {} |",
+                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} / {} / {} |",
                         w.name(),
                         c.name(),
                         ms(l),
                         ms(f),
                         ratio(l, f),
+                        ms(out),
+                        ratio(l, out),
                         ms(ts),
                         ratio(l, ts),
                         req(Impl::Libn5),
@@ -304,6 +304,7 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                         rss(Impl::Tensorstore),
                         cpu(Impl::Libn5),
                         cpu(floor_imp),
+                        cpu(Impl::FloorOut),
                         cpu(Impl::Tensorstore),
                     );
                 }

@@ -228,14 +228,18 @@ impl Run {
         let _ = writeln!(s, "## Time (ms, median) and ratios\n");
         let _ = writeln!(
             s,
-            "| workload | codec | threads | libn5 | floor | libn5/floor | I/O floor | tensorstore | libn5/ts | z5py | libn5/z5py | libn5 peak RSS MiB |"
+            "| workload | codec | threads | libn5 | floor | libn5/floor | floor+out | libn5/floor+out | I/O floor | tensorstore | libn5/ts | z5py | libn5/z5py | libn5 peak RSS MiB |"
         );
-        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        let _ = writeln!(
+            s,
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+        );
         for &w in &self.workloads {
             for &c in &self.codecs {
                 for &t in &self.threads {
                     let l = self.get(Impl::Libn5, w, c, t);
                     let f = self.floor(w, c, t);
+                    let out = self.get(Impl::FloorOut, w, c, t);
                     let io = self.get(Impl::FloorIo, w, c, t);
                     let ts = self.get(Impl::Tensorstore, w, c, t);
                     let z5 = self.get(Impl::Z5py, w, c, t);
@@ -244,12 +248,14 @@ impl Run {
                         .map_or_else(String::new, |r| mib(r.maxrss_kib));
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} | {} | {} | {rss} |",
+                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {rss} |",
                         self.workload_label(w),
                         c.name(),
                         time_cell(l),
                         time_cell(f),
                         ratio(l, f),
+                        time_cell(out),
+                        ratio(l, out),
                         time_cell(io),
                         time_cell(ts),
                         ratio(l, ts),
@@ -269,7 +275,7 @@ impl Run {
         }
         let _ = writeln!(
             s,
-            "\nfloor: the codec library alone (libdeflate, lz4 block API with the LZ4Block framing's XXH32 piece checksums, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
+            "\nfloor: the codec library alone (libdeflate, lz4 block API with the LZ4Block framing's XXH32 piece checksums, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. floor+out (whole-volume and region reads): the floor that also copies every block's bytes, unswapped, to their place in a fresh output buffer of the box's size, made before the timing as libn5's caller makes it, so that first writing its pages is timed as it is for libn5. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
         );
 
         let (t1, tn) = (self.threads.first(), self.threads.last());

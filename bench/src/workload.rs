@@ -116,6 +116,10 @@ pub enum Impl {
     FloorIo,
     /// The codec floor: the codec library alone plus the file I/O.
     FloorCodec,
+    /// The floor of a read that returns its data: the codec floor (the I/O
+    /// floor for raw) that also copies every block's bytes to their place
+    /// in a fresh output buffer of the box's size, as a reader must.
+    FloorOut,
     /// tensorstore's n5 driver (bench/peers.py).
     Tensorstore,
     /// z5py (bench/peers.py).
@@ -129,6 +133,7 @@ impl Impl {
             Impl::Libn5 => "libn5",
             Impl::FloorIo => "floor_io",
             Impl::FloorCodec => "floor_codec",
+            Impl::FloorOut => "floor_out",
             Impl::Tensorstore => "tensorstore",
             Impl::Z5py => "z5py",
         }
@@ -140,11 +145,23 @@ impl Impl {
             Impl::Libn5,
             Impl::FloorIo,
             Impl::FloorCodec,
+            Impl::FloorOut,
             Impl::Tensorstore,
             Impl::Z5py,
         ]
         .into_iter()
         .find(|i| i.name() == name)
+    }
+
+    /// Whether it measures `workload` with `codec`: the codec floor is
+    /// the I/O floor for raw data, and the output floor is one of reads
+    /// into one box.
+    pub fn measures(self, workload: Workload, codec: Codec) -> bool {
+        match self {
+            Impl::FloorCodec => codec != Codec::Raw,
+            Impl::FloorOut => matches!(workload, Workload::ReadAll | Workload::ReadRegion),
+            _ => true,
+        }
     }
 
     /// Whether bench/peers.py runs it.
