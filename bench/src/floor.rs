@@ -23,7 +23,8 @@
 //! stored, to their place in a fresh output buffer of the box's size: the
 //! part of a read that no reader returning the data can skip, including
 //! the first write of every page of that buffer (made untimed, as libn5's
-//! caller makes it). For raw data the copy runs on the I/O threads, for
+//! caller makes it, and advised to use huge pages from 16 MiB on, as
+//! libn5 advises it). For raw data the copy runs on the I/O threads, for
 //! compressed data right after the block's decoding.
 //!
 //! Multi-block work is spread over the job's threads (std::thread::scope,
@@ -583,6 +584,9 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
             Ok((vec![0u8; out_len], resident))
         },
         |out| {
+            if out.len() >= sys::HUGE_PAGE_OUTPUT {
+                sys::advise_huge_pages(out);
+            }
             // One lock per z plane of the output: blocks copy plane by
             // plane, each starting at another plane.
             let planes: Vec<Mutex<&mut [u8]>> =

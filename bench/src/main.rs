@@ -554,10 +554,12 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
     let load_start = sys::load_average();
     let fresh_memory_ms = sys::fresh_memory_ms(vol_bytes as usize);
     say!(
-        "fresh memory: {:.0} ms to first write {} MiB, {:.0} ms again",
-        fresh_memory_ms.0,
+        "fresh memory: {:.0} ms to first write {} MiB, {:.0} ms again; with huge pages advised {:.0} and {:.0} ms",
+        fresh_memory_ms[0],
         vol_bytes >> 20,
-        fresh_memory_ms.1
+        fresh_memory_ms[1],
+        fresh_memory_ms[2],
+        fresh_memory_ms[3]
     );
     let fs_type = sys::fs_type(work);
     let free = sys::free_bytes(work).unwrap_or(u64::MAX);

@@ -47,8 +47,9 @@ pub struct Run {
     /// Load averages at the start and at the end of the run.
     pub load: (String, String),
     /// Milliseconds to first write a fresh buffer of the volume's size,
-    /// and a second one right after ([`crate::sys::fresh_memory_ms`]).
-    pub fresh_memory_ms: (f64, f64),
+    /// a second one right after, and two with huge pages advised
+    /// ([`crate::sys::fresh_memory_ms`]).
+    pub fresh_memory_ms: [f64; 4],
     /// Whether the file-system part ran (its page-cache and dataset-size
     /// lines mean nothing otherwise).
     pub storage_fs: bool,
@@ -185,10 +186,12 @@ impl Run {
         );
         let _ = writeln!(
             s,
-            "* fresh memory: writing the first byte of every page of a new {} MiB buffer (what a whole-volume read writes into) took {:.0} ms, and {:.0} ms for a second buffer right after; on a virtual machine whose host backs or takes back guest memory lazily, the first is far slower and varies from process to process, for every implementation alike",
+            "* fresh memory: writing the first byte of every page of a new {} MiB buffer (what a whole-volume read writes into) took {:.0} ms, and {:.0} ms for a second buffer right after; advised to use huge pages (as libn5 and floor+out advise their output), {:.0} and {:.0} ms; on a virtual machine whose host backs or takes back guest memory lazily, these are far slower than on bare metal and vary from process to process",
             (self.dims.iter().product::<u64>() * Job::ELEM) >> 20,
-            self.fresh_memory_ms.0,
-            self.fresh_memory_ms.1
+            self.fresh_memory_ms[0],
+            self.fresh_memory_ms[1],
+            self.fresh_memory_ms[2],
+            self.fresh_memory_ms[3]
         );
         let _ = writeln!(
             s,
@@ -275,7 +278,7 @@ impl Run {
         }
         let _ = writeln!(
             s,
-            "\nfloor: the codec library alone (libdeflate, lz4 block API with the LZ4Block framing's XXH32 piece checksums, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. floor+out (whole-volume and region reads): the floor that also copies every block's bytes, unswapped, to their place in a fresh output buffer of the box's size, made before the timing as libn5's caller makes it, so that first writing its pages is timed as it is for libn5. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
+            "\nfloor: the codec library alone (libdeflate, lz4 block API with the LZ4Block framing's XXH32 piece checksums, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. floor+out (whole-volume and region reads): the floor that also copies every block's bytes, unswapped, to their place in a fresh output buffer of the box's size, made before the timing as libn5's caller makes it and advised to use huge pages as libn5 advises it, so that first writing its pages is timed as it is for libn5. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
         );
 
         let (t1, tn) = (self.threads.first(), self.threads.last());
@@ -454,7 +457,7 @@ impl Run {
             "machine": {"cpu": m.cpu, "cores": m.cores, "ram_gib": m.ram_gib, "kernel": m.kernel,
                         "filesystem": self.fs_type, "dir": self.dir,
                         "load_average_start": self.load.0, "load_average_end": self.load.1,
-                        "fresh_memory_ms": [self.fresh_memory_ms.0, self.fresh_memory_ms.1]},
+                        "fresh_memory_ms": self.fresh_memory_ms.to_vec()},
             "cache": self.cache,
             "drop_caches_allowed": match &self.drop_caches { Ok(()) => json!(true), Err(e) => json!(e) },
             "data": {"dims": self.dims, "block": self.block, "dtype": "uint16",
