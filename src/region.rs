@@ -3,7 +3,7 @@
 //! worker pool (`parallel`). Missing blocks read as zeros; partially covered
 //! blocks are read, modified and written back.
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use crate::dataset::{check_buffer, BlockRead, Dataset};
 use crate::error::{Error, ErrorKind, Result};
@@ -494,25 +494,51 @@ impl Dataset {
             .collect();
         let store = self.container().store();
         let io = self.io_concurrency();
-        // On a network store a raw block stored whole is copied into the
-        // region by the I/O thread that received it, while its bytes are
-        // still in that core's cache and while that thread would only wait
-        // for the network; the others go to the decoding threads. (From a
-        // local disk, whose I/O threads are seldom idle, the decoding
-        // threads copy several neighbouring blocks row by row, which is
-        // faster there.)
-        let copy_raw = |i: usize, bytes: &[u8]| -> Result<bool> {
+        // On a network store every block is put into the region by the I/O
+        // thread that received it, while its bytes are still in that core's
+        // cache and while that thread would only wait for the network: a
+        // raw block stored whole is copied at once, any other is decoded
+        // first, by at most `threads` I/O threads at a time (each takes one
+        // of `threads` decode buffers, waiting for one when all are in use).
+        // Handing blocks to the decoding threads instead costs a wake-up
+        // and a switch per block, which on a busy machine cost more than a
+        // fifth of the CPU time of a compressed read. (From a local disk,
+        // whose I/O threads are seldom idle, the decoding threads copy
+        // several neighbouring blocks row by row, which is faster there.)
+        let decode_buffers = Mutex::new(vec![
+            Vec::<u8>::new();
+            self.container().options().threads.max(1)
+        ]);
+        let buffer_freed = Condvar::new();
+        let use_early = |i: usize, bytes: &[u8]| -> Result<bool> {
             let o = grid.overlap(i)?;
-            let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? else {
-                return Ok(false);
-            };
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-            out.copy_in(&bytes[at..at + nbytes], &o, elem, true, i);
-            Ok(true)
+            if let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? {
+                out.copy_in(&bytes[at..at + nbytes], &o, elem, true, i);
+                return Ok(true);
+            }
+            let mut buf = {
+                let mut free = decode_buffers.lock().expect("decode buffers");
+                loop {
+                    match free.pop() {
+                        Some(buf) => break buf,
+                        None => free = buffer_freed.wait(free).expect("decode buffers"),
+                    }
+                }
+            };
+            buf.resize(nbytes, 0);
+            let result = self
+                .decode_block_for_region(&o.grid_pos, bytes, &mut buf, true)
+                .map(|read| {
+                    let big_endian = matches!(read, BlockRead::BigEndian);
+                    out.copy_in(&buf[..nbytes], &o, elem, big_endian, i);
+                });
+            decode_buffers.lock().expect("decode buffers").push(buf);
+            buffer_freed.notify_one();
+            result.map(|()| true)
         };
         let remote = store.capabilities().remote;
-        let early: Option<crate::pipeline::Early> =
-            (remote && attrs.compression == crate::codec::Compression::Raw).then_some(&copy_raw);
+        let early: Option<crate::pipeline::Early> = remote.then_some(&use_early);
         with_fetch(store, &keys, io, block_bytes, early, |fetch| {
             let init = Vec::<(Vec<u8>, Fetched)>::new;
             let result = self

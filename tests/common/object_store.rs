@@ -160,6 +160,49 @@ pub fn containers_groups_datasets_and_blocks(b: &Bucket, markers: &[&str], no_ma
         .unwrap_err();
     assert!(e.message().contains("raw/1/0"), "{e}");
 
+    // Region reads of compressed blocks (decoded by the I/O threads that
+    // received them, as many at a time as the container has threads):
+    // across blocks, with a missing block, and with a corrupt one, which
+    // fails naming its key.
+    let gds = c
+        .create_dataset(
+            "gz",
+            u16_attributes(
+                vec![8, 8],
+                vec![4, 4],
+                Compression::Gzip {
+                    level: 6,
+                    use_zlib: false,
+                },
+            ),
+        )
+        .unwrap();
+    gds.write_region(&[0, 0], &[8, 8], &vol).unwrap();
+    assert!(gds.delete_block(&[1, 0]).unwrap());
+    let mut out = vec![7; 2 * 7 * 6];
+    gds.read_region(&[1, 1], &[7, 6], &mut out).unwrap();
+    for y in 0..6 {
+        for x in 0..7 {
+            let (gx, gy) = (1 + x, 1 + y);
+            let want = if gx >= 4 && gy < 4 {
+                [0, 0]
+            } else {
+                let i = (gy * 8 + gx) * 2;
+                [vol[i], vol[i + 1]]
+            };
+            let i = (y * 7 + x) * 2;
+            assert_eq!(out[i..i + 2], want, "voxel {gx},{gy}");
+        }
+    }
+    // A valid header before bytes that are not gzip.
+    let mut bad = vec![0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 4];
+    bad.extend_from_slice(&bytes(6, 40));
+    store.put("data/x.n5/gz/0/1", &[&bad]).unwrap();
+    let e = gds
+        .read_region(&[0, 0], &[8, 8], &mut [0; 128])
+        .unwrap_err();
+    assert!(e.message().contains("gz/0/1"), "{e}");
+
     // Attributes: remove, overwrite.
     assert_eq!(c.remove_attribute("a", "s").unwrap(), Some(json!("v")));
     assert_eq!(c.get_attribute("a", "s").unwrap(), None);
@@ -173,7 +216,7 @@ pub fn containers_groups_datasets_and_blocks(b: &Bucket, markers: &[&str], no_ma
         "{names:?}"
     );
     assert!(!c.remove("a").unwrap());
-    assert_eq!(c.list("").unwrap(), ["raw"]);
+    assert_eq!(c.list("").unwrap(), ["gz", "raw"]);
 }
 
 /// The `Store` contract on the store at `root` of the bucket. `is_version`
