@@ -527,7 +527,9 @@ n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *
  * - `"cache_bytes"`: an in-memory cache of blocks shared by every dataset
  *   of the container (default 0: none).
  * - `"s3"`: `endpoint`, `region`, `anonymous`, `path_style`,
- *   `access_key_id`, `secret_access_key`, `session_token`, `profile`.
+ *   `access_key_id`, `secret_access_key`, `session_token`, `profile`,
+ *   `checksum` (`"crc32c"`, the default, or `"md5"`: the checksum every
+ *   upload carries for the server to check).
  * - `"gcs"`: `endpoint`, `anonymous`, `credentials_file`, `token`.
  * - `"http"`: `headers` (an object of header names and values).
  * - `"retry"`: `max_attempts` (default 8), `max_seconds` (60),

@@ -8,7 +8,7 @@
 //! `common::object_store`, shared with the GCS backend, and a container at
 //! a bucket's root); refused credentials, anonymous
 //! requests and a missing bucket; faults and region answers injected by
-//! testkit's proxy; credentials from the environment and from profile
+//! testkit's proxy; upload checksums against damaged bodies; credentials from the environment and from profile
 //! files, in a child process.
 //!
 //! What SeaweedFS can show: it checks SigV4 signatures (signed mode),
@@ -472,6 +472,70 @@ fn faults_and_region_answers() {
     let e = keyed.get("obj").unwrap_err();
     assert!(e.message().contains("s3.region"), "{e}");
     proxy.clear_faults();
+}
+
+/// Every upload carries a checksum of its body (CRC-32C, or MD5 with
+/// `s3.checksum: "md5"`); SeaweedFS checks it, so a body damaged on the way
+/// is refused (400 BadDigest) rather than stored, and the store sends it
+/// again within the retry budget.
+#[test]
+fn damaged_uploads_are_refused_and_sent_again() {
+    let Some(s3) = anonymous() else { return };
+    let bucket = s3.bucket("damaged");
+    let proxy = Proxy::start(s3.server.addr());
+    for checksum in ["crc32c", "md5"] {
+        let o = json!({
+            "s3": { "endpoint": proxy.url(), "anonymous": true, "checksum": checksum },
+            "retry": { "max_attempts": 3, "max_seconds": 20 }
+        });
+        let s = open_store(
+            &format!("s3://{bucket}/{checksum}"),
+            &Options::from_json(&o.to_string()).unwrap(),
+        );
+        let old: Vec<u8> = (0..200u8).collect();
+        let new: Vec<u8> = (0..200u8).rev().collect();
+        s.put("obj", &[&old]).unwrap();
+
+        // Damaged once: refused, sent again, stored whole.
+        proxy.set_fault(
+            Rule::all().methods(&["PUT"]).first(1),
+            Fault::CorruptRequestBody,
+        );
+        proxy.reset_counters();
+        s.put("obj", &[&new[..100], &new[100..]]).unwrap();
+        assert_eq!(proxy.counters().put, 2, "{checksum}");
+        assert_eq!(s.get("obj").unwrap().unwrap(), new, "{checksum}");
+        // The same for a conditional write.
+        let (_, version) = s.get_versioned("obj").unwrap().unwrap();
+        proxy.set_fault(
+            Rule::all().methods(&["PUT"]).first(1),
+            Fault::CorruptRequestBody,
+        );
+        assert!(s
+            .put_if("obj", &old, &Precondition::Matches(version))
+            .unwrap());
+        assert_eq!(s.get("obj").unwrap().unwrap(), old, "{checksum}");
+
+        // Damaged every time: an error naming the key, and the old object
+        // stays as it was.
+        proxy.set_fault(Rule::all().methods(&["PUT"]), Fault::CorruptRequestBody);
+        proxy.reset_counters();
+        let e = s.put("obj", &[&new]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Network, "{e}");
+        assert!(
+            e.message()
+                .contains(&format!("s3://{bucket}/{checksum}/obj"))
+                && e.message().contains("BadDigest"),
+            "{e}"
+        );
+        assert_eq!(
+            proxy.counters().put,
+            3,
+            "{checksum}: every attempt of the budget"
+        );
+        proxy.clear_faults();
+        assert_eq!(s.get("obj").unwrap().unwrap(), old, "{checksum}");
+    }
 }
 
 /// Credentials from the environment (keys, then profile files) and the

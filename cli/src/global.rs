@@ -22,7 +22,8 @@ pub struct GlobalArgs {
     pub quiet: bool,
     /// Storage options as a JSON object, or @FILE to read them from a file:
     /// {"s3": {"endpoint", "region", "anonymous", "path_style",
-    /// "access_key_id", "secret_access_key", "session_token", "profile"},
+    /// "access_key_id", "secret_access_key", "session_token", "profile",
+    /// "checksum": "crc32c"|"md5"},
     /// "gcs": {"endpoint", "anonymous", "credentials_file", "token"},
     /// "http": {"headers": {...}}, "io_concurrency", "cache_bytes", "retry"}.
     #[arg(long, global = true, value_name = "JSON|@FILE")]

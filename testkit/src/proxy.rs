@@ -200,6 +200,10 @@ pub enum Fault {
     },
     /// Answers `302 Found` with a Location of the request's own URL.
     RedirectLoop,
+    /// Forwards the request with one bit of its body flipped (the middle
+    /// byte's lowest bit; a request without a body passes unchanged), as a
+    /// network or a broken middlebox might damage an upload.
+    CorruptRequestBody,
 }
 
 impl Fault {
@@ -717,6 +721,15 @@ impl Connection {
                         up.head.set("Content-Range", range);
                     }
                 }
+                self.respond(up, client_close)
+            }
+            Fault::CorruptRequestBody => {
+                let mut body = body;
+                if !body.is_empty() {
+                    let middle = body.len() / 2;
+                    body[middle] ^= 1;
+                }
+                let up = self.forward(&method, &head, &body)?;
                 self.respond(up, client_close)
             }
             Fault::IgnoreRange => {

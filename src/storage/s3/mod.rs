@@ -5,8 +5,9 @@
 //! an object's version is its ETag. Directories are `/`-delimited
 //! ListObjectsV2 listings with continuation tokens, plus the empty marker
 //! objects (`a/`, `a/b/`) n5-aws-s3 writes. Requests are signed with SigV4
-//! (aws-sigv4; a body goes with its `Content-MD5`, which the server checks,
-//! and `x-amz-content-sha256: UNSIGNED-PAYLOAD`) unless the
+//! (aws-sigv4; a body goes with its `x-amz-checksum-crc32c`, or its
+//! `Content-MD5` with `s3.checksum: "md5"`, which the server checks, and
+//! `x-amz-content-sha256: UNSIGNED-PAYLOAD`) unless the
 //! credentials are anonymous. Credentials: explicit options, then the
 //! environment (keys, then the profile of the shared files), else
 //! anonymous (see `credentials.rs`).
@@ -32,7 +33,8 @@
 //! anonymous GET or HEAD of a key is a missing object too (public buckets
 //! that allow GetObject but not ListBucket answer so); every other 401 and
 //! 403 is [`ErrorKind::AccessDenied`] naming the credentials source; 5xx,
-//! 429 and timeouts are retried by [`Client`].
+//! 429 and timeouts are retried by [`Client`], and so is a 400 `BadDigest`
+//! to an upload (the body the server received is not the one sent).
 
 mod credentials;
 pub mod xml;
@@ -56,7 +58,7 @@ use super::http::{
 };
 use super::listing;
 use super::location::S3Location;
-use super::options::StorageOptions;
+use super::options::{StorageOptions, UploadChecksum};
 use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
 use crate::error::{Error, ErrorKind, Result};
 use crate::path::join;
@@ -87,6 +89,7 @@ pub struct S3Store {
     credentials: Credentials,
     client: Client,
     io_concurrency: usize,
+    checksum: UploadChecksum,
 }
 
 /// Where requests go.
@@ -180,7 +183,7 @@ fn sign_headers(
     let mut settings = SigningSettings::default();
     // S3 signs the path as sent (encoded once, not normalised) and wants
     // the payload's hash in x-amz-content-sha256: UNSIGNED-PAYLOAD for a
-    // body, whose Content-MD5 (a signed header) the server checks instead.
+    // body, whose checksum (a signed header) the server checks instead.
     settings.percent_encoding_mode = PercentEncodingMode::Single;
     settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
     settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
@@ -207,11 +210,21 @@ fn sign_headers(
         .collect())
 }
 
-/// The `Content-MD5` header of `body`: its MD5, base64.
-fn content_md5(body: &[u8]) -> String {
+/// The header that carries the checksum of `body`, and its value: the
+/// CRC-32C (big-endian) or the MD5, base64.
+fn checksum_header(kind: UploadChecksum, body: &[u8]) -> (&'static str, String) {
     use base64::Engine;
-    use md5::Digest;
-    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body))
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    match kind {
+        UploadChecksum::Crc32c => (
+            "x-amz-checksum-crc32c",
+            base64(&crc32c::crc32c(body).to_be_bytes()),
+        ),
+        UploadChecksum::Md5 => {
+            use md5::Digest;
+            ("content-md5", base64(&md5::Md5::digest(body)))
+        }
+    }
 }
 
 /// The region a redirect or region error names, when it names one.
@@ -322,6 +335,7 @@ impl S3Store {
             credentials: resolved.credentials,
             client: Client::new(options.retry, io_concurrency)?,
             io_concurrency,
+            checksum: s3.checksum,
         })
     }
 
@@ -432,13 +446,14 @@ impl S3Store {
         validate: Validator<'_>,
         mut spare: Vec<u8>,
     ) -> Result<Response> {
-        // A body goes with its MD5, so that the server refuses it cut short.
-        let md5 = (!body.is_empty()).then(|| content_md5(body));
-        let mut with_md5: Vec<(&str, &str)> = headers.to_vec();
-        if let Some(md5) = &md5 {
-            with_md5.push(("content-md5", md5));
+        // A body goes with its checksum, so that the server refuses it
+        // damaged or cut short.
+        let checksum = (!body.is_empty()).then(|| checksum_header(self.checksum, body));
+        let mut with_checksum: Vec<(&str, &str)> = headers.to_vec();
+        if let Some((name, value)) = &checksum {
+            with_checksum.push((name, value));
         }
-        let headers = &with_md5[..];
+        let headers = &with_checksum[..];
         let mut switched = false;
         loop {
             let region = self.region();
@@ -563,7 +578,16 @@ impl S3Store {
     /// PUT `body` as the object `name` with `headers`; the answer's status
     /// when it is 200, 412 or 409, else the error.
     fn put_object(&self, name: &str, body: &[u8], headers: &[(&str, &str)]) -> Result<Response> {
-        let r = self.send(Method::Put, name, "", headers, body, &|_| Ok(()))?;
+        // BadDigest: the body arrived damaged or short; nothing was stored,
+        // so sending it again is safe, conditional or not.
+        let arrived_intact = |r: &Response| match r.status {
+            400 if r.error_code().as_deref() == Some("BadDigest") => Err(format!(
+                "{}: the server received other bytes than were sent",
+                status_text(r)
+            )),
+            _ => Ok(()),
+        };
+        let r = self.send(Method::Put, name, "", headers, body, &arrived_intact)?;
         match r.status {
             200 | 201 | 204 | 404 | 409 | 412 => Ok(r),
             _ => Err(self.failure(Method::Put, &self.describe_name(name), &r)),

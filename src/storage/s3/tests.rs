@@ -392,47 +392,60 @@ fn signatures_match_the_aws_examples() {
     assert!(get.contains(&("x-amz-date".into(), "20130524T000000Z".into())));
 
     // A PUT with a key that needs encoding ('$') and a body: the payload
-    // is UNSIGNED-PAYLOAD, and the body's Content-MD5 is a signed header
+    // is UNSIGNED-PAYLOAD, and the body's checksum is a signed header
     // (the server checks the body against it).
     let url = format!(
         "https://examplebucket.s3.amazonaws.com/{}",
         encode_key("test$file.text")
     );
     let body = b"Welcome to Amazon S3.";
-    let md5 = content_md5(body);
-    let put = |md5: &str| {
-        sign_headers(
-            Method::Put,
-            &url,
-            &[
-                ("content-md5", md5),
-                ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
-            ],
-            body,
-            "us-east-1",
-            &credentials,
-            time,
-        )
-        .unwrap()
-    };
-    let signed = put(&md5);
-    assert!(signed.contains(&("x-amz-content-sha256".into(), "UNSIGNED-PAYLOAD".into())));
-    assert!(
-        authorization(&signed).contains(
-            "SignedHeaders=content-md5;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class"
+    for (kind, name, value) in [
+        (UploadChecksum::Crc32c, "x-amz-checksum-crc32c", "5G2V+Q=="),
+        (
+            UploadChecksum::Md5,
+            "content-md5",
+            "1EfQ6PKJ8WoS/2AnznfCWA==",
         ),
-        "{}",
-        authorization(&signed)
-    );
-    assert_eq!(authorization(&signed), authorization(&put(&md5)));
-    assert_ne!(
-        authorization(&signed),
-        authorization(&put("AAAAAAAAAAAAAAAAAAAAAA=="))
-    );
-    assert_eq!(
-        md5, "1EfQ6PKJ8WoS/2AnznfCWA==",
-        "MD5 of the example body, base64"
-    );
+    ] {
+        let (header, checksum) = checksum_header(kind, body);
+        assert_eq!(
+            (header, checksum.as_str()),
+            (name, value),
+            "{kind:?} of the example body, base64"
+        );
+        let put = |checksum: &str| {
+            sign_headers(
+                Method::Put,
+                &url,
+                &[
+                    (header, checksum),
+                    ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+                ],
+                body,
+                "us-east-1",
+                &credentials,
+                time,
+            )
+            .unwrap()
+        };
+        let signed = put(&checksum);
+        assert!(signed.contains(&("x-amz-content-sha256".into(), "UNSIGNED-PAYLOAD".into())));
+        let mut names = [
+            header,
+            "host",
+            "x-amz-content-sha256",
+            "x-amz-date",
+            "x-amz-storage-class",
+        ];
+        names.sort();
+        assert!(
+            authorization(&signed).contains(&format!("SignedHeaders={}", names.join(";"))),
+            "{}",
+            authorization(&signed)
+        );
+        assert_eq!(authorization(&signed), authorization(&put(&checksum)));
+        assert_ne!(authorization(&signed), authorization(&put("AAAAAA==")));
+    }
 
     // A session token is sent and signed; the secret never is.
     let temporary =
