@@ -181,10 +181,21 @@ fn kill_writers(
                 "kill {kill}: block {pos:?} mixes generations"
             );
             let old = held.get(&pos).copied();
-            let new = (next..=last).contains(&(v as u64));
+            // On an object store, a PUT the killed child had sent whole may
+            // still be applied after this check (the server finishes it
+            // once the client is gone), so a block may show an earlier
+            // child's generation later: never one older than it held, never
+            // one newer than this child's. On the disk a dead writer's
+            // rename either happened or not.
+            let first = if local {
+                next
+            } else {
+                old.map_or(1, |o| o as u64 + 1)
+            };
+            let new = (first..=last).contains(&(v as u64));
             assert!(
                 Some(v) == old || new,
-                "kill {kill}: block {pos:?} holds {v}: neither its old {old:?} nor {next}..={last}"
+                "kill {kill}: block {pos:?} holds {v}: neither its old {old:?} nor {first}..={last}"
             );
             if let Some(w) = wrote {
                 assert!(
