@@ -15,7 +15,7 @@
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -37,6 +37,9 @@ fn child(root: &str, start: u64, options: &str) {
     let c = Container::open_with(root, Mode::ReadWrite, options).unwrap();
     let d = c.open_dataset("d").unwrap();
     let n = DIMS.iter().product::<u64>() as usize;
+    // The parent's clock starts here, not at the process's start, which
+    // on a loaded machine takes longer than most of the delays.
+    println!("N5KILL ready 0");
     for g in start.. {
         let data: Vec<u8> = std::iter::repeat_n(g as u16, n)
             .flat_map(|v| v.to_ne_bytes())
@@ -110,8 +113,8 @@ fn walk_temporaries(dir: &std::path::Path) -> usize {
     n
 }
 
-/// Kill a writing child `kills` times, after `min_ms + rand(spread_ms)`
-/// milliseconds each, checking blocks and keys after every kill (see the
+/// Kill a writing child `kills` times, `min_ms + rand(spread_ms)`
+/// milliseconds after it opened the container, checking blocks and keys after every kill (see the
 /// file's comment); returns the container, its dataset and what each block
 /// holds.
 fn kill_writers(
@@ -153,18 +156,30 @@ fn kill_writers(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+        // Wait for the child to have opened the container (the test
+        // harness prints a few lines first; at most 100 are read, and the
+        // end of its output, should it die, ends the wait too).
+        let mut stdout = BufReader::new(ch.stdout.take().unwrap());
+        let mut line = String::new();
+        for _ in 0..100 {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap() == 0 || line.starts_with("N5KILL ready") {
+                break;
+            }
+        }
         std::thread::sleep(Duration::from_millis(min_ms + rand(spread_ms)));
         ch.kill().unwrap();
         ch.wait().unwrap();
         let mut out = String::new();
-        ch.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        stdout.read_to_string(&mut out).unwrap();
         let (mut wrote, mut attrs) = (None, Vec::new());
         for line in out.lines().filter_map(|l| l.strip_prefix("N5KILL ")) {
             let (what, g) = line.split_once(' ').unwrap();
             let g: u64 = g.parse().unwrap();
             match what {
                 "wrote" => wrote = Some(g),
-                _ => attrs.push(g),
+                "attr" => attrs.push(g),
+                _ => {}
             }
         }
         // The generations this child may have written, whole or in part.
