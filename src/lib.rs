@@ -35,6 +35,7 @@ pub mod dataset;
 pub mod dtype;
 pub mod error;
 pub mod ffi;
+pub mod format;
 pub mod metadata;
 mod os;
 mod parallel;

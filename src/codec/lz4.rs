@@ -71,6 +71,19 @@ pub(crate) fn encode(data: &[u8], block_size: u32, out: &mut Vec<u8>) -> Result<
     Ok(())
 }
 
+/// Appends numcodecs' LZ4 framing of `data` to `out`: the uncompressed size
+/// (4 bytes, little-endian), then one LZ4 block, as Zarr v2 arrays with the
+/// `lz4` compressor store chunks (LZ4's default acceleration).
+pub(crate) fn encode_numcodecs(data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let n = u32::try_from(data.len())
+        .map_err(|_| Error::codec("lz4: a chunk of 4 GiB or more has no numcodecs framing"))?;
+    let mut scratch = Vec::new();
+    let c = raw::compress(data, &mut scratch)?;
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&scratch[..c]);
+    Ok(())
+}
+
 /// Decodes an lz4 payload of any of the four framings into `out`.
 pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
     if out.is_empty() {

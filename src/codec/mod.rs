@@ -19,6 +19,9 @@ mod zstd;
 #[cfg(test)]
 mod corpus_tests;
 
+pub(crate) use lz4::encode_numcodecs as lz4_encode_numcodecs;
+pub(crate) use zstd::encode_frame as zstd_encode_frame;
+
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};

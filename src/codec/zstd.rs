@@ -41,6 +41,16 @@ thread_local! {
 /// Each thread keeps its compression context from block to block (making
 /// one costs more than compressing a small block).
 pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
+    encode_frame(data, level, false, out)
+}
+
+/// [`encode`] with the frame's content checksum (XXH64) when `checksum`.
+pub(crate) fn encode_frame(
+    data: &[u8],
+    level: i32,
+    checksum: bool,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     check_level(level)?;
     let fail = |e: std::io::Error| Error::codec(format!("zstd: compression failed: {e}"));
     COMPRESSOR.with(|cell| {
@@ -49,6 +59,7 @@ pub(crate) fn encode(data: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
             *slot = Some((level, ::zstd::bulk::Compressor::new(level).map_err(fail)?));
         }
         let (_, c) = slot.as_mut().expect("set above");
+        c.include_checksum(checksum).map_err(fail)?;
         let start = out.len();
         out.resize(start + ::zstd::zstd_safe::compress_bound(data.len()), 0);
         match c.compress_to_buffer(data, &mut out[start..]) {

@@ -1,0 +1,227 @@
+//! The format layer: what the bytes of a container mean. N5 (`n5`), Zarr
+//! v2 (`zarr2`) and Zarr v3 with sharding (`zarr3`) each say where a
+//! node's metadata and user attributes are, what an array's metadata
+//! holds, which key a chunk has and how chunk bytes become elements. The
+//! API (`container`, `dataset`, `region`) works through this layer and never
+//! with a format's keys or bytes; this layer works through the storage
+//! layer (`storage`) and never knows which backend holds the bytes.
+//!
+//! This file owns the choice of a container's format: the location's
+//! prefix, else the markers its root holds, else a probe one level down,
+//! else the name's suffix, else N5.
+
+pub(crate) mod zarr2;
+pub(crate) mod zarr3;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::storage::location::FormatHint;
+use crate::storage::Store;
+
+/// A container format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// N5: attributes.json per node, blocks with a big-endian header.
+    N5,
+    /// Zarr v2: .zgroup, .zarray and .zattrs per node.
+    Zarr2,
+    /// Zarr v3: zarr.json per node, codec chains, sharding.
+    Zarr3,
+}
+
+/// The files that mark a node of each format.
+const N5_MARKER: &str = "attributes.json";
+const ZARR3_MARKER: &str = "zarr.json";
+const ZARR2_MARKERS: [&str; 3] = [".zgroup", ".zarray", ".zattrs"];
+
+impl Format {
+    /// The name `n5_container_format` gives: `n5`, `zarr2` or `zarr3`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::N5 => "n5",
+            Format::Zarr2 => "zarr2",
+            Format::Zarr3 => "zarr3",
+        }
+    }
+
+    /// The format called `name` (`n5`, `zarr2`, `zarr3`) in
+    /// `{"format": ...}` of the options.
+    pub fn from_name(name: &str) -> Result<Format> {
+        match name {
+            "n5" => Ok(Format::N5),
+            "zarr2" => Ok(Format::Zarr2),
+            "zarr3" | "zarr" => Ok(Format::Zarr3),
+            other => Err(Error::invalid_argument(format!(
+                "format '{other}' is not one of n5, zarr2, zarr3"
+            ))),
+        }
+    }
+
+    /// The format a container name's suffix suggests (`.zarr` → Zarr v3,
+    /// `.n5` → N5).
+    fn from_suffix(name: &str) -> Option<Format> {
+        let name = name.trim_end_matches('/');
+        if name.ends_with(".zarr") {
+            Some(Format::Zarr3)
+        } else if name.ends_with(".n5") {
+            Some(Format::N5)
+        } else {
+            None
+        }
+    }
+}
+
+/// The format whose marker files `keys` (names in one directory) hold, if
+/// any: zarr.json before the Zarr v2 files before attributes.json.
+fn from_markers<'a>(keys: impl IntoIterator<Item = &'a str> + Clone) -> Option<Format> {
+    let has = |k: &str| keys.clone().into_iter().any(|x| x == k);
+    if has(ZARR3_MARKER) {
+        Some(Format::Zarr3)
+    } else if ZARR2_MARKERS.iter().any(|m| has(m)) {
+        Some(Format::Zarr2)
+    } else if has(N5_MARKER) {
+        Some(Format::N5)
+    } else {
+        None
+    }
+}
+
+/// The format of an existing container: the prefix `hint` if given, else
+/// what its root holds (asked by name, which works on every backend), else
+/// what the first child with a marker holds where `store` can list, else
+/// the suffix of `name`, else N5. `zarr:` picks v3 when the root has
+/// zarr.json and v2 otherwise.
+pub(crate) fn detect(store: &dyn Store, hint: Option<FormatHint>, name: &str) -> Result<Format> {
+    match hint {
+        Some(FormatHint::N5) => return Ok(Format::N5),
+        Some(FormatHint::Zarr2) => return Ok(Format::Zarr2),
+        Some(FormatHint::Zarr3) => return Ok(Format::Zarr3),
+        Some(FormatHint::Zarr) => {
+            return Ok(if store.exists(ZARR3_MARKER)? {
+                Format::Zarr3
+            } else {
+                Format::Zarr2
+            })
+        }
+        None => {}
+    }
+    for marker in [
+        ZARR3_MARKER,
+        ZARR2_MARKERS[0],
+        ZARR2_MARKERS[1],
+        ZARR2_MARKERS[2],
+        N5_MARKER,
+    ] {
+        if store.exists(marker)? {
+            return Ok(from_markers([marker]).expect("a marker"));
+        }
+    }
+    if store.capabilities().list {
+        if let Some(listing) = store.list("")? {
+            // Children in name order, so that the choice does not depend on
+            // the order a backend lists in; at most 16 are looked into.
+            // Listings leave out dot files, so the Zarr v2 markers are
+            // asked for by name.
+            let mut dirs = listing.dirs;
+            dirs.sort();
+            for dir in dirs.iter().take(16) {
+                let Some(child) = store.list(dir)? else {
+                    continue;
+                };
+                let mut found = from_markers(child.files.iter().map(String::as_str));
+                if found != Some(Format::Zarr3) {
+                    for marker in ZARR2_MARKERS {
+                        if store.exists(&format!("{dir}/{marker}"))? {
+                            found = Some(Format::Zarr2);
+                            break;
+                        }
+                    }
+                }
+                if let Some(f) = found {
+                    return Ok(f);
+                }
+            }
+        }
+    }
+    Ok(Format::from_suffix(name).unwrap_or(Format::N5))
+}
+
+/// The format of a container being created: the prefix, else `format` of
+/// the options, else the suffix of `name`, else N5. `zarr:` creates v3.
+pub(crate) fn for_new(hint: Option<FormatHint>, option: Option<Format>, name: &str) -> Format {
+    match hint {
+        Some(FormatHint::N5) => Format::N5,
+        Some(FormatHint::Zarr2) => Format::Zarr2,
+        Some(FormatHint::Zarr3 | FormatHint::Zarr) => Format::Zarr3,
+        None => option
+            .or_else(|| Format::from_suffix(name))
+            .unwrap_or(Format::N5),
+    }
+}
+
+/// The error of an operation a format does not have (varlength, string
+/// and object blocks on Zarr).
+pub(crate) fn unsupported_on(format: Format, what: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("{what} exist in N5 only, not in {}", format.name()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStore;
+
+    fn store(keys: &[&str]) -> MemoryStore {
+        let s = MemoryStore::new();
+        for k in keys {
+            s.put(k, &[b"{}"]).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn markers_then_children_then_suffix_then_n5() {
+        let cases: [(&[&str], &str, Format); 8] = [
+            (&["zarr.json", "attributes.json"], "a.n5", Format::Zarr3),
+            (&[".zgroup"], "a.n5", Format::Zarr2),
+            (&[".zattrs"], "x", Format::Zarr2),
+            (&["attributes.json"], "a.zarr", Format::N5),
+            // tensorstore writes no root marker: the child decides.
+            (&["b/.zarray", "a/x/zarr.json"], "v", Format::Zarr2),
+            (&["a/0/0"], "v.zarr", Format::Zarr3),
+            (&[], "v.n5", Format::N5),
+            (&[], "v", Format::N5),
+        ];
+        for (keys, name, want) in cases {
+            assert_eq!(
+                detect(&store(keys), None, name).unwrap(),
+                want,
+                "{keys:?} {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn prefixes_decide_and_zarr_means_whichever_is_there() {
+        let s = store(&["zarr.json"]);
+        assert_eq!(
+            detect(&s, Some(FormatHint::N5), "x.zarr").unwrap(),
+            Format::N5
+        );
+        assert_eq!(
+            detect(&s, Some(FormatHint::Zarr), "x").unwrap(),
+            Format::Zarr3
+        );
+        let s = store(&[".zgroup"]);
+        assert_eq!(
+            detect(&s, Some(FormatHint::Zarr), "x").unwrap(),
+            Format::Zarr2
+        );
+        assert_eq!(for_new(Some(FormatHint::Zarr), None, "x.n5"), Format::Zarr3);
+        assert_eq!(for_new(None, Some(Format::Zarr2), "x.zarr"), Format::Zarr2);
+        assert_eq!(for_new(None, None, "x.zarr"), Format::Zarr3);
+        assert_eq!(for_new(None, None, "x"), Format::N5);
+        assert!(Format::from_name("hdf5").is_err());
+    }
+}

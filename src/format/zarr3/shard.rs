@@ -1,0 +1,540 @@
+//! The `sharding_indexed` codec: a shard holds inner chunks, each encoded
+//! with the inner chain, and an index of `(offset, nbytes)` per inner chunk
+//! (C order; both `2^64-1` for an empty one), encoded with the index chain
+//! and stored at the start or the end. This file reads and checks indexes,
+//! decodes and encodes whole shards, and plans the byte ranges a partial
+//! read of a shard needs.
+//!
+//! Every index entry is checked against the shard's length before any inner
+//! chunk is read: an entry past the end, an absurd size or a partial
+//! overlap with another entry is an error naming the inner chunk, and no
+//! allocation follows a size the index claims.
+
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::region::{copy_box, Placement};
+
+use super::chain::Chain;
+use super::metadata::{CodecSpec, IndexLocation};
+
+/// An empty entry's offset and size.
+pub(crate) const EMPTY: u64 = u64::MAX;
+
+/// Where an inner chunk's bytes are in its shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// First byte.
+    pub offset: u64,
+    /// Number of bytes.
+    pub nbytes: u64,
+}
+
+/// The layout of the shards of one array (or of one level of nested
+/// sharding).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ShardLayout {
+    /// Inner chunks per shard along each dimension (C order).
+    pub per_shard: Vec<u64>,
+    /// The inner chunks' chain.
+    pub inner: Chain,
+    /// The index's chain (shape `per_shard + [2]`, uint64).
+    pub index: Chain,
+    /// Where the index is.
+    pub location: IndexLocation,
+}
+
+impl ShardLayout {
+    /// The layout `spec` (a `sharding_indexed` codec) gives shards of
+    /// `shard_shape` (C order) of `dtype` with fill value `fill`.
+    pub(crate) fn new(
+        spec: &CodecSpec,
+        dtype: DataType,
+        shard_shape: &[u64],
+        fill: &[u8],
+    ) -> ShardLayout {
+        let CodecSpec::Sharding {
+            chunk_shape,
+            codecs,
+            index_codecs,
+            index_location,
+        } = spec
+        else {
+            unreachable!("ShardLayout::new is given a sharding codec")
+        };
+        let per_shard: Vec<u64> = shard_shape
+            .iter()
+            .zip(chunk_shape)
+            .map(|(s, c)| s / c)
+            .collect();
+        let mut index_shape = per_shard.clone();
+        index_shape.push(2);
+        ShardLayout {
+            inner: Chain::new(codecs.clone(), dtype, chunk_shape.clone(), fill.to_vec()),
+            index: Chain::new(
+                index_codecs.clone(),
+                DataType::U64,
+                index_shape,
+                EMPTY.to_ne_bytes().to_vec(),
+            ),
+            per_shard,
+            location: *index_location,
+        }
+    }
+
+    /// Inner chunks per shard.
+    pub(crate) fn chunks(&self) -> usize {
+        self.per_shard.iter().product::<u64>() as usize
+    }
+
+    /// Bytes of the encoded index (fixed: its codecs do not compress).
+    pub(crate) fn index_bytes(&self) -> usize {
+        let crcs = self
+            .index
+            .specs
+            .iter()
+            .filter(|c| matches!(c, CodecSpec::Crc32c))
+            .count();
+        self.index.chunk_bytes() + 4 * crcs
+    }
+
+    /// The inner chunk number `i` (C order) as a position in the shard.
+    pub(crate) fn position(&self, mut i: usize) -> Vec<u64> {
+        let mut pos = vec![0u64; self.per_shard.len()];
+        for d in (0..pos.len()).rev() {
+            let n = self.per_shard[d] as usize;
+            pos[d] = (i % n) as u64;
+            i /= n;
+        }
+        pos
+    }
+
+    /// The number (C order) of the inner chunk at `pos`.
+    pub(crate) fn number(&self, pos: &[u64]) -> usize {
+        pos.iter()
+            .zip(&self.per_shard)
+            .fold(0usize, |acc, (&p, &n)| acc * n as usize + p as usize)
+    }
+
+    /// Decodes and checks an encoded index of a shard of `shard_len` bytes:
+    /// every entry lies inside the shard and outside the index, and no two
+    /// entries overlap unless they are the same bytes. `what` names the
+    /// shard in errors.
+    pub(crate) fn decode_index(
+        &self,
+        encoded: &[u8],
+        shard_len: u64,
+        what: &str,
+    ) -> Result<Vec<Option<Entry>>> {
+        if encoded.len() != self.index_bytes() {
+            return Err(Error::codec(format!(
+                "{what}: the shard index has {} bytes, {} expected",
+                encoded.len(),
+                self.index_bytes()
+            )));
+        }
+        let mut raw = vec![0u8; self.index.chunk_bytes()];
+        self.index
+            .decode(encoded, &mut raw)
+            .map_err(|e| e.context(format!("{what}: shard index")))?;
+        let words: Vec<u64> = raw
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        // The bytes inner chunks may use.
+        let index_len = self.index_bytes() as u64;
+        let (lo, hi) = match self.location {
+            IndexLocation::Start => (index_len, shard_len),
+            IndexLocation::End => (0, shard_len.saturating_sub(index_len)),
+        };
+        let mut entries = Vec::with_capacity(self.chunks());
+        for (i, pair) in words.chunks_exact(2).enumerate() {
+            let (offset, nbytes) = (pair[0], pair[1]);
+            if offset == EMPTY && nbytes == EMPTY {
+                entries.push(None);
+                continue;
+            }
+            let end = offset.checked_add(nbytes);
+            if offset < lo || end.is_none_or(|e| e > hi) {
+                return Err(Error::codec(format!(
+                    "{what}: inner chunk {:?} is at bytes {offset}..+{nbytes}, outside the {} bytes its shard holds for chunks",
+                    self.position(i),
+                    hi.saturating_sub(lo)
+                )));
+            }
+            entries.push(Some(Entry { offset, nbytes }));
+        }
+        // Overlaps: sorted by offset, each entry must end before the next
+        // starts, or be exactly the same bytes.
+        let mut order: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].is_some())
+            .collect();
+        order.sort_by_key(|&i| entries[i].map(|e| (e.offset, e.nbytes)));
+        for w in order.windows(2) {
+            let (a, b) = (entries[w[0]].expect("kept"), entries[w[1]].expect("kept"));
+            if a != b && a.offset + a.nbytes > b.offset {
+                return Err(Error::codec(format!(
+                    "{what}: inner chunks {:?} and {:?} overlap in the shard",
+                    self.position(w[0]),
+                    self.position(w[1])
+                )));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Encodes an index.
+    pub(crate) fn encode_index(&self, entries: &[Option<Entry>], out: &mut Vec<u8>) -> Result<()> {
+        let mut raw = Vec::with_capacity(entries.len() * 16);
+        for e in entries {
+            let (o, n) = e.map_or((EMPTY, EMPTY), |e| (e.offset, e.nbytes));
+            raw.extend_from_slice(&o.to_ne_bytes());
+            raw.extend_from_slice(&n.to_ne_bytes());
+        }
+        self.index.encode(&raw, out)
+    }
+
+    /// The index's bytes within a shard of `shard_len` bytes.
+    pub(crate) fn index_range(&self, shard_len: u64) -> Option<std::ops::Range<u64>> {
+        let n = self.index_bytes() as u64;
+        if shard_len < n {
+            return None;
+        }
+        Some(match self.location {
+            IndexLocation::Start => 0..n,
+            IndexLocation::End => shard_len - n..shard_len,
+        })
+    }
+}
+
+/// Decodes the whole shard `bytes` (the array → bytes codec `spec`, shard
+/// shape `shape` in C order) into `out` (native, C order); missing inner
+/// chunks read as the fill value `fill`.
+pub(crate) fn decode_whole(
+    spec: &CodecSpec,
+    dtype: DataType,
+    shape: &[u64],
+    fill: &[u8],
+    bytes: &[u8],
+    out: &mut [u8],
+) -> Result<()> {
+    let layout = ShardLayout::new(spec, dtype, shape, fill);
+    let range = layout.index_range(bytes.len() as u64).ok_or_else(|| {
+        Error::codec(format!(
+            "the shard has {} bytes, fewer than its {}-byte index",
+            bytes.len(),
+            layout.index_bytes()
+        ))
+    })?;
+    let entries = layout.decode_index(
+        &bytes[range.start as usize..range.end as usize],
+        bytes.len() as u64,
+        "shard",
+    )?;
+    let mut chunk = vec![0u8; layout.inner.chunk_bytes()];
+    for (i, entry) in entries.iter().enumerate() {
+        let pos = layout.position(i);
+        match entry {
+            Some(e) => layout
+                .inner
+                .decode(
+                    &bytes[e.offset as usize..(e.offset + e.nbytes) as usize],
+                    &mut chunk,
+                )
+                .map_err(|err| err.context(format!("inner chunk {pos:?}")))?,
+            None => fill_with(&mut chunk, fill),
+        }
+        place(&layout, shape, &pos, &chunk, out, dtype.size(), true);
+    }
+    Ok(())
+}
+
+/// Encodes the shard `data` (native, C order of `shape`) and appends it to
+/// `out`: inner chunks equal to the fill value are left out.
+pub(crate) fn encode_whole(
+    spec: &CodecSpec,
+    dtype: DataType,
+    shape: &[u64],
+    fill: &[u8],
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let layout = ShardLayout::new(spec, dtype, shape, fill);
+    let mut chunk = vec![0u8; layout.inner.chunk_bytes()];
+    let mut body = Vec::new();
+    let mut entries = Vec::with_capacity(layout.chunks());
+    let base = match layout.location {
+        IndexLocation::Start => layout.index_bytes() as u64,
+        IndexLocation::End => 0,
+    };
+    for i in 0..layout.chunks() {
+        let pos = layout.position(i);
+        // Gather the inner chunk from the shard.
+        let mut tmp = std::mem::take(&mut chunk);
+        place(&layout, shape, &pos, data, &mut tmp, dtype.size(), false);
+        chunk = tmp;
+        if is_fill(&chunk, fill) {
+            entries.push(None);
+            continue;
+        }
+        let start = body.len();
+        layout.inner.encode(&chunk, &mut body)?;
+        entries.push(Some(Entry {
+            offset: base + start as u64,
+            nbytes: (body.len() - start) as u64,
+        }));
+    }
+    match layout.location {
+        IndexLocation::Start => {
+            layout.encode_index(&entries, out)?;
+            out.extend_from_slice(&body);
+        }
+        IndexLocation::End => {
+            out.extend_from_slice(&body);
+            layout.encode_index(&entries, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies between the inner chunk at `pos` and the shard array (`shape`,
+/// C order): into the shard when `into_shard`, else out of it.
+fn place(
+    layout: &ShardLayout,
+    shape: &[u64],
+    pos: &[u64],
+    src: &[u8],
+    dst: &mut [u8],
+    elem: usize,
+    into_shard: bool,
+) {
+    // N5 order (reversed) for copy_box.
+    let inner: Vec<u64> = layout.inner.shape.iter().rev().copied().collect();
+    let shard: Vec<u64> = shape.iter().rev().copied().collect();
+    let offset: Vec<u64> = pos.iter().rev().zip(&inner).map(|(p, c)| p * c).collect();
+    let zero = vec![0u64; inner.len()];
+    let (chunk_at, shard_at) = (
+        Placement {
+            shape: &inner,
+            offset: &zero,
+        },
+        Placement {
+            shape: &shard,
+            offset: &offset,
+        },
+    );
+    if into_shard {
+        copy_box(src, chunk_at, dst, shard_at, &inner, elem);
+    } else {
+        copy_box(src, shard_at, dst, chunk_at, &inner, elem);
+    }
+}
+
+/// Fills `buf` with copies of the element `fill`.
+pub(crate) fn fill_with(buf: &mut [u8], fill: &[u8]) {
+    if fill.iter().all(|&b| b == 0) {
+        buf.fill(0);
+    } else {
+        for c in buf.chunks_exact_mut(fill.len()) {
+            c.copy_from_slice(fill);
+        }
+    }
+}
+
+/// Whether every element of `buf` is `fill`, bit for bit.
+pub(crate) fn is_fill(buf: &[u8], fill: &[u8]) -> bool {
+    buf.chunks_exact(fill.len()).all(|c| c == fill)
+}
+
+/// A byte range of a shard to fetch, and the inner chunks in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// The inner chunks (numbers, C order) whose bytes lie in it.
+    pub chunks: Vec<usize>,
+}
+
+/// Groups the stored inner chunks `wanted` into ranges to fetch: chunks
+/// whose bytes are at most `gap` apart share one range (one request
+/// instead of several, for at most `gap` unneeded bytes each).
+pub(crate) fn coalesce(entries: &[Option<Entry>], wanted: &[usize], gap: u64) -> Vec<Span> {
+    let mut stored: Vec<(Entry, usize)> = wanted
+        .iter()
+        .filter_map(|&i| entries.get(i).copied().flatten().map(|e| (e, i)))
+        .collect();
+    stored.sort_by_key(|(e, _)| (e.offset, e.nbytes));
+    let mut spans: Vec<Span> = Vec::new();
+    for (e, i) in stored {
+        let end = e.offset + e.nbytes;
+        match spans.last_mut() {
+            Some(s) if e.offset <= s.end.saturating_add(gap) => {
+                s.end = s.end.max(end);
+                s.chunks.push(i);
+            }
+            _ => spans.push(Span {
+                start: e.offset,
+                end,
+                chunks: vec![i],
+            }),
+        }
+    }
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::metadata::parse_chain;
+    use super::*;
+
+    fn layout(location: &str, shard: &[u64], inner: &[u64]) -> (CodecSpec, ShardLayout) {
+        let codecs = json!([{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": inner,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": location}}]);
+        let spec = parse_chain(Some(&codecs), DataType::U8, shard, 0)
+            .unwrap()
+            .remove(0);
+        let l = ShardLayout::new(&spec, DataType::U8, shard, &[9]);
+        (spec, l)
+    }
+
+    #[test]
+    fn index_size_positions_and_numbers() {
+        let (_, l) = layout("end", &[4, 6], &[2, 3]);
+        assert_eq!(l.chunks(), 4);
+        assert_eq!(l.index_bytes(), 4 * 16 + 4);
+        assert_eq!(l.position(3), [1, 1]);
+        assert_eq!(l.position(1), [0, 1]);
+        assert_eq!(l.number(&[1, 0]), 2);
+        assert_eq!(l.index_range(100), Some(32..100));
+        assert_eq!(l.index_range(10), None);
+    }
+
+    #[test]
+    fn whole_shards_leave_out_fill_chunks_and_read_them_back() {
+        for location in ["start", "end"] {
+            let (spec, l) = layout(location, &[4, 6], &[2, 3]);
+            // Inner chunk [0, 1] (columns 3..6 of rows 0..2) holds data; the rest is fill.
+            let mut data = vec![9u8; 24];
+            for r in 0..2 {
+                for c in 3..6 {
+                    data[r * 6 + c] = (r * 6 + c) as u8;
+                }
+            }
+            let mut shard = Vec::new();
+            encode_whole(&spec, DataType::U8, &[4, 6], &[9], &data, &mut shard).unwrap();
+            assert_eq!(shard.len(), 6 + l.index_bytes(), "{location}");
+            let range = l.index_range(shard.len() as u64).unwrap();
+            let entries = l
+                .decode_index(
+                    &shard[range.start as usize..range.end as usize],
+                    shard.len() as u64,
+                    "s",
+                )
+                .unwrap();
+            assert_eq!(entries.iter().filter(|e| e.is_some()).count(), 1);
+            let mut back = vec![0u8; 24];
+            decode_whole(&spec, DataType::U8, &[4, 6], &[9], &shard, &mut back).unwrap();
+            assert_eq!(back, data, "{location}");
+        }
+    }
+
+    #[test]
+    fn hostile_indexes_name_the_inner_chunk() {
+        let (_, l) = layout("end", &[4, 6], &[2, 3]);
+        let index = |entries: &[(u64, u64)]| {
+            let e: Vec<Option<Entry>> = entries
+                .iter()
+                .map(|&(offset, nbytes)| {
+                    (offset != EMPTY || nbytes != EMPTY).then_some(Entry { offset, nbytes })
+                })
+                .collect();
+            let mut out = Vec::new();
+            l.encode_index(&e, &mut out).unwrap();
+            out
+        };
+        let len = 100u64;
+        let ok = index(&[(0, 6), (6, 6), (EMPTY, EMPTY), (6, 6)]);
+        assert!(
+            l.decode_index(&ok, len, "s").is_ok(),
+            "the same bytes twice are fine"
+        );
+        for (entries, says) in [
+            (
+                vec![(0, 6), (90, 6), (EMPTY, EMPTY), (EMPTY, EMPTY)],
+                "[0, 1]",
+            ),
+            (
+                vec![(0, 6), (u64::MAX - 1, 6), (EMPTY, EMPTY), (EMPTY, EMPTY)],
+                "[0, 1]",
+            ),
+            (
+                vec![(0, 6), (3, 6), (EMPTY, EMPTY), (EMPTY, EMPTY)],
+                "overlap",
+            ),
+            (
+                vec![(EMPTY, EMPTY), (EMPTY, EMPTY), (EMPTY, EMPTY), (EMPTY, 3)],
+                "[1, 1]",
+            ),
+        ] {
+            let e = l
+                .decode_index(&index(&entries), len, "shard c/0/0")
+                .unwrap_err();
+            assert!(
+                e.message().contains(says) && e.message().contains("shard c/0/0"),
+                "{e}"
+            );
+        }
+        let mut bad = ok.clone();
+        bad[5] ^= 0x10;
+        let e = l.decode_index(&bad, len, "s").unwrap_err();
+        assert!(e.message().contains("crc32c"), "{e}");
+        assert!(l.decode_index(&ok[1..], len, "s").is_err());
+    }
+
+    #[test]
+    fn neighbouring_chunks_share_a_range() {
+        let entries = vec![
+            Some(Entry {
+                offset: 0,
+                nbytes: 10,
+            }),
+            Some(Entry {
+                offset: 10,
+                nbytes: 10,
+            }),
+            None,
+            Some(Entry {
+                offset: 100,
+                nbytes: 10,
+            }),
+            Some(Entry {
+                offset: 25,
+                nbytes: 5,
+            }),
+        ];
+        let spans = coalesce(&entries, &[0, 1, 2, 3, 4], 8);
+        assert_eq!(
+            spans,
+            vec![
+                Span {
+                    start: 0,
+                    end: 30,
+                    chunks: vec![0, 1, 4]
+                },
+                Span {
+                    start: 100,
+                    end: 110,
+                    chunks: vec![3]
+                },
+            ]
+        );
+        assert_eq!(coalesce(&entries, &[3], 8).len(), 1);
+        assert!(coalesce(&entries, &[2], 8).is_empty());
+    }
+}
