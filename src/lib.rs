@@ -1,12 +1,15 @@
-//! libn5: the N5 chunked n-dimensional array format.
+//! libn5: the N5 API over N5, Zarr v2 and Zarr v3 containers.
 //!
-//! The Rust core, one module per concern: data types ([`dtype`]), errors
-//! ([`error`]), compression codecs ([`codec`]), the block wire format
-//! ([`block`]), dataset metadata ([`metadata`]), N5 attribute paths
-//! ([`attrpath`]), container-relative paths ([`path`]), file-system storage
-//! ([`storage`]), containers, groups and attributes ([`container`]), datasets
-//! and blocks ([`dataset`]), region I/O ([`region`]), and the C API
-//! ([`ffi`]), which `include/n5.h` declares.
+//! The Rust core in three layers. The API: containers, groups and
+//! attributes ([`container`]), datasets and blocks ([`dataset`]) and region
+//! I/O ([`region`]), with N5 attribute paths ([`attrpath`]) and
+//! container-relative paths ([`path`]). Below it the format layer
+//! ([`format`]: what the bytes mean; N5's block wire format
+//! [`block`] and dataset metadata [`metadata`], Zarr v2, Zarr v3 and
+//! sharding), and below that the storage layer ([`storage`]: where the
+//! bytes live). Shared by all: data types ([`dtype`]), errors ([`error`])
+//! and compression codecs ([`codec`]). The C API ([`ffi`]), which
+//! `include/n5.h` declares, converts and delegates.
 //!
 //! Dimension order is N5's everywhere: index 0 of every shape, offset and
 //! grid position is the first entry of `dimensions` in attributes.json (the
@@ -28,7 +31,6 @@
 //! ```
 
 pub mod attrpath;
-pub mod block;
 pub mod codec;
 pub mod container;
 pub mod dataset;
@@ -36,7 +38,10 @@ pub mod dtype;
 pub mod error;
 pub mod ffi;
 pub mod format;
-pub mod metadata;
+/// The N5 block wire format (see [`format::n5::block`]).
+pub use format::n5::block;
+/// N5 dataset metadata (see [`format::n5::metadata`]).
+pub use format::n5::metadata;
 mod os;
 mod parallel;
 pub mod path;
