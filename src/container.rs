@@ -75,6 +75,11 @@ pub struct Options {
     /// Where the bytes go: requests in flight, the block cache, and the
     /// settings and credentials of S3, GCS and HTTP locations.
     pub storage: StorageOptions,
+    /// The format of a container that [`Mode::Create`] makes (`"format"`:
+    /// `"n5"`, `"zarr2"` or `"zarr3"`); a prefix on the location takes
+    /// precedence, and without either the name's suffix decides (`.zarr`:
+    /// Zarr v3), else N5. Existing containers keep their own format.
+    pub format: Option<crate::format::Format>,
 }
 
 impl Default for Options {
@@ -85,6 +90,7 @@ impl Default for Options {
                 .unwrap_or(1),
             write_empty_blocks: true,
             storage: StorageOptions::default(),
+            format: None,
         }
     }
 }
@@ -125,11 +131,22 @@ impl Options {
                         ))
                     })?
                 }
+                "format" => {
+                    let name = v.as_str().ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "options: format must be \"n5\", \"zarr2\" or \"zarr3\", not {}",
+                            crate::storage::options::shown_value(v)
+                        ))
+                    })?;
+                    options.format = Some(
+                        crate::format::Format::from_name(name).map_err(|e| e.context("options"))?,
+                    );
+                }
                 other => {
                     if !options.storage.parse_key(other, v)? {
                         return Err(Error::invalid_argument(format!(
                             "options: unknown key '{other}' (known: threads, write_empty_blocks, \
-                             io_concurrency, cache_bytes, s3, gcs, http, retry)"
+                             format, io_concurrency, cache_bytes, s3, gcs, http, retry)"
                         )));
                     }
                 }
@@ -168,6 +185,8 @@ pub(crate) struct Inner {
     pub(crate) mode: Mode,
     pub(crate) options: Options,
     pub(crate) pool: Pool,
+    /// What the container's bytes mean.
+    pub(crate) format: crate::format::Format,
 }
 
 /// An open N5 container. Cheap to clone; clones share the same root.
@@ -214,21 +233,8 @@ impl Container {
                 location.display().to_string(),
             ),
         };
-        if matches!(
-            parsed.format,
-            Some(
-                crate::storage::location::FormatHint::Zarr
-                    | crate::storage::location::FormatHint::Zarr2
-                    | crate::storage::location::FormatHint::Zarr3
-            )
-        ) {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!("'{shown}': this build of libn5 reads and writes the N5 format only"),
-            ));
-        }
         let store = parsed.open(&options.storage)?;
-        Container::open_store(store, parsed.display, mode, options)
+        Container::open_store_as(store, parsed.display, mode, options, parsed.format)
     }
 
     /// Open the container held by `store` (any [`Store`], such as a
@@ -239,6 +245,18 @@ impl Container {
         location: impl Into<String>,
         mode: Mode,
         options: Options,
+    ) -> Result<Container> {
+        Container::open_store_as(store, location, mode, options, None)
+    }
+
+    /// [`Container::open_store`] with the format the location's prefix
+    /// names, if any.
+    fn open_store_as(
+        store: Arc<dyn Store>,
+        location: impl Into<String>,
+        mode: Mode,
+        options: Options,
+        hint: Option<crate::storage::location::FormatHint>,
     ) -> Result<Container> {
         let location = location.into();
         let caps = store.capabilities();
@@ -265,6 +283,19 @@ impl Container {
             }
             store.create_dir("")?;
         }
+        let format = match crate::format::root_marker(&*store)? {
+            None if mode == Mode::Create => crate::format::for_new(hint, options.format, &location),
+            _ => crate::format::detect(&*store, hint, &location)?,
+        };
+        if format != crate::format::Format::N5 {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "'{location}' is a {} container; this build reads and writes N5 containers only",
+                    format.name()
+                ),
+            ));
+        }
         let container = Container {
             inner: Arc::new(Inner {
                 store,
@@ -272,6 +303,7 @@ impl Container {
                 mode,
                 pool: Pool::new(options.threads),
                 options,
+                format,
             }),
         };
         let root = container.read_attributes_file("")?;
@@ -314,6 +346,11 @@ impl Container {
     /// a URL, credentials left out).
     pub fn location(&self) -> &str {
         &self.inner.location
+    }
+
+    /// The container's format.
+    pub fn format(&self) -> crate::format::Format {
+        self.inner.format
     }
 
     /// The mode the container was opened in.
@@ -708,6 +745,10 @@ mod tests {
         assert!(!o.write_empty_blocks && o.threads == 1);
         assert!(Options::default().write_empty_blocks);
         assert!(Options::from_json(r#"{"write_empty_blocks": 0}"#).is_err());
+        let o = Options::from_json(r#"{"format": "zarr2"}"#).unwrap();
+        assert_eq!(o.format, Some(crate::format::Format::Zarr2));
+        assert!(Options::from_json(r#"{"format": "hdf5"}"#).is_err());
+        assert!(Options::from_json(r#"{"format": 3}"#).is_err());
         assert_eq!(Mode::from_code(2), Some(Mode::Create));
         assert_eq!(Mode::from_code(3), None);
     }

@@ -86,6 +86,24 @@ fn from_markers<'a>(keys: impl IntoIterator<Item = &'a str> + Clone) -> Option<F
     }
 }
 
+/// The format whose marker the root of `store` holds, asked by name (which
+/// works on every backend): zarr.json, then the Zarr v2 files, then
+/// attributes.json.
+pub(crate) fn root_marker(store: &dyn Store) -> Result<Option<Format>> {
+    for marker in [
+        ZARR3_MARKER,
+        ZARR2_MARKERS[0],
+        ZARR2_MARKERS[1],
+        ZARR2_MARKERS[2],
+        N5_MARKER,
+    ] {
+        if store.exists(marker)? {
+            return Ok(from_markers([marker]));
+        }
+    }
+    Ok(None)
+}
+
 /// The format of an existing container: the prefix `hint` if given, else
 /// what its root holds (asked by name, which works on every backend), else
 /// what the first child with a marker holds where `store` can list, else
@@ -105,16 +123,8 @@ pub(crate) fn detect(store: &dyn Store, hint: Option<FormatHint>, name: &str) ->
         }
         None => {}
     }
-    for marker in [
-        ZARR3_MARKER,
-        ZARR2_MARKERS[0],
-        ZARR2_MARKERS[1],
-        ZARR2_MARKERS[2],
-        N5_MARKER,
-    ] {
-        if store.exists(marker)? {
-            return Ok(from_markers([marker]).expect("a marker"));
-        }
+    if let Some(f) = root_marker(store)? {
+        return Ok(f);
     }
     if store.capabilities().list {
         if let Some(listing) = store.list("")? {
