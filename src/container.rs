@@ -221,17 +221,14 @@ impl Container {
         options: Options,
     ) -> Result<Container> {
         let location = location.as_ref();
-        let (parsed, shown) = match location.to_str() {
-            Some(text) => (Location::parse(text)?, text.to_string()),
+        let parsed = match location.to_str() {
+            Some(text) => Location::parse(text)?,
             // Not UTF-8: a local path, used as it is.
-            None => (
-                Location {
-                    format: None,
-                    backend: crate::storage::location::Backend::File(location.to_path_buf()),
-                    display: location.display().to_string(),
-                },
-                location.display().to_string(),
-            ),
+            None => Location {
+                format: None,
+                backend: crate::storage::location::Backend::File(location.to_path_buf()),
+                display: location.display().to_string(),
+            },
         };
         let store = parsed.open(&options.storage)?;
         Container::open_store_as(store, parsed.display, mode, options, parsed.format)

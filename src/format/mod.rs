@@ -169,6 +169,34 @@ pub(crate) fn for_new(hint: Option<FormatHint>, option: Option<Format>, name: &s
     }
 }
 
+/// The list of non-negative integers `key` of a metadata document (a shape,
+/// a chunk shape), with at most `max_len` entries.
+pub(crate) fn uint_list(
+    map: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    max_len: usize,
+) -> Result<Vec<u64>> {
+    let items = map
+        .get(key)
+        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is missing")))?
+        .as_array()
+        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is not an array")))?;
+    if items.len() > max_len {
+        return Err(Error::invalid_metadata(format!(
+            "'{key}' has {} entries, more than any array's rank",
+            items.len()
+        )));
+    }
+    items
+        .iter()
+        .map(|v| {
+            v.as_u64().ok_or_else(|| {
+                Error::invalid_metadata(format!("'{key}' holds {v}, not a non-negative integer"))
+            })
+        })
+        .collect()
+}
+
 /// The error of an operation a format does not have (varlength, string
 /// and object blocks on Zarr).
 pub(crate) fn unsupported_on(format: Format, what: &str) -> Error {

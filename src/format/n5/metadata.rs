@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
+use crate::format::uint_list;
 
 /// The largest number of bytes one block may hold once decoded (the N5
 /// format's limit on a chunk, 2^31 bytes). Also bounds every allocation made
@@ -43,23 +44,6 @@ pub fn is_dataset(attributes: &Value) -> bool {
         && ["compression", "compressionType", "codecs"]
             .iter()
             .any(|k| map.contains_key(*k))
-}
-
-fn uint_array(map: &Map<String, Value>, key: &str) -> Result<Vec<u64>> {
-    let value = map
-        .get(key)
-        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is missing")))?;
-    let items = value
-        .as_array()
-        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is not an array")))?;
-    items
-        .iter()
-        .map(|v| {
-            v.as_u64().ok_or_else(|| {
-                Error::invalid_metadata(format!("'{key}' holds {v}, not a non-negative integer"))
-            })
-        })
-        .collect()
 }
 
 impl DatasetAttributes {
@@ -99,8 +83,8 @@ impl DatasetAttributes {
         let map = attributes
             .as_object()
             .ok_or_else(|| Error::invalid_metadata("attributes are not a JSON object"))?;
-        let dimensions = uint_array(map, "dimensions")?;
-        let block_size = uint_array(map, "blockSize")?
+        let dimensions = uint_list(map, "dimensions", usize::MAX)?;
+        let block_size = uint_list(map, "blockSize", usize::MAX)?
             .into_iter()
             .map(|b| {
                 u32::try_from(b).map_err(|_| {

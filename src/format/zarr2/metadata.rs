@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::uint_list;
 use crate::format::zarr3::metadata::{fill_value as fill_value_v3, Endian};
 
 /// The largest rank an array may have (as for N5 datasets).
@@ -250,8 +251,8 @@ impl ArrayMetadata {
                 )))
             }
         }
-        let shape = uint_list(map, "shape")?;
-        let chunks = uint_list(map, "chunks")?;
+        let shape = uint_list(map, "shape", MAX_RANK)?;
+        let chunks = uint_list(map, "chunks", MAX_RANK)?;
         if shape.len() > MAX_RANK {
             return Err(Error::invalid_metadata(format!(
                 "rank {} is above {MAX_RANK}",
@@ -372,29 +373,6 @@ impl ArrayMetadata {
         let parts: Vec<String> = pos.iter().map(u64::to_string).collect();
         parts.join(&self.separator.to_string())
     }
-}
-
-/// The list of non-negative integers `key` of `map`.
-fn uint_list(map: &Map<String, Value>, key: &str) -> Result<Vec<u64>> {
-    let items = map
-        .get(key)
-        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is missing")))?
-        .as_array()
-        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is not an array")))?;
-    if items.len() > MAX_RANK {
-        return Err(Error::invalid_metadata(format!(
-            "'{key}' has {} entries, more than any array's rank",
-            items.len()
-        )));
-    }
-    items
-        .iter()
-        .map(|v| {
-            v.as_u64().ok_or_else(|| {
-                Error::invalid_metadata(format!("'{key}' holds {v}, not a non-negative integer"))
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

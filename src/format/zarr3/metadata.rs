@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::uint_list;
 
 /// The largest rank an array may have (as for N5 datasets).
 pub(crate) const MAX_RANK: usize = crate::metadata::MAX_RANK;
@@ -251,8 +252,8 @@ impl CodecSpec {
                         "sharding nested more than {MAX_SHARDING_DEPTH} deep"
                     )));
                 }
-                let inner =
-                    uint_list(config, "chunk_shape").map_err(|e| bad(e.message().into()))?;
+                let inner = uint_list(config, "chunk_shape", MAX_RANK)
+                    .map_err(|e| bad(e.message().into()))?;
                 if inner.len() != rank {
                     return Err(bad(format!(
                         "chunk_shape {inner:?} has rank {}, the shard {rank}",
@@ -581,7 +582,7 @@ impl ArrayMetadata {
                 ));
             }
         }
-        let shape = uint_list(map, "shape")?;
+        let shape = uint_list(map, "shape", MAX_RANK)?;
         if shape.len() > MAX_RANK {
             return Err(Error::invalid_metadata(format!(
                 "rank {} is above {MAX_RANK}",
@@ -608,7 +609,7 @@ impl ArrayMetadata {
                 format!("chunk_grid '{grid_name}' is not supported (regular is)"),
             ));
         }
-        let chunk_shape = uint_list(grid_config, "chunk_shape")?;
+        let chunk_shape = uint_list(grid_config, "chunk_shape", MAX_RANK)?;
         if chunk_shape.len() != shape.len() {
             return Err(Error::invalid_metadata(format!(
                 "chunk_shape {chunk_shape:?} and shape {shape:?} differ in rank"
@@ -729,29 +730,6 @@ fn named<'a>(v: &'a Value, what: &str) -> Result<(&'a str, &'a Map<String, Value
             "{what} {other} is neither a name nor an object"
         ))),
     }
-}
-
-/// The list of non-negative integers `key` of `map`.
-fn uint_list(map: &Map<String, Value>, key: &str) -> Result<Vec<u64>> {
-    let items = map
-        .get(key)
-        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is missing")))?
-        .as_array()
-        .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is not an array")))?;
-    if items.len() > MAX_RANK + 1 {
-        return Err(Error::invalid_metadata(format!(
-            "'{key}' has {} entries, more than any array's rank",
-            items.len()
-        )));
-    }
-    items
-        .iter()
-        .map(|v| {
-            v.as_u64().ok_or_else(|| {
-                Error::invalid_metadata(format!("'{key}' holds {v}, not a non-negative integer"))
-            })
-        })
-        .collect()
 }
 
 /// The integer member `key`, if present.
