@@ -280,11 +280,37 @@ impl Container {
             }
             store.create_dir("")?;
         }
-        let format = match crate::format::root_marker(&*store)? {
-            None if mode == Mode::Create => crate::format::for_new(hint, options.format, &location),
-            _ => crate::format::detect(&*store, hint, &location)?,
+        // The root's attributes.json, read once: an N5 root with a version
+        // needs no other request to tell its format.
+        let root_bytes = store.get(ATTRIBUTES_FILE)?;
+        if root_bytes.is_none() && mode != Mode::Create && caps.list && !store.is_dir("")? {
+            if store.exists("")? {
+                return Err(Error::invalid_argument(format!(
+                    "'{location}' is not a directory"
+                )));
+            }
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no container at '{location}'"),
+            ));
+        }
+        let root = root_bytes
+            .map(|b| parse_attributes(&b, ATTRIBUTES_FILE, &*store))
+            .transpose()?;
+        use crate::format::Format;
+        use crate::storage::location::FormatHint;
+        let versioned_n5 = root.as_ref().is_some_and(|r| r.get("n5").is_some());
+        let format = match hint {
+            Some(FormatHint::N5) => Format::N5,
+            None if versioned_n5 => Format::N5,
+            _ => match crate::format::root_marker(&*store)? {
+                None if mode == Mode::Create => {
+                    crate::format::for_new(hint, options.format, &location)
+                }
+                _ => crate::format::detect(&*store, hint, &location)?,
+            },
         };
-        if format != crate::format::Format::N5 {
+        if format != Format::N5 {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
@@ -303,19 +329,6 @@ impl Container {
                 format,
             }),
         };
-        let root = container.read_attributes_file("")?;
-        if root.is_none() && mode != Mode::Create && caps.list && !container.store().is_dir("")? {
-            let location = &container.inner.location;
-            if container.store().exists("")? {
-                return Err(Error::invalid_argument(format!(
-                    "'{location}' is not a directory"
-                )));
-            }
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("no N5 container at '{location}'"),
-            ));
-        }
         if let Some(version) = version_of(root.as_ref()) {
             let (major, _, _) = parse_version(&version);
             if major > MAX_MAJOR_VERSION {
