@@ -566,6 +566,15 @@ void n5_container_free(n5_container *c);
 n5_status n5_container_version(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
 
 /**
+ * The container's format as text (same convention as
+ * `n5_container_version`): `"n5"`, `"zarr2"` or `"zarr3"`, as chosen when
+ * it was opened (the location's prefix, `"format"` of the options for a
+ * new container, the root's documents, one level down, the name's suffix,
+ * else N5).
+ */
+n5_status n5_container_format(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
+
+/**
  * The container's location as given to `n5_container_open` (a path or a
  * URL), as text (same convention as `n5_container_version`).
  */

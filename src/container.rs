@@ -3,7 +3,9 @@
 //! version rules, the group hierarchy (create, exists, list, deep list,
 //! remove) and attributes (whole documents, merges, and single values by N5
 //! attribute path), with atomic updates that writers on many machines can
-//! make at once. Everything goes through the container's [`Store`].
+//! make at once, in any of the three formats (N5, Zarr v2, Zarr v3; where
+//! each keeps a node's documents is `format::node`'s). Everything goes
+//! through the container's [`Store`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,6 +15,9 @@ use serde_json::{Map, Value};
 use crate::attrpath;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
+pub(crate) use crate::format::node::as_object_mut;
+use crate::format::node::{self, NodeKind};
+use crate::format::Format;
 use crate::metadata::{self, DatasetAttributes};
 use crate::parallel::Pool;
 use crate::path::{self, display};
@@ -196,10 +201,6 @@ pub struct Container {
     pub(crate) inner: Arc<Inner>,
 }
 
-fn attributes_key(path: &str) -> String {
-    path::join(path, ATTRIBUTES_FILE)
-}
-
 impl Container {
     /// Open the container at `location` in `mode` with default options.
     pub fn open(location: impl AsRef<Path>, mode: Mode) -> Result<Container> {
@@ -267,7 +268,7 @@ impl Container {
             Arc::new(CachedStore::new(
                 store,
                 options.storage.cache_bytes,
-                is_block_key,
+                |key: &str| !node::is_metadata_key(key),
             ))
         } else {
             store
@@ -295,7 +296,7 @@ impl Container {
             ));
         }
         let root = root_bytes
-            .map(|b| parse_attributes(&b, ATTRIBUTES_FILE, &*store))
+            .map(|b| node::parse_json(&b, ATTRIBUTES_FILE, &*store))
             .transpose()?;
         use crate::format::Format;
         use crate::storage::location::FormatHint;
@@ -310,15 +311,6 @@ impl Container {
                 _ => crate::format::detect(&*store, hint, &location)?,
             },
         };
-        if format != Format::N5 {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "'{location}' is a {} container; this build reads and writes N5 containers only",
-                    format.name()
-                ),
-            ));
-        }
         let container = Container {
             inner: Arc::new(Inner {
                 store,
@@ -329,7 +321,11 @@ impl Container {
                 format,
             }),
         };
-        if let Some(version) = version_of(root.as_ref()) {
+        if format != Format::N5 {
+            if mode != Mode::Read {
+                format.mark_group(container.store(), "")?;
+            }
+        } else if let Some(version) = version_of(root.as_ref()) {
             let (major, _, _) = parse_version(&version);
             if major > MAX_MAJOR_VERSION {
                 return Err(Error::new(
@@ -377,14 +373,33 @@ impl Container {
         &self.inner.pool
     }
 
+    /// Arrays are read and written in N5 containers only, so far.
+    fn n5_arrays_only(&self, p: &str) -> Result<()> {
+        match self.inner.format {
+            Format::N5 => Ok(()),
+            f => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "'{}' in {}: arrays of {} containers are not read or written yet",
+                    display(p),
+                    self.inner.location,
+                    f.name()
+                ),
+            )),
+        }
+    }
+
     /// The store holding the container's bytes.
     pub fn store(&self) -> &dyn Store {
         &*self.inner.store
     }
 
     /// The root's `"n5"` version, if it has one (a non-string value is
-    /// shown as its JSON text).
+    /// shown as its JSON text); `None` for Zarr containers.
     pub fn version(&self) -> Result<Option<String>> {
+        if self.inner.format != Format::N5 {
+            return Ok(None);
+        }
         Ok(version_of(self.read_attributes_file("")?.as_ref()))
     }
 
@@ -398,14 +413,11 @@ impl Container {
         Ok(())
     }
 
-    /// The parsed attributes.json of the normalised `path`, `None` when the
-    /// file does not exist.
+    /// The user attributes of the node at the normalised `path` (N5: its
+    /// whole attributes.json; Zarr v3: the `attributes` of its zarr.json;
+    /// Zarr v2: its .zattrs), `None` when the document does not exist.
     pub(crate) fn read_attributes_file(&self, path: &str) -> Result<Option<Value>> {
-        let key = attributes_key(path);
-        match self.store().get(&key)? {
-            None => Ok(None),
-            Some(bytes) => parse_attributes(&bytes, &key, self.store()).map(Some),
-        }
+        self.inner.format.user_attributes(self.store(), path)
     }
 
     /// Read-modify-write the attributes.json of the normalised `path`
@@ -421,38 +433,28 @@ impl Container {
         mut f: impl FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
         self.check_writable()?;
-        let key = attributes_key(path);
-        let store = self.store();
-        let mut result = None;
-        store.update(&key, &mut |current| {
-            let mut doc = match current {
-                Some(bytes) => parse_attributes(bytes, &key, store)?,
-                None => Value::Object(Map::new()),
-            };
-            let before = doc.clone();
-            result = Some(f(&mut doc)?);
-            if doc == before && current.is_some() {
-                return Ok(None);
-            }
-            serde_json::to_vec(&doc)
-                .map(Some)
-                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
-        })?;
-        result.ok_or_else(|| Error::new(ErrorKind::Internal, "an attribute update did not run"))
+        self.inner
+            .format
+            .update_user_attributes(self.store(), path, &mut f)
     }
 
     /// Whether a group or dataset exists at the normalised `p`: the root
-    /// always does (it opened); elsewhere, a directory (on object stores,
-    /// a marker or any object below it), or where the store cannot list
-    /// (plain HTTP), an attributes.json.
+    /// always does (it opened). Elsewhere in N5, a directory (on object
+    /// stores, a marker or any object below it), or where the store cannot
+    /// list (plain HTTP), an attributes.json. In Zarr, a node document, or
+    /// where the store can list, a directory that is not inside an array
+    /// (an implicit group, as tensorstore leaves them).
     fn node_exists(&self, p: &str) -> Result<bool> {
         if p.is_empty() {
             return Ok(true);
         }
-        if self.store().capabilities().list {
-            self.store().is_dir(p)
-        } else {
-            self.store().exists(&attributes_key(p))
+        let (format, store) = (self.inner.format, self.store());
+        let listable = store.capabilities().list;
+        match format {
+            Format::N5 if listable => store.is_dir(p),
+            Format::N5 => store.exists(&format.attributes_key(p)),
+            _ => Ok(format.node_kind(store, p)?.is_some()
+                || (listable && store.is_dir(p)? && format.array_above(store, p)?.is_none())),
         }
     }
 
@@ -491,12 +493,7 @@ impl Container {
     /// a dataset).
     pub fn dataset_exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        Ok(match self.read_attributes_file(&p) {
-            Ok(Some(doc)) => metadata::is_dataset(&doc),
-            Ok(None) => false,
-            Err(e) if e.kind() == ErrorKind::Json => false,
-            Err(e) => return Err(e),
-        })
+        Ok(self.inner.format.node_kind(self.store(), &p)? == Some(NodeKind::Array))
     }
 
     /// Create the group at `path` and every missing parent. Existing groups
@@ -504,17 +501,35 @@ impl Container {
     pub fn create_group(&self, path: &str) -> Result<()> {
         self.check_writable()?;
         let p = path::normalize(path)?;
+        let (format, store) = (self.inner.format, self.store());
         let mut prefix = String::new();
         for component in p.split('/').filter(|c| !c.is_empty()) {
             prefix = path::join(&prefix, component);
-            if self.store().exists(&prefix)? {
+            if store.exists(&prefix)? {
                 return Err(Error::new(
                     ErrorKind::AlreadyExists,
                     format!("'{prefix}' is a file, not a group"),
                 ));
             }
         }
-        self.store().create_dir(&p)
+        if let Some(array) = format.array_above(store, &p)? {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "'{}' is inside the array '{}', not in a group",
+                    display(&p),
+                    display(&array)
+                ),
+            ));
+        }
+        store.create_dir(&p)?;
+        // Zarr marks every group on the way down with its own document.
+        let mut prefix = String::new();
+        for component in p.split('/').filter(|c| !c.is_empty()) {
+            prefix = path::join(&prefix, component);
+            format.mark_group(store, &prefix)?;
+        }
+        Ok(())
     }
 
     /// The child groups and datasets of the group at `path`, sorted. A
@@ -652,6 +667,7 @@ impl Container {
     pub fn create_dataset(&self, path: &str, attributes: DatasetAttributes) -> Result<Dataset> {
         self.check_writable()?;
         let p = path::normalize(path)?;
+        self.n5_arrays_only(&p)?;
         self.create_group(&p)?;
         let members = attributes.to_json();
         self.update_attributes(&p, |doc| {
@@ -674,6 +690,7 @@ impl Container {
     /// Open the dataset at `path`, reading its metadata once.
     pub fn open_dataset(&self, path: &str) -> Result<Dataset> {
         let p = path::normalize(path)?;
+        self.n5_arrays_only(&p)?;
         let doc = self.read_attributes_file(&p)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
@@ -699,33 +716,6 @@ fn version_of(root: Option<&Value>) -> Option<String> {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => Some(other.to_string()),
-    }
-}
-
-/// Parse an attributes.json read from `key`; an error names it.
-fn parse_attributes(bytes: &[u8], key: &str, store: &dyn Store) -> Result<Value> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        Error::new(
-            ErrorKind::Json,
-            format!("{} is not valid JSON: {e}", store.describe(key)),
-        )
-    })
-}
-
-/// Whether a key may be a block (the block cache keeps those): anything
-/// but an attributes.json.
-fn is_block_key(key: &str) -> bool {
-    !key.ends_with(ATTRIBUTES_FILE)
-}
-
-/// The document as an object, replacing a non-object document by `{}`.
-pub(crate) fn as_object_mut(doc: &mut Value) -> &mut Map<String, Value> {
-    if !doc.is_object() {
-        *doc = Value::Object(Map::new());
-    }
-    match doc {
-        Value::Object(map) => map,
-        _ => unreachable!("replaced by an object above"),
     }
 }
 

@@ -155,6 +155,24 @@ pub extern "C" fn n5_container_version(
     })
 }
 
+/// The container's format as text (same convention as
+/// `n5_container_version`): `"n5"`, `"zarr2"` or `"zarr3"`, as chosen when
+/// it was opened (the location's prefix, `"format"` of the options for a
+/// new container, the root's documents, one level down, the name's suffix,
+/// else N5).
+#[no_mangle]
+pub extern "C" fn n5_container_format(
+    c: *const n5_container,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_container_format", || {
+        let c = container(c)?;
+        write_text(c.format().name(), buf, buf_cap, out_len)
+    })
+}
+
 /// The container's location as given to `n5_container_open` (a path or a
 /// URL), as text (same convention as `n5_container_version`).
 #[no_mangle]

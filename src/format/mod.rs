@@ -11,6 +11,7 @@
 //! else the name's suffix, else N5.
 
 pub mod n5;
+pub(crate) mod node;
 pub(crate) mod zarr2;
 pub(crate) mod zarr3;
 

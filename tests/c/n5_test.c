@@ -604,6 +604,11 @@ n5_status n5t_text_root(const void *c, char *buf, size_t cap, size_t *out_len)
     return n5_container_root((const n5_container *)c, buf, cap, out_len);
 }
 
+n5_status n5t_text_format(const void *c, char *buf, size_t cap, size_t *out_len)
+{
+    return n5_container_format((const n5_container *)c, buf, cap, out_len);
+}
+
 n5_status n5t_text_options(const void *c, char *buf, size_t cap, size_t *out_len)
 {
     return n5_container_options((const n5_container *)c, buf, cap, out_len);

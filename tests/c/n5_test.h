@@ -137,6 +137,7 @@ struct n5t_cpath {
 };
 n5_status n5t_text_version(const void *c, char *buf, size_t cap, size_t *out_len);
 n5_status n5t_text_root(const void *c, char *buf, size_t cap, size_t *out_len);
+n5_status n5t_text_format(const void *c, char *buf, size_t cap, size_t *out_len);
 n5_status n5t_text_options(const void *c, char *buf, size_t cap, size_t *out_len);
 n5_status n5t_text_list(const void *cpath, char *buf, size_t cap, size_t *out_len);
 n5_status n5t_text_list_recursive(const void *cpath, char *buf, size_t cap, size_t *out_len);

@@ -292,6 +292,7 @@ static void test_getters(void)
     if (c == NULL)
         return;
     CHECK_TEXT(n5t_text_version, c, "4.0.0");
+    CHECK_TEXT(n5t_text_format, c, "n5");
     CHECK_TEXT(n5t_text_root, c, root);
     CHECK_TEXT(n5t_text_options, c, "{\"threads\":3,\"write_empty_blocks\":true" LOCAL_STORAGE);
     CHECK_ERR(n5_container_mode(c, NULL), N5_ERR_NULL_POINTER);
@@ -310,6 +311,26 @@ static void test_getters(void)
     c = CHECK_HANDLE(n5_container_open(with_slash, N5_MODE_READ, NULL));
     CHECK_TEXT(n5t_text_root, c, with_slash);
     n5_container_free(c);
+
+    /* the format: from the options of a new container, then from its
+       documents; Zarr containers have no N5 version */
+    {
+        const char *z3 = n5t_fresh("getters-zarr3");
+        const char *z2 = n5t_fresh("getters-zarr2");
+        c = CHECK_HANDLE(n5_container_open(z3, N5_MODE_CREATE, "{\"format\":\"zarr3\"}"));
+        CHECK_TEXT(n5t_text_format, c, "zarr3");
+        CHECK_TEXT(n5t_text_version, c, "");
+        n5_container_free(c);
+        c = CHECK_HANDLE(n5_container_open(z3, N5_MODE_READ, NULL));
+        CHECK_TEXT(n5t_text_format, c, "zarr3");
+        n5_container_free(c);
+        c = CHECK_HANDLE(n5_container_open(z2, N5_MODE_CREATE, "{\"format\":\"zarr2\"}"));
+        n5_container_free(c);
+        c = CHECK_HANDLE(n5_container_open(z2, N5_MODE_READ, NULL));
+        CHECK_TEXT(n5t_text_format, c, "zarr2");
+        n5_container_free(c);
+        CHECK_ERR(n5_container_format(NULL, NULL, 0, &len), N5_ERR_NULL_POINTER);
+    }
 }
 
 /* Every writing function through a READ handle: N5_ERR_READ_ONLY, and the

@@ -70,6 +70,9 @@ static void test_null_container_functions(void)
     NULLARG(n5_container_version(NULL, buf, sizeof buf, &len), "c");
     NULLARG(n5_container_version(c, NULL, 4, &len), "buf");
     NULLARG(n5_container_version(c, NULL, 0, NULL), "out_len");
+    NULLARG(n5_container_format(NULL, buf, sizeof buf, &len), "c");
+    NULLARG(n5_container_format(c, NULL, 4, &len), "buf");
+    NULLARG(n5_container_format(c, NULL, 0, NULL), "out_len");
     NULLARG(n5_container_root(NULL, buf, sizeof buf, &len), "c");
     NULLARG(n5_container_root(c, NULL, 4, &len), "buf");
     NULLARG(n5_container_root(c, NULL, 0, NULL), "out_len");

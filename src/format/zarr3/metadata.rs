@@ -261,7 +261,7 @@ impl CodecSpec {
                     )));
                 }
                 if let Some(d) =
-                    (0..rank).find(|&d| inner[d] == 0 || chunk_shape[d] % inner[d] != 0)
+                    (0..rank).find(|&d| inner[d] == 0 || !chunk_shape[d].is_multiple_of(inner[d]))
                 {
                     return Err(bad(format!(
                         "chunk_shape {inner:?} does not divide the shard shape {chunk_shape:?} (dimension {d})"
