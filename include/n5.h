@@ -783,6 +783,20 @@ n5_status n5_dataset_dimensions(const n5_dataset *d, size_t ndim, uint64_t *out_
 n5_status n5_dataset_block_size(const n5_dataset *d, size_t ndim, uint64_t *out_block_size);
 
 /**
+ * The dataset's shard shape in `out[ndim]`: for a sharded Zarr v3 array
+ * the shape of its shards (the chunk grid's chunks; the outermost level
+ * of nested sharding), otherwise the block size.
+ */
+n5_status n5_dataset_shard_shape(const n5_dataset *d, size_t ndim, uint64_t *out);
+
+/**
+ * The dataset's own metadata document as JSON text (same convention as
+ * `n5_container_version`): the array's zarr.json or .zarray as stored, or
+ * an N5 dataset's attributes.json (its user attributes included).
+ */
+n5_status n5_dataset_metadata(const n5_dataset *d, char *buf, size_t buf_cap, size_t *out_len);
+
+/**
  * The number of blocks along each dimension (`ceil(dimensions /
  * block_size)`) in `out_grid_shape[ndim]`.
  */

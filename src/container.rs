@@ -373,14 +373,14 @@ impl Container {
         &self.inner.pool
     }
 
-    /// Arrays are read and written in N5 containers only, so far.
+    /// Arrays are created in N5 containers only, so far.
     fn n5_arrays_only(&self, p: &str) -> Result<()> {
         match self.inner.format {
             Format::N5 => Ok(()),
             f => Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "'{}' in {}: arrays of {} containers are not read or written yet",
+                    "'{}' in {}: creating arrays in {} containers is not supported yet",
                     display(p),
                     self.inner.location,
                     f.name()
@@ -690,7 +690,24 @@ impl Container {
     /// Open the dataset at `path`, reading its metadata once.
     pub fn open_dataset(&self, path: &str) -> Result<Dataset> {
         let p = path::normalize(path)?;
-        self.n5_arrays_only(&p)?;
+        let format = self.inner.format;
+        if format != Format::N5 {
+            return match format.node_kind(self.store(), &p)? {
+                Some(NodeKind::Array) => {
+                    let array = crate::format::array::ZarrArray::open(format, self.store(), &p)
+                        .map_err(|e| e.context(format!("dataset '{}'", display(&p))))?;
+                    Dataset::new_zarr(self.clone(), p, array)
+                }
+                Some(NodeKind::Group) => Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("'{}' is a group, not a dataset", display(&p)),
+                )),
+                None => Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("no dataset at '{}'", display(&p)),
+                )),
+            };
+        }
         let doc = self.read_attributes_file(&p)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,

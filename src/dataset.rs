@@ -12,6 +12,7 @@ use crate::block::{self, BlockHeader, BlockMode, DataBlock};
 use crate::container::Container;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::array::ZarrArray;
 use crate::metadata::DatasetAttributes;
 use crate::path::{self, display};
 use crate::region::{copy_box, Placement};
@@ -24,6 +25,8 @@ pub struct Dataset {
     container: Container,
     path: String,
     attributes: Arc<RwLock<Arc<DatasetAttributes>>>,
+    /// The array's layout and codecs in a Zarr container (`None` for N5).
+    zarr: Option<Arc<ZarrArray>>,
 }
 
 impl Dataset {
@@ -32,7 +35,103 @@ impl Dataset {
             container,
             path,
             attributes: Arc::new(RwLock::new(Arc::new(attributes))),
+            zarr: None,
         }
+    }
+
+    /// The Zarr array `array` at `path` of `container`.
+    pub(crate) fn new_zarr(container: Container, path: String, array: ZarrArray) -> Result<Self> {
+        let attributes = array.attributes()?;
+        Ok(Dataset {
+            container,
+            path,
+            attributes: Arc::new(RwLock::new(Arc::new(attributes))),
+            zarr: Some(Arc::new(array)),
+        })
+    }
+
+    /// The array's Zarr layout, `None` in an N5 container.
+    pub(crate) fn zarr(&self) -> Option<&ZarrArray> {
+        self.zarr.as_deref()
+    }
+
+    /// Writing Zarr arrays is not implemented yet: the error for it.
+    pub(crate) fn check_not_zarr(&self) -> Result<()> {
+        match &self.zarr {
+            None => Ok(()),
+            Some(z) => Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "dataset '{}': writing {} arrays is not supported yet",
+                    display(&self.path),
+                    z.format().name()
+                ),
+            )),
+        }
+    }
+
+    /// The shard shape (N5 order): the chunk grid's shape of a sharded Zarr
+    /// array, else the block size.
+    pub fn shard_shape(&self) -> Vec<u64> {
+        match &self.zarr {
+            Some(z) => z.shard_shape(),
+            None => self
+                .attributes()
+                .block_size
+                .iter()
+                .map(|&b| b as u64)
+                .collect(),
+        }
+    }
+
+    /// The dataset's own metadata document: a Zarr array's zarr.json or
+    /// .zarray as it was read when the dataset was opened, or an N5
+    /// dataset's attributes.json as stored now (user attributes included).
+    pub fn metadata(&self) -> Result<Value> {
+        if let Some(z) = &self.zarr {
+            return Ok(z.document().clone());
+        }
+        self.container
+            .read_attributes_file(&self.path)?
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!("dataset '{}' has no attributes.json", display(&self.path)),
+                )
+            })
+    }
+
+    /// Read the block at `grid_pos` of a Zarr array into `out`, which holds
+    /// the block's nominal shape (clipped at the array's end); missing
+    /// chunks read as the fill value and give `false`.
+    fn read_zarr_block(&self, z: &ZarrArray, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
+        let attrs = self.attributes();
+        let shape = attrs.block_shape(grid_pos)?;
+        let elem = attrs.data_type.size();
+        check_buffer(&shape, elem, out.len())?;
+        if out.len() == z.block_bytes() {
+            return z.read_block(self.store(), &self.path, grid_pos, Some(out));
+        }
+        // An edge block: Zarr stores it full size.
+        let mut full = vec![0u8; z.block_bytes()];
+        let found = z.read_block(self.store(), &self.path, grid_pos, Some(&mut full))?;
+        let full_shape: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
+        let zeros = vec![0u64; shape.len()];
+        copy_box(
+            &full,
+            Placement {
+                shape: &full_shape,
+                offset: &zeros,
+            },
+            out,
+            Placement {
+                shape: &shape,
+                offset: &zeros,
+            },
+            &shape,
+            elem,
+        );
+        Ok(found)
     }
 
     /// The container this dataset belongs to.
@@ -63,6 +162,7 @@ impl Dataset {
     /// dataset grows again, as with the other N5 implementations.
     pub fn set_dimensions(&self, dimensions: &[u64]) -> Result<()> {
         self.container.check_writable()?;
+        self.check_not_zarr()?;
         let current = self.attributes();
         current.check_rank(dimensions.len(), "dimensions")?;
         let updated = DatasetAttributes::new(
@@ -86,7 +186,10 @@ impl Dataset {
 
     /// The storage key of the block at `grid_pos`.
     pub fn block_key(&self, grid_pos: &[u64]) -> String {
-        path::join(&self.path, &DatasetAttributes::block_key(grid_pos))
+        match &self.zarr {
+            Some(z) => path::join(&self.path, &z.outer_key(&z.outer_of_block(grid_pos))),
+            None => path::join(&self.path, &DatasetAttributes::block_key(grid_pos)),
+        }
     }
 
     fn block_error(&self, grid_pos: &[u64]) -> impl Fn(Error) -> Error + '_ {
@@ -113,6 +216,9 @@ impl Dataset {
     /// Whether the block at `grid_pos` is stored.
     pub fn block_exists(&self, grid_pos: &[u64]) -> Result<bool> {
         self.attributes().check_grid_pos(grid_pos)?;
+        if let Some(z) = &self.zarr {
+            return z.read_block(self.store(), &self.path, grid_pos, None);
+        }
         self.store().exists(&self.block_key(grid_pos))
     }
 
@@ -122,6 +228,20 @@ impl Dataset {
     pub fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>> {
         let attrs = self.attributes();
         attrs.check_grid_pos(grid_pos)?;
+        if let Some(z) = &self.zarr {
+            let shape = attrs.block_shape(grid_pos)?;
+            let n: u64 = shape.iter().product();
+            let mut data = vec![0u8; n as usize * attrs.data_type.size()];
+            if !self.read_zarr_block(z, grid_pos, &mut data)? {
+                return Ok(None);
+            }
+            let header = BlockHeader {
+                mode: BlockMode::Default,
+                size: shape.iter().map(|&s| s as u32).collect(),
+                num_elements: n,
+            };
+            return Ok(Some(DataBlock { header, data }));
+        }
         let Some(bytes) = self.store().get(&self.block_key(grid_pos))? else {
             return Ok(None);
         };
@@ -136,6 +256,18 @@ impl Dataset {
     pub fn block_header(&self, grid_pos: &[u64]) -> Result<Option<BlockHeader>> {
         let attrs = self.attributes();
         attrs.check_grid_pos(grid_pos)?;
+        if self.zarr.is_some() {
+            // Zarr chunks have no header: the nominal one of a stored block.
+            if !self.block_exists(grid_pos)? {
+                return Ok(None);
+            }
+            let shape = attrs.block_shape(grid_pos)?;
+            return Ok(Some(BlockHeader {
+                mode: BlockMode::Default,
+                size: shape.iter().map(|&s| s as u32).collect(),
+                num_elements: shape.iter().product(),
+            }));
+        }
         // The header's largest size: mode, rank, the extents and the
         // element count (an object block's is shorter).
         let len = 8 + 4 * attrs.ndim() as u64;
@@ -153,6 +285,10 @@ impl Dataset {
     /// smaller one is zero-extended, a missing one gives zeros and `false`.
     pub fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
         let attrs = self.attributes();
+        if let Some(z) = &self.zarr {
+            attrs.check_grid_pos(grid_pos)?;
+            return self.read_zarr_block(z, grid_pos, out);
+        }
         if attrs.compression == crate::codec::Compression::Raw && attrs.data_type.is_numeric() {
             if let Some(found) = self.read_raw_block_direct(grid_pos, &attrs, out)? {
                 return Ok(found);
@@ -343,6 +479,7 @@ impl Dataset {
         shape: &[u64],
     ) -> Result<()> {
         self.container.check_writable()?;
+        self.check_not_zarr()?;
         attrs.check_grid_pos(grid_pos)?;
         attrs.check_rank(shape.len(), "block shape")?;
         for (d, (&s, &b)) in shape.iter().zip(&attrs.block_size).enumerate() {
@@ -464,6 +601,12 @@ impl Dataset {
         shape: &[u64],
         data: &[u8],
     ) -> Result<()> {
+        if let Some(z) = &self.zarr {
+            return Err(crate::format::unsupported_on(
+                z.format(),
+                "varlength blocks",
+            ));
+        }
         let attrs = self.attributes();
         self.check_numeric(&attrs)?;
         self.check_write(&attrs, grid_pos, shape)?;
@@ -559,6 +702,12 @@ impl Dataset {
     }
 
     fn expect_type(&self, t: DataType) -> Result<()> {
+        if let Some(z) = &self.zarr {
+            return Err(crate::format::unsupported_on(
+                z.format(),
+                &format!("{t} blocks"),
+            ));
+        }
         let actual = self.data_type();
         if actual != t {
             return Err(Error::new(
@@ -572,6 +721,7 @@ impl Dataset {
     /// Delete the block at `grid_pos`; returns whether it was stored.
     pub fn delete_block(&self, grid_pos: &[u64]) -> Result<bool> {
         self.container.check_writable()?;
+        self.check_not_zarr()?;
         self.attributes().check_grid_pos(grid_pos)?;
         self.store().delete(&self.block_key(grid_pos))
     }
@@ -581,6 +731,16 @@ impl Dataset {
     /// grid (left by a shrinking resize) are included. Object stores answer
     /// from a flat listing of the dataset's keys (a thousand per request).
     pub fn list_blocks(&self) -> Result<Vec<Vec<u64>>> {
+        if let Some(z) = &self.zarr {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "dataset '{}': listing the chunks of {} arrays is not supported yet",
+                    display(&self.path),
+                    z.format().name()
+                ),
+            ));
+        }
         let ndim = self.attributes().ndim();
         let number = |n: &str| {
             let canonical = !n.is_empty()

@@ -148,3 +148,116 @@ fn groups_and_attributes_written_in_each_format() {
         assert_eq!(c.list("").unwrap(), Vec::<String>::new());
     }
 }
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+fn reversed(v: &[u64]) -> Vec<u64> {
+    v.iter().rev().copied().collect()
+}
+
+/// Every array of the corpus reads back to the manifest's checksum, whole
+/// through a region read and block by block through the block API (inner
+/// chunks of shards through the shard index), with its shapes in N5
+/// order.
+#[test]
+fn every_array_reads_back_exactly() {
+    let m = manifest();
+    let mut checked = 0;
+    for a in m["arrays"].as_array().unwrap() {
+        let (name, path) = (
+            a["container"].as_str().unwrap(),
+            a["path"].as_str().unwrap(),
+        );
+        let what = format!("{name}/{path}");
+        let container = open(&m, name);
+        let d = container
+            .open_dataset(path)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let shape = u64s(&a["shape"]);
+        let chunk = u64s(&a["chunk_shape"]);
+        let attrs = d.attributes();
+        assert_eq!(attrs.dimensions, reversed(&shape), "{what}");
+        let block: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
+        assert_eq!(block, reversed(&chunk), "{what}");
+        let shard = match &a["shard_shape"] {
+            Value::Null => chunk.clone(),
+            s => u64s(s),
+        };
+        assert_eq!(d.shard_shape(), reversed(&shard), "{what}");
+        assert_eq!(
+            attrs.data_type.name(),
+            a["dtype"].as_str().unwrap(),
+            "{what}"
+        );
+        assert_eq!(
+            d.metadata().unwrap(),
+            a["metadata"],
+            "{what}: the metadata document"
+        );
+
+        // The whole array, as a region.
+        let dims = attrs.dimensions.clone();
+        let elem = attrs.data_type.size();
+        let n: u64 = dims.iter().product();
+        let mut whole = vec![0u8; n as usize * elem];
+        d.read_region(&vec![0; dims.len()], &dims, &mut whole)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let want = a["array_sha256"].as_str().unwrap();
+        assert_eq!(common::sha256(&whole), want, "{what}: region read");
+
+        // Block by block.
+        let grid: Vec<u64> = dims
+            .iter()
+            .zip(&block)
+            .map(|(&d, &b)| d.div_ceil(b))
+            .collect();
+        let blocks: u64 = grid.iter().product();
+        let mut assembled = vec![0u8; whole.len()];
+        for k in 0..blocks {
+            let mut rest = k;
+            let pos: Vec<u64> = grid
+                .iter()
+                .map(|&g| {
+                    let p = rest % g;
+                    rest /= g;
+                    p
+                })
+                .collect();
+            let bshape = d.block_shape(&pos).unwrap();
+            let mut buf = vec![0u8; bshape.iter().product::<u64>() as usize * elem];
+            let found = d
+                .read_block_into(&pos, &mut buf)
+                .unwrap_or_else(|e| panic!("{what} block {pos:?}: {e}"));
+            assert_eq!(d.block_exists(&pos).unwrap(), found, "{what} block {pos:?}");
+            // Place it (N5 order, dimension 0 fastest).
+            let offset: Vec<u64> = pos.iter().zip(&block).map(|(p, b)| p * b).collect();
+            let rows: u64 = bshape[1..].iter().product();
+            for r in 0..rows {
+                let mut rem = r;
+                let mut src = 0u64;
+                let mut dst = offset[0];
+                let (mut sstride, mut dstride) = (bshape[0], dims[0]);
+                for dd in 1..dims.len() {
+                    let i = rem % bshape[dd];
+                    rem /= bshape[dd];
+                    src += i * sstride;
+                    dst += (offset[dd] + i) * dstride;
+                    sstride *= bshape[dd];
+                    dstride *= dims[dd];
+                }
+                let len = bshape[0] as usize * elem;
+                let (s, t) = (src as usize * elem, dst as usize * elem);
+                assembled[t..t + len].copy_from_slice(&buf[s..s + len]);
+            }
+        }
+        assert_eq!(common::sha256(&assembled), want, "{what}: block reads");
+        checked += 1;
+    }
+    assert_eq!(checked, m["arrays"].as_array().unwrap().len());
+}

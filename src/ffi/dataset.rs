@@ -152,6 +152,40 @@ pub extern "C" fn n5_dataset_block_size(
     })
 }
 
+/// The dataset's shard shape in `out[ndim]`: for a sharded Zarr v3 array
+/// the shape of its shards (the chunk grid's chunks; the outermost level
+/// of nested sharding), otherwise the block size.
+#[no_mangle]
+pub extern "C" fn n5_dataset_shard_shape(
+    d: *const n5_dataset,
+    ndim: usize,
+    out: *mut u64,
+) -> n5_status {
+    boundary::status("n5_dataset_shard_shape", || {
+        let d = dataset(d)?;
+        convert::check_ndim(d, ndim)?;
+        store_u64s(out, ndim, &d.shard_shape(), "out")
+    })
+}
+
+/// The dataset's own metadata document as JSON text (same convention as
+/// `n5_container_version`): the array's zarr.json or .zarray as stored, or
+/// an N5 dataset's attributes.json (its user attributes included).
+#[no_mangle]
+pub extern "C" fn n5_dataset_metadata(
+    d: *const n5_dataset,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_dataset_metadata", || {
+        let d = dataset(d)?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let text = d.metadata()?.to_string();
+        write_text(&text, buf, buf_cap, out_len)
+    })
+}
+
 /// The number of blocks along each dimension (`ceil(dimensions /
 /// block_size)`) in `out_grid_shape[ndim]`.
 #[no_mangle]

@@ -10,6 +10,7 @@
 //! prefix, else the markers its root holds, else a probe one level down,
 //! else the name's suffix, else N5.
 
+pub(crate) mod array;
 pub mod n5;
 pub(crate) mod node;
 pub(crate) mod zarr2;

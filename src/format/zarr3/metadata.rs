@@ -755,6 +755,13 @@ pub(crate) fn fill_value(v: &Value, dtype: DataType) -> Result<Vec<u8>> {
                 .as_i64()
                 .and_then(|n| <$t>::try_from(n).ok())
                 .or_else(|| v.as_u64().and_then(|n| <$t>::try_from(n).ok()))
+                // A whole number written as a float (z5py writes 0.0 for
+                // integer arrays), exactly representable.
+                .or_else(|| {
+                    v.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0)
+                        .and_then(|f| <$t>::try_from(f as i64).ok())
+                })
                 .ok_or_else(bad)?;
             n.to_ne_bytes().to_vec()
         }};

@@ -1,0 +1,460 @@
+//! The arrays of the Zarr formats as the API sees them: their metadata in
+//! N5 order (dimensions reversed; the block is the chunk, or the innermost
+//! chunk of a sharded array), the key of each chunk or shard, reading one
+//! block (through the shard index with range requests) and decoding a
+//! whole chunk or shard. Works on any [`Store`]; N5's own blocks are
+//! `format::n5`'s.
+
+use serde_json::Value;
+
+use super::node::{parse_json, ZARRAY, ZARR_JSON};
+use super::zarr2;
+use super::zarr3::chain::Chain;
+use super::zarr3::metadata::{IndexLocation, KeyEncoding};
+use super::zarr3::shard::{self, ShardLayout};
+use super::Format;
+use crate::codec::Compression;
+use crate::dtype::DataType;
+use crate::error::{Error, Result};
+use crate::metadata::DatasetAttributes;
+use crate::path;
+use crate::storage::{ByteRange, Store};
+
+/// A Zarr array's layout and codecs, read from its metadata once.
+#[derive(Debug)]
+pub(crate) struct ZarrArray {
+    format: Format,
+    /// The metadata document as stored.
+    document: Value,
+    dtype: DataType,
+    /// The array's shape (C order).
+    shape: Vec<u64>,
+    /// The chunk grid's chunk shape: the shard shape of a sharded array
+    /// (C order).
+    outer: Vec<u64>,
+    /// The block: the innermost chunk shape (C order).
+    inner: Vec<u64>,
+    /// One element of the fill value, native byte order.
+    fill: Vec<u8>,
+    codec: Codec,
+}
+
+#[derive(Debug)]
+enum Codec {
+    V2(zarr2::metadata::ArrayMetadata),
+    V3 {
+        /// The chain of a chunk of the grid (a whole shard when sharded).
+        chain: Chain,
+        keys: KeyEncoding,
+        /// The sharding levels, outermost first; empty when the chain is
+        /// not a plain `sharding_indexed` one.
+        levels: Vec<ShardLayout>,
+    },
+}
+
+/// `v` reversed (C order to N5 order and back).
+fn reversed(v: &[u64]) -> Vec<u64> {
+    v.iter().rev().copied().collect()
+}
+
+impl ZarrArray {
+    /// The array at `path` of a container of `format`, read from its
+    /// metadata document; errors name the document.
+    pub(crate) fn open(format: Format, store: &dyn Store, path: &str) -> Result<ZarrArray> {
+        let key = path::join(
+            path,
+            match format {
+                Format::Zarr2 => ZARRAY,
+                _ => ZARR_JSON,
+            },
+        );
+        let bytes = store.get(&key)?.ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorKind::NotFound,
+                format!("{} does not exist", store.describe(&key)),
+            )
+        })?;
+        let doc = parse_json(&bytes, &key, store)?;
+        ZarrArray::from_document(format, doc).map_err(|e| e.context(store.describe(&key)))
+    }
+
+    /// The array a metadata document of `format` describes.
+    pub(crate) fn from_document(format: Format, document: Value) -> Result<ZarrArray> {
+        match format {
+            Format::Zarr2 => {
+                let meta = zarr2::metadata::ArrayMetadata::from_json(&document)?;
+                Ok(ZarrArray {
+                    format,
+                    dtype: meta.data_type,
+                    shape: meta.shape.clone(),
+                    outer: meta.chunks.clone(),
+                    inner: meta.chunks.clone(),
+                    fill: meta.fill_value.clone(),
+                    codec: Codec::V2(meta),
+                    document,
+                })
+            }
+            _ => {
+                let meta = super::zarr3::metadata::ArrayMetadata::from_json(&document)?;
+                let chain = Chain::new(
+                    meta.codecs.clone(),
+                    meta.data_type,
+                    meta.chunk_shape.clone(),
+                    meta.fill_value.clone(),
+                );
+                // Descend through plain sharding chains to the block.
+                let mut levels: Vec<ShardLayout> = Vec::new();
+                let mut inner = meta.chunk_shape.clone();
+                let mut current = chain.clone();
+                while let Some(spec) = current.sharding().cloned() {
+                    let layout = ShardLayout::new(&spec, meta.data_type, &inner, &meta.fill_value);
+                    inner = layout.inner.shape.clone();
+                    current = layout.inner.clone();
+                    levels.push(layout);
+                }
+                Ok(ZarrArray {
+                    format,
+                    dtype: meta.data_type,
+                    shape: meta.shape.clone(),
+                    outer: meta.chunk_shape.clone(),
+                    inner,
+                    fill: meta.fill_value.clone(),
+                    codec: Codec::V3 {
+                        chain,
+                        keys: meta.key_encoding.clone(),
+                        levels,
+                    },
+                    document,
+                })
+            }
+        }
+    }
+
+    /// The container format the array belongs to.
+    pub(crate) fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The metadata document as stored (`n5_dataset_metadata`).
+    pub(crate) fn document(&self) -> &Value {
+        &self.document
+    }
+
+    /// The dataset attributes the API works with: N5 order, the block
+    /// being the innermost chunk.
+    pub(crate) fn attributes(&self) -> Result<DatasetAttributes> {
+        DatasetAttributes::new(
+            reversed(&self.shape),
+            self.inner.iter().rev().map(|&c| c as u32).collect(),
+            self.dtype,
+            Compression::Raw,
+        )
+    }
+
+    /// The attributes of the grid of chunks as stored (shards of a sharded
+    /// array), N5 order.
+    pub(crate) fn outer_attributes(&self) -> Result<DatasetAttributes> {
+        DatasetAttributes::new(
+            reversed(&self.shape),
+            self.outer.iter().rev().map(|&c| c as u32).collect(),
+            self.dtype,
+            Compression::Raw,
+        )
+    }
+
+    /// The shard shape in N5 order (the block size when not sharded).
+    pub(crate) fn shard_shape(&self) -> Vec<u64> {
+        reversed(&self.outer)
+    }
+
+    /// One element of the fill value, native byte order.
+    pub(crate) fn fill(&self) -> &[u8] {
+        &self.fill
+    }
+
+    /// Bytes of a decoded block (innermost chunk, full size at the edges).
+    pub(crate) fn block_bytes(&self) -> usize {
+        self.inner.iter().product::<u64>() as usize * self.dtype.size()
+    }
+
+    /// Bytes of a decoded chunk of the grid (a whole shard when sharded).
+    pub(crate) fn outer_bytes(&self) -> usize {
+        self.outer.iter().product::<u64>() as usize * self.dtype.size()
+    }
+
+    /// The key (relative to the array) of the chunk of the grid at the N5
+    /// grid position `pos` of that grid.
+    pub(crate) fn outer_key(&self, pos: &[u64]) -> String {
+        let c = reversed(pos);
+        match &self.codec {
+            Codec::V2(meta) => {
+                if c.is_empty() {
+                    return "0".into();
+                }
+                let parts: Vec<String> = c.iter().map(u64::to_string).collect();
+                parts.join(&meta.separator.to_string())
+            }
+            Codec::V3 { keys, .. } => keys.key(&c),
+        }
+    }
+
+    /// The N5 grid position of the chunk of the grid that holds the block
+    /// at the N5 grid position `block`.
+    pub(crate) fn outer_of_block(&self, block: &[u64]) -> Vec<u64> {
+        let (outer, inner) = (reversed(&self.outer), reversed(&self.inner));
+        (0..block.len())
+            .map(|d| block[d] * inner[d] / outer[d])
+            .collect()
+    }
+
+    /// Decodes a stored chunk of the grid (a whole shard when sharded) into
+    /// `out` ([`ZarrArray::outer_bytes`]): native byte order, C order of
+    /// the chunk, which is N5 order of the reversed shape.
+    pub(crate) fn decode_outer(&self, stored: &[u8], out: &mut [u8]) -> Result<()> {
+        match &self.codec {
+            Codec::V2(meta) => zarr2::chunk::decode(meta, stored, out),
+            Codec::V3 { chain, .. } => chain.decode(stored, out),
+        }
+    }
+
+    /// Fill `out` with the fill value.
+    pub(crate) fn fill_buffer(&self, out: &mut [u8]) {
+        shard::fill_with(out, &self.fill);
+    }
+
+    /// Read the block at the N5 grid position `pos` of the array at `path`
+    /// into `out` ([`ZarrArray::block_bytes`], full size at the edges; with
+    /// `None`, only whether it is stored):
+    /// the chunk, or in a sharded array the inner chunk, found through the
+    /// shard's index with a range request and fetched with another. A
+    /// missing chunk or inner chunk reads as the fill value and gives
+    /// `false`. Errors name the key and, in a shard, the inner chunk.
+    pub(crate) fn read_block(
+        &self,
+        store: &dyn Store,
+        path: &str,
+        pos: &[u64],
+        mut out: Option<&mut [u8]>,
+    ) -> Result<bool> {
+        let fill = |out: Option<&mut [u8]>| {
+            if let Some(out) = out {
+                shard::fill_with(out, &self.fill);
+            }
+            Ok(false)
+        };
+        let levels = match &self.codec {
+            Codec::V3 { levels, .. } if !levels.is_empty() => levels,
+            _ => {
+                let key = path::join(path, &self.outer_key(pos));
+                let Some(out) = out else {
+                    return store.exists(&key);
+                };
+                return match store.get(&key)? {
+                    None => fill(Some(out)),
+                    Some(bytes) => {
+                        self.decode_outer(&bytes, out)
+                            .map_err(|e| e.context(store.describe(&key)))?;
+                        Ok(true)
+                    }
+                };
+            }
+        };
+        let shard_pos = self.outer_of_block(pos);
+        let key = path::join(path, &self.outer_key(&shard_pos));
+        let what = store.describe(&key);
+        // The block's element offset inside its shard, C order.
+        let c_pos = reversed(pos);
+        let mut within: Vec<u64> = (0..c_pos.len())
+            .map(|d| (c_pos[d] * self.inner[d]) % self.outer[d])
+            .collect();
+        // The first level through range requests.
+        let first = &levels[0];
+        let index_len = first.index_bytes() as u64;
+        let range = match first.location {
+            IndexLocation::Start => ByteRange::Span {
+                offset: 0,
+                len: index_len,
+            },
+            IndexLocation::End => ByteRange::Suffix(index_len),
+        };
+        let Some(index) = store.get_range(&key, range)? else {
+            return fill(out);
+        };
+        // The shard's length is not known from a suffix read; every entry
+        // is checked against what its range read returns instead.
+        let entries = first.decode_index(&index, u64::MAX, &what)?;
+        let at = chunk_of(first, &mut within);
+        let Some(entry) = entries[first.number(&at)] else {
+            return fill(out);
+        };
+        if out.is_none() && levels.len() == 1 {
+            return Ok(true);
+        }
+        let bytes = store
+            .get_range(
+                &key,
+                ByteRange::Span {
+                    offset: entry.offset,
+                    len: entry.nbytes,
+                },
+            )?
+            .unwrap_or_default();
+        if bytes.len() as u64 != entry.nbytes {
+            return Err(Error::codec(format!(
+                "{what}: inner chunk {at:?} is at bytes {}..+{}, beyond the shard's {} bytes",
+                entry.offset,
+                entry.nbytes,
+                entry.offset + bytes.len() as u64
+            )));
+        }
+        // Deeper levels inside the bytes at hand.
+        let mut current: &[u8] = &bytes;
+        let mut layout = first;
+        for next in &levels[1..] {
+            let range = next.index_range(current.len() as u64).ok_or_else(|| {
+                Error::codec(format!(
+                    "{what}: the nested shard of inner chunk {at:?} has {} bytes, fewer than its index",
+                    current.len()
+                ))
+            })?;
+            let entries = next.decode_index(
+                &current[range.start as usize..range.end as usize],
+                current.len() as u64,
+                &what,
+            )?;
+            let at = chunk_of(next, &mut within);
+            match entries[next.number(&at)] {
+                None => return fill(out),
+                Some(e) => current = &current[e.offset as usize..(e.offset + e.nbytes) as usize],
+            }
+            layout = next;
+        }
+        if let Some(out) = out.as_deref_mut() {
+            layout
+                .inner
+                .decode(current, out)
+                .map_err(|e| e.context(format!("{what}: inner chunk {at:?}")))?;
+        }
+        Ok(true)
+    }
+}
+
+/// The position (C order) of the inner chunk of `layout` that holds the
+/// element offset `within` (relative to the shard), which becomes the offset
+/// relative to that inner chunk.
+fn chunk_of(layout: &ShardLayout, within: &mut [u64]) -> Vec<u64> {
+    let shape = &layout.inner.shape;
+    (0..within.len())
+        .map(|d| {
+            let p = within[d] / shape[d];
+            within[d] %= shape[d];
+            p
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::MemoryStore;
+    use serde_json::json;
+
+    /// A uint16 array of 8×8 in one shard of 4×4 inner chunks (index at the
+    /// end, with or without its CRC-32C), stored under `a/c/0/0`.
+    fn sharded(store: &MemoryStore, crc: bool) -> (ZarrArray, Vec<u8>) {
+        let mut index_codecs =
+            vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+        if crc {
+            index_codecs.push(json!({"name": "crc32c"}));
+        }
+        let doc = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [8, 8], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 8]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [4, 4],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "index_codecs": index_codecs, "index_location": "end"}}]
+        });
+        let a = ZarrArray::from_document(Format::Zarr3, doc).unwrap();
+        // Element (row r, column c) holds 100 r + c; the inner chunk at
+        // row 1, column 1 is all fill value, so it is left out.
+        let mut data = Vec::new();
+        for r in 0..8u16 {
+            for c in 0..8u16 {
+                let v = if r >= 4 && c >= 4 { 7 } else { 100 * r + c };
+                data.extend_from_slice(&v.to_ne_bytes());
+            }
+        }
+        let Codec::V3 { chain, .. } = &a.codec else {
+            unreachable!()
+        };
+        let mut shard = Vec::new();
+        chain.encode(&data, &mut shard).unwrap();
+        store.put("a/c/0/0", &[&shard]).unwrap();
+        (a, shard)
+    }
+
+    fn block(a: &ZarrArray, s: &MemoryStore, pos: &[u64]) -> Result<(bool, Vec<u16>)> {
+        let mut out = vec![0u8; a.block_bytes()];
+        let found = a.read_block(s, "a", pos, Some(&mut out))?;
+        let v = out
+            .chunks_exact(2)
+            .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+            .collect();
+        Ok((found, v))
+    }
+
+    #[test]
+    fn blocks_of_a_shard_through_its_index() {
+        let s = MemoryStore::new();
+        let (a, _) = sharded(&s, true);
+        assert_eq!(a.shard_shape(), vec![8, 8]);
+        assert_eq!(a.attributes().unwrap().block_size, vec![4, 4]);
+        // N5 position [1, 0]: columns 4..8 of rows 0..4.
+        let (found, v) = block(&a, &s, &[1, 0]).unwrap();
+        assert!(found);
+        assert_eq!(v[0], 4);
+        assert_eq!(v[5], 105);
+        // The left-out inner chunk: fill value.
+        let (found, v) = block(&a, &s, &[1, 1]).unwrap();
+        assert!(!found);
+        assert!(v.iter().all(|&x| x == 7));
+        assert!(a.read_block(&s, "a", &[0, 1], None).unwrap());
+        assert!(!a.read_block(&s, "a", &[1, 1], None).unwrap());
+        // No shard at all.
+        s.delete("a/c/0/0").unwrap();
+        assert!(!block(&a, &s, &[0, 0]).unwrap().0);
+    }
+
+    #[test]
+    fn hostile_shards_are_errors_naming_the_shard_and_inner_chunk() {
+        let s = MemoryStore::new();
+        // A damaged index: its CRC-32C no longer matches.
+        let (a, shard) = sharded(&s, true);
+        let mut bad = shard.clone();
+        let at = bad.len() - 10;
+        bad[at] ^= 1;
+        s.put("a/c/0/0", &[&bad]).unwrap();
+        let e = block(&a, &s, &[0, 0]).unwrap_err();
+        assert!(e.message().contains("a/c/0/0"), "{e}");
+        // A truncated shard: shorter than its index.
+        s.put("a/c/0/0", &[&shard[..20]]).unwrap();
+        assert!(block(&a, &s, &[0, 0]).is_err());
+        // An entry that points beyond the shard (no CRC to catch it first).
+        let (a, shard) = sharded(&s, false);
+        let mut bad = shard.clone();
+        let index_at = bad.len() - 64;
+        bad[index_at..index_at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        s.put("a/c/0/0", &[&bad]).unwrap();
+        let e = block(&a, &s, &[0, 0]).unwrap_err();
+        assert!(
+            e.message().contains("a/c/0/0") && e.message().contains("[0, 0]"),
+            "{e}"
+        );
+        // Absurd sizes: no allocation follows them.
+        bad[index_at + 8..index_at + 16].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+        s.put("a/c/0/0", &[&bad]).unwrap();
+        assert!(block(&a, &s, &[0, 0]).is_err());
+    }
+}
