@@ -753,6 +753,24 @@ n5_dataset *n5_dataset_create(n5_container *c,
                               const char *compression_json);
 
 /**
+ * Create a dataset at `path` (and its missing parent groups) from the
+ * container format's own metadata document, and return a handle to it:
+ * for Zarr v3 a zarr.json array document (`zarr_format` and `node_type`
+ * may be left out; any chunk key encoding, fill value, codec chain and
+ * sharding the format allows), for Zarr v2 a .zarray document, for N5 the
+ * dataset attributes (`dimensions`, `blockSize`, `dataType`,
+ * `compression`). Shapes are in the document's own order (C order for
+ * Zarr). The document is checked whole before anything is written:
+ * `N5_ERR_INVALID_METADATA` or `N5_ERR_UNSUPPORTED` naming what is wrong,
+ * `N5_ERR_ALREADY_EXISTS` for a dataset already at `path`; user attributes
+ * of a group at `path` are kept.
+ *
+ * Returns a new handle to release with `n5_dataset_free`, or NULL with the
+ * last error set.
+ */
+n5_dataset *n5_dataset_create_json(n5_container *c, const char *path, const char *metadata_json);
+
+/**
  * Open the dataset at `path`, reading its metadata once. Returns a new
  * handle to release with `n5_dataset_free`, or NULL with the last error set
  * (`N5_ERR_NOT_FOUND` for a missing path or a plain group,

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use crate::attrpath;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::array::ZarrArray;
 pub(crate) use crate::format::node::as_object_mut;
 use crate::format::node::{self, NodeKind};
 use crate::format::Format;
@@ -373,22 +374,6 @@ impl Container {
         &self.inner.pool
     }
 
-    /// Arrays are created in N5 containers only, so far.
-    fn n5_arrays_only(&self, p: &str) -> Result<()> {
-        match self.inner.format {
-            Format::N5 => Ok(()),
-            f => Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "'{}' in {}: creating arrays in {} containers is not supported yet",
-                    display(p),
-                    self.inner.location,
-                    f.name()
-                ),
-            )),
-        }
-    }
-
     /// The store holding the container's bytes.
     pub fn store(&self) -> &dyn Store {
         &*self.inner.store
@@ -667,7 +652,11 @@ impl Container {
     pub fn create_dataset(&self, path: &str, attributes: DatasetAttributes) -> Result<Dataset> {
         self.check_writable()?;
         let p = path::normalize(path)?;
-        self.n5_arrays_only(&p)?;
+        let format = self.inner.format;
+        if format != Format::N5 {
+            let doc = ZarrArray::document_for(format, &attributes)?;
+            return self.create_zarr_array(&p, doc);
+        }
         self.create_group(&p)?;
         let members = attributes.to_json();
         self.update_attributes(&p, |doc| {
@@ -687,6 +676,105 @@ impl Container {
         Ok(Dataset::new(self.clone(), p, attributes))
     }
 
+    /// Create a dataset at `path` (and its parent groups) from the format's
+    /// own metadata document: a zarr.json array document for Zarr v3
+    /// (`zarr_format` and `node_type` may be left out; sharding and every
+    /// codec of the format allowed), a .zarray document for Zarr v2, the
+    /// dataset attributes (`dimensions`, `blockSize`, `dataType`,
+    /// `compression`) for N5. Shapes are in the document's own order. The
+    /// document is checked whole before anything is written; user
+    /// attributes of a group already at `path` are kept.
+    pub fn create_dataset_json(&self, path: &str, document: &Value) -> Result<Dataset> {
+        self.check_writable()?;
+        let p = path::normalize(path)?;
+        let format = self.inner.format;
+        let mut doc = document.clone();
+        let map = doc.as_object_mut().ok_or_else(|| {
+            Error::invalid_metadata(format!(
+                "the metadata of a new dataset must be a JSON object, not {document}"
+            ))
+        })?;
+        match format {
+            Format::N5 => {
+                let attributes = DatasetAttributes::from_json(document)?;
+                return self.create_dataset(&p, attributes);
+            }
+            Format::Zarr3 => {
+                map.entry("zarr_format").or_insert(Value::from(3));
+                map.entry("node_type").or_insert(Value::from("array"));
+            }
+            Format::Zarr2 => {
+                map.entry("zarr_format").or_insert(Value::from(2));
+            }
+        }
+        self.create_zarr_array(&p, doc)
+    }
+
+    /// Write the Zarr array document `doc` at the normalised `p`, after
+    /// checking it, with the parents as groups; a group at `p` becomes the
+    /// array and keeps its user attributes, an array there is an error.
+    fn create_zarr_array(&self, p: &str, doc: Value) -> Result<Dataset> {
+        let format = self.inner.format;
+        let store = self.store();
+        ZarrArray::from_document(format, doc.clone())
+            .map_err(|e| e.context(format!("the metadata of dataset '{}'", display(p))))?;
+        if let Some((parent, _)) = p.rsplit_once('/') {
+            self.create_group(parent)?;
+        }
+        if store.exists(p)? {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("'{}' is a file, not a group", display(p)),
+            ));
+        }
+        store.create_dir(p)?;
+        let exists = || {
+            Error::new(
+                ErrorKind::AlreadyExists,
+                format!("a dataset already exists at '{}'", display(p)),
+            )
+        };
+        let mut written = doc.clone();
+        match format {
+            Format::Zarr3 => {
+                let key = path::join(p, node::ZARR_JSON);
+                store.update(&key, &mut |current| {
+                    let mut new = doc.clone();
+                    if let Some(bytes) = current {
+                        let old = node::parse_json(bytes, &key, store)?;
+                        if old.get("node_type").and_then(Value::as_str) == Some("array") {
+                            return Err(exists());
+                        }
+                        if let Some(attrs) = old.get("attributes").and_then(Value::as_object) {
+                            let mine = as_object_mut(&mut new)
+                                .entry("attributes")
+                                .or_insert_with(|| Value::Object(Map::new()));
+                            for (k, v) in attrs {
+                                as_object_mut(mine).entry(k.clone()).or_insert(v.clone());
+                            }
+                        }
+                    }
+                    written = new.clone();
+                    serde_json::to_vec_pretty(&new)
+                        .map(Some)
+                        .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
+                })?;
+            }
+            _ => {
+                let key = path::join(p, node::ZARRAY);
+                let bytes = serde_json::to_vec_pretty(&doc)
+                    .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+                if !store.put_if(&key, &bytes, &crate::storage::Precondition::Absent)? {
+                    return Err(exists());
+                }
+                // A group here becomes the array (its .zattrs stay).
+                store.delete(&path::join(p, node::ZGROUP))?;
+            }
+        }
+        let array = ZarrArray::from_document(format, written)?;
+        Dataset::new_zarr(self.clone(), p.to_string(), array)
+    }
+
     /// Open the dataset at `path`, reading its metadata once.
     pub fn open_dataset(&self, path: &str) -> Result<Dataset> {
         let p = path::normalize(path)?;
@@ -694,7 +782,7 @@ impl Container {
         if format != Format::N5 {
             return match format.node_kind(self.store(), &p)? {
                 Some(NodeKind::Array) => {
-                    let array = crate::format::array::ZarrArray::open(format, self.store(), &p)
+                    let array = ZarrArray::open(format, self.store(), &p)
                         .map_err(|e| e.context(format!("dataset '{}'", display(&p))))?;
                     Dataset::new_zarr(self.clone(), p, array)
                 }

@@ -479,7 +479,6 @@ impl Dataset {
         shape: &[u64],
     ) -> Result<()> {
         self.container.check_writable()?;
-        self.check_not_zarr()?;
         attrs.check_grid_pos(grid_pos)?;
         attrs.check_rank(shape.len(), "block shape")?;
         for (d, (&s, &b)) in shape.iter().zip(&attrs.block_size).enumerate() {
@@ -514,10 +513,59 @@ impl Dataset {
     /// [`crate::Options::write_empty_blocks`] off, an all-zero block is not
     /// stored, and a stored one at `grid_pos` is deleted.
     pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        if let Some(z) = &self.zarr {
+            return self.write_zarr_block(z, grid_pos, shape, data);
+        }
         match self.begin_numeric_write(grid_pos, shape, data)? {
             Some((attrs, header)) => self.store_block(grid_pos, &header, data, &attrs),
             None => self.store().delete(&self.block_key(grid_pos)).map(|_| ()),
         }
+    }
+
+    /// [`Dataset::write_block`] of a Zarr array: the chunk (or inner chunk)
+    /// is `data` where `shape` covers it and the fill value elsewhere, the
+    /// whole chunk is written, and in a sharded array its shard is
+    /// changed atomically (see [`ZarrArray::merge_shard`]).
+    fn write_zarr_block(
+        &self,
+        z: &ZarrArray,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let attrs = self.attributes();
+        self.check_write(&attrs, grid_pos, shape)?;
+        let elem = attrs.data_type.size();
+        check_buffer(shape, elem, data.len())?;
+        let nominal = attrs.block_shape(grid_pos)?;
+        let origin: Vec<u64> = grid_pos
+            .iter()
+            .zip(&attrs.block_size)
+            .map(|(&p, &b)| p * b as u64)
+            .collect();
+        let mut block = vec![0u8; nominal.iter().product::<u64>() as usize * elem];
+        z.fill_buffer(&mut block);
+        let extent: Vec<u64> = shape
+            .iter()
+            .zip(&nominal)
+            .map(|(&s, &n)| s.min(n))
+            .collect();
+        let zeros = vec![0u64; shape.len()];
+        copy_box(
+            data,
+            Placement {
+                shape,
+                offset: &zeros,
+            },
+            &mut block,
+            Placement {
+                shape: &nominal,
+                offset: &zeros,
+            },
+            &extent,
+            elem,
+        );
+        self.write_region_zarr(z, &origin, &nominal, &block)
     }
 
     /// The checks of a numeric block write and its mode-0 header; `None`
@@ -721,8 +769,20 @@ impl Dataset {
     /// Delete the block at `grid_pos`; returns whether it was stored.
     pub fn delete_block(&self, grid_pos: &[u64]) -> Result<bool> {
         self.container.check_writable()?;
-        self.check_not_zarr()?;
         self.attributes().check_grid_pos(grid_pos)?;
+        if let Some(z) = &self.zarr {
+            if z.is_sharded() {
+                // The inner chunk becomes fill value, which leaves it out.
+                if !self.block_exists(grid_pos)? {
+                    return Ok(false);
+                }
+                let shape = self.block_shape(grid_pos)?;
+                let mut fill = vec![0u8; shape.iter().product::<u64>() as usize * z.fill().len()];
+                z.fill_buffer(&mut fill);
+                self.write_zarr_block(z, grid_pos, &shape, &fill)?;
+                return Ok(true);
+            }
+        }
         self.store().delete(&self.block_key(grid_pos))
     }
 

@@ -678,6 +678,66 @@ impl Dataset {
         )
     }
 
+    /// [`Dataset::write_region`] of a Zarr array: each chunk of the grid the
+    /// region touches (a whole shard when sharded) is written once, by the
+    /// container's threads in parallel. A chunk the region covers whole
+    /// (up to the array's end) is encoded from the region alone; one it
+    /// covers in part is read, changed and written back, a shard
+    /// atomically with respect to other writers (see
+    /// [`ZarrArray::merge_shard`]).
+    pub(crate) fn write_region_zarr(
+        &self,
+        z: &ZarrArray,
+        offset: &[u64],
+        shape: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let attrs = z.outer_attributes()?;
+        let elem = attrs.data_type.size();
+        let grid = Grid::new(&attrs, offset, shape)?;
+        let full = z.shard_shape();
+        let outer_bytes = z.outer_bytes();
+        let store = self.container().store();
+        let write_empty = self.container().options().write_empty_blocks;
+        self.container().pool().run(
+            grid.total,
+            || (Vec::new(), Vec::new()),
+            |(buf, scratch): &mut (Vec<u8>, Vec<u8>), i| {
+                let mut o = grid.overlap(i)?;
+                let whole = o.extent == o.block_shape;
+                o.block_shape = full.clone();
+                let pos = o.grid_pos.clone();
+                let place = |buf: &mut [u8]| {
+                    copy_box(
+                        data,
+                        Placement {
+                            shape,
+                            offset: &o.in_region,
+                        },
+                        buf,
+                        Placement {
+                            shape: &o.block_shape,
+                            offset: &o.in_block,
+                        },
+                        &o.extent,
+                        elem,
+                    )
+                };
+                if !whole && z.is_sharded() {
+                    return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
+                }
+                buf.resize(outer_bytes, 0);
+                if whole {
+                    z.fill_buffer(buf);
+                } else {
+                    z.read_outer(store, self.path(), &pos, buf)?;
+                }
+                place(buf);
+                z.write_outer(store, self.path(), &pos, buf, write_empty, scratch)
+            },
+        )
+    }
+
     /// Requests in flight for this dataset's container.
     fn io_concurrency(&self) -> usize {
         let remote = self.container().store().capabilities().remote;
@@ -703,11 +763,13 @@ impl Dataset {
     /// after a failure, blocks already written stay.
     pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         self.container().check_writable()?;
-        self.check_not_zarr()?;
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
+        if let Some(z) = self.zarr() {
+            return self.write_region_zarr(z, offset, shape, data);
+        }
         let grid = Grid::new(&attrs, offset, shape)?;
         if grid.total == 1 {
             let o = grid.overlap(0)?;

@@ -88,6 +88,36 @@ pub extern "C" fn n5_dataset_create(
     })
 }
 
+/// Create a dataset at `path` (and its missing parent groups) from the
+/// container format's own metadata document, and return a handle to it:
+/// for Zarr v3 a zarr.json array document (`zarr_format` and `node_type`
+/// may be left out; any chunk key encoding, fill value, codec chain and
+/// sharding the format allows), for Zarr v2 a .zarray document, for N5 the
+/// dataset attributes (`dimensions`, `blockSize`, `dataType`,
+/// `compression`). Shapes are in the document's own order (C order for
+/// Zarr). The document is checked whole before anything is written:
+/// `N5_ERR_INVALID_METADATA` or `N5_ERR_UNSUPPORTED` naming what is wrong,
+/// `N5_ERR_ALREADY_EXISTS` for a dataset already at `path`; user attributes
+/// of a group at `path` are kept.
+///
+/// Returns a new handle to release with `n5_dataset_free`, or NULL with the
+/// last error set.
+#[no_mangle]
+pub extern "C" fn n5_dataset_create_json(
+    c: *mut n5_container,
+    path: *const c_char,
+    metadata_json: *const c_char,
+) -> *mut n5_dataset {
+    boundary::value("n5_dataset_create_json", || {
+        let c = container(c)?;
+        let path = convert::string(path, "path")?;
+        let text = convert::string(metadata_json, "metadata_json")?;
+        let doc = Value::Object(parse_object(text, "metadata_json")?);
+        let ds = c.create_dataset_json(path, &doc)?;
+        Ok(handle::into_handle::<n5_dataset>(ds))
+    })
+}
+
 /// Open the dataset at `path`, reading its metadata once. Returns a new
 /// handle to release with `n5_dataset_free`, or NULL with the last error set
 /// (`N5_ERR_NOT_FOUND` for a missing path or a plain group,

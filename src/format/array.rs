@@ -5,7 +5,7 @@
 //! whole chunk or shard. Works on any [`Store`]; N5's own blocks are
 //! `format::n5`'s.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::node::{parse_json, ZARRAY, ZARR_JSON};
 use super::zarr2;
@@ -336,6 +336,223 @@ impl ZarrArray {
                 .map_err(|e| e.context(format!("{what}: inner chunk {at:?}")))?;
         }
         Ok(true)
+    }
+}
+
+impl ZarrArray {
+    /// The metadata document of a new array of `format` for the N5-order
+    /// `attrs`: the nearest codec of the format for the N5 compression
+    /// (raw: none; gzip, zstd and blosc in both; bzip2, xz and lz4 in
+    /// Zarr v2 only), fill value 0, C order, little-endian elements, not
+    /// sharded.
+    pub(crate) fn document_for(format: Format, attrs: &DatasetAttributes) -> Result<Value> {
+        let shape = reversed(&attrs.dimensions);
+        let chunks: Vec<u64> = attrs.block_size.iter().rev().map(|&b| b as u64).collect();
+        let elem = attrs.data_type.size();
+        let unsupported = |codec: &str| {
+            Error::new(
+                crate::error::ErrorKind::Unsupported,
+                format!(
+                    "compression '{codec}' has no standard codec in {}",
+                    format.name()
+                ),
+            )
+        };
+        let gzip_level = |level: i32| if level < 0 { 6 } else { level };
+        let blosc_shuffle = |shuffle: i32| match shuffle {
+            -1 if elem > 1 => 1,
+            -1 => 0,
+            s => s,
+        };
+        match format {
+            Format::Zarr2 => {
+                let compressor = match &attrs.compression {
+                    Compression::Raw => Value::Null,
+                    Compression::Gzip { level, use_zlib } => json!({
+                        "id": if *use_zlib { "zlib" } else { "gzip" },
+                        "level": gzip_level(*level)
+                    }),
+                    Compression::Zstd { level, .. } => json!({"id": "zstd", "level": level}),
+                    Compression::Blosc {
+                        cname,
+                        clevel,
+                        shuffle,
+                        blocksize,
+                    } => json!({
+                        "id": "blosc", "cname": cname, "clevel": clevel,
+                        "shuffle": blosc_shuffle(*shuffle), "blocksize": blocksize
+                    }),
+                    Compression::Bzip2 { block_size } => json!({"id": "bz2", "level": block_size}),
+                    Compression::Xz { preset } => json!({
+                        "id": "lzma", "format": 1, "check": -1, "preset": preset, "filters": null
+                    }),
+                    Compression::Lz4 { .. } => json!({"id": "lz4", "acceleration": 1}),
+                };
+                let endian = (elem > 1).then_some(super::zarr3::metadata::Endian::Little);
+                Ok(json!({
+                    "zarr_format": 2,
+                    "shape": shape,
+                    "chunks": chunks,
+                    "dtype": zarr2::metadata::dtype_string(attrs.data_type, endian),
+                    "compressor": compressor,
+                    "fill_value": 0,
+                    "order": "C",
+                    "filters": null,
+                    "dimension_separator": "."
+                }))
+            }
+            _ => {
+                let mut codecs =
+                    vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+                match &attrs.compression {
+                    Compression::Raw => {}
+                    Compression::Gzip { level, .. } => codecs.push(
+                        json!({"name": "gzip", "configuration": {"level": gzip_level(*level)}}),
+                    ),
+                    Compression::Zstd { level, .. } => codecs.push(
+                        json!({"name": "zstd", "configuration": {"level": level, "checksum": false}}),
+                    ),
+                    Compression::Blosc {
+                        cname,
+                        clevel,
+                        shuffle,
+                        blocksize,
+                    } => codecs.push(json!({"name": "blosc", "configuration": {
+                        "cname": cname, "clevel": clevel,
+                        "shuffle": match blosc_shuffle(*shuffle) {
+                            0 => "noshuffle",
+                            2 => "bitshuffle",
+                            _ => "shuffle",
+                        },
+                        "typesize": elem, "blocksize": blocksize
+                    }})),
+                    Compression::Bzip2 { .. } => return Err(unsupported("bzip2")),
+                    Compression::Xz { .. } => return Err(unsupported("xz")),
+                    Compression::Lz4 { .. } => return Err(unsupported("lz4")),
+                }
+                Ok(json!({
+                    "zarr_format": 3,
+                    "node_type": "array",
+                    "shape": shape,
+                    "data_type": attrs.data_type.name(),
+                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+                    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                    "fill_value": 0,
+                    "codecs": codecs,
+                    "attributes": {}
+                }))
+            }
+        }
+    }
+
+    /// Encodes a chunk of the grid (`data`: [`ZarrArray::outer_bytes`],
+    /// native, C order; a whole shard when sharded, whose inner chunks
+    /// equal to the fill value are left out) and appends it to `out`.
+    pub(crate) fn encode_outer(&self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        match &self.codec {
+            Codec::V2(meta) => zarr2::chunk::encode(meta, data, out),
+            Codec::V3 { chain, .. } => chain.encode(data, out),
+        }
+    }
+
+    /// Whether every element of `data` is the fill value.
+    pub(crate) fn is_fill(&self, data: &[u8]) -> bool {
+        shard::is_fill(data, &self.fill)
+    }
+
+    /// Whether the array is sharded.
+    pub(crate) fn is_sharded(&self) -> bool {
+        self.outer != self.inner
+    }
+
+    /// Write the chunk of the grid at N5 grid position `pos` (of that
+    /// grid) of the array at `path` from `data` (a whole decoded chunk or
+    /// shard): encoded and put in one atomic write, or deleted when it is
+    /// all fill value and either it is a shard (which would hold no inner
+    /// chunk) or `write_empty` is off.
+    pub(crate) fn write_outer(
+        &self,
+        store: &dyn Store,
+        path: &str,
+        pos: &[u64],
+        data: &[u8],
+        write_empty: bool,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let key = path::join(path, &self.outer_key(pos));
+        if (self.is_sharded() || !write_empty) && self.is_fill(data) {
+            return store.delete(&key).map(|_| ());
+        }
+        scratch.clear();
+        self.encode_outer(data, scratch)
+            .map_err(|e| e.context(store.describe(&key)))?;
+        store.put(&key, &[scratch])
+    }
+
+    /// Change part of the shard at N5 grid position `pos` (of the grid of
+    /// shards) of the array at `path`: `merge` receives the decoded shard
+    /// (the fill value where nothing is stored) and changes it in place.
+    /// The shard is read and replaced atomically with respect to every
+    /// other writer ([`Store::update`]: conditional writes on object
+    /// stores), so writers of different blocks of one shard, in other
+    /// processes or on other machines, lose nothing; a shard left all fill
+    /// value is deleted.
+    pub(crate) fn merge_shard(
+        &self,
+        store: &dyn Store,
+        path: &str,
+        pos: &[u64],
+        merge: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<()> {
+        let key = path::join(path, &self.outer_key(pos));
+        let what = store.describe(&key);
+        let mut whole = vec![0u8; self.outer_bytes()];
+        let mut empty = false;
+        store.update(&key, &mut |current| {
+            match current {
+                Some(bytes) => self
+                    .decode_outer(bytes, &mut whole)
+                    .map_err(|e| e.context(what.clone()))?,
+                None => self.fill_buffer(&mut whole),
+            }
+            merge(&mut whole);
+            empty = self.is_fill(&whole);
+            if empty {
+                return Ok(None);
+            }
+            let mut out = Vec::new();
+            self.encode_outer(&whole, &mut out)
+                .map_err(|e| e.context(what.clone()))?;
+            Ok(Some(out))
+        })?;
+        if empty {
+            store.delete(&key)?;
+        }
+        Ok(())
+    }
+
+    /// Read the chunk of the grid at N5 grid position `pos` (of that grid)
+    /// whole into `out` ([`ZarrArray::outer_bytes`]); the fill value when
+    /// it is not stored.
+    pub(crate) fn read_outer(
+        &self,
+        store: &dyn Store,
+        path: &str,
+        pos: &[u64],
+        out: &mut [u8],
+    ) -> Result<bool> {
+        let key = path::join(path, &self.outer_key(pos));
+        match store.get(&key)? {
+            None => {
+                self.fill_buffer(out);
+                Ok(false)
+            }
+            Some(bytes) => {
+                self.decode_outer(&bytes, out)
+                    .map_err(|e| e.context(store.describe(&key)))?;
+                Ok(true)
+            }
+        }
     }
 }
 

@@ -328,7 +328,13 @@ impl Store for FsStore {
     /// Read-modify-write under an advisory lock on the key's directory,
     /// which must exist: `f` runs once.
     fn update(&self, key: &str, f: &mut UpdateFn<'_>) -> Result<()> {
-        let _lock = self.lock_dir(parent_dir(key))?;
+        // The lock lives in the key's directory, made first if missing (a
+        // new shard's), so that writers racing to create the key share it.
+        let parent = parent_dir(key);
+        if !self.is_dir(parent)? {
+            self.create_dir(parent)?;
+        }
+        let _lock = self.lock_dir(parent)?;
         let current = self.get(key)?;
         if let Some(next) = f(current.as_deref())? {
             self.put(key, &[&next])?;

@@ -1,0 +1,322 @@
+//! Zarr v2 and v3 arrays written through the API read back exactly: every
+//! numeric data type with each codec the format has, ranks 1 to 4 with
+//! edge chunks, whole and unaligned region writes against a model, block
+//! writes and deletions, sharded arrays (index at the start and the end,
+//! region writes covering shards whole and in part), fill values other
+//! than zero, and the documents each write leaves.
+
+mod common;
+
+use n5::{Container, DataType, DatasetAttributes, Mode, Options};
+use serde_json::{json, Value};
+
+const TYPES: [DataType; 10] = [
+    DataType::U8,
+    DataType::U16,
+    DataType::U32,
+    DataType::U64,
+    DataType::I8,
+    DataType::I16,
+    DataType::I32,
+    DataType::I64,
+    DataType::F32,
+    DataType::F64,
+];
+
+fn create(dir: &common::Scratch, format: &str) -> Container {
+    let root = dir.join(&format!("{format}.zarr"));
+    let options =
+        Options::from_json(&format!(r#"{{"format": "{format}", "threads": 2}}"#)).unwrap();
+    Container::open_with(root.to_str().unwrap(), Mode::Create, options).unwrap()
+}
+
+/// Reads the whole array.
+fn read_all(d: &n5::Dataset) -> Vec<u8> {
+    let dims = d.attributes().dimensions.clone();
+    let n: u64 = dims.iter().product();
+    let mut out = vec![0u8; n as usize * d.data_type().size()];
+    d.read_region(&vec![0; dims.len()], &dims, &mut out)
+        .unwrap();
+    out
+}
+
+/// Copy the box `shape` at `offset` of `src` (N5 order, dimension 0 fastest)
+/// into the model `dst` of `dims`.
+fn place(dst: &mut [u8], dims: &[u64], src: &[u8], offset: &[u64], shape: &[u64], elem: usize) {
+    let n: u64 = shape.iter().product();
+    for k in 0..n {
+        let (mut rem, mut at, mut stride) = (k, 0u64, 1u64);
+        for d in 0..dims.len() {
+            at += (offset[d] + rem % shape[d]) * stride;
+            rem /= shape[d];
+            stride *= dims[d];
+        }
+        let (s, t) = (k as usize * elem, at as usize * elem);
+        dst[t..t + elem].copy_from_slice(&src[s..s + elem]);
+    }
+}
+
+#[test]
+fn every_type_codec_and_rank_round_trips() {
+    let dir = common::Scratch::new("zarr-roundtrip");
+    for format in ["zarr3", "zarr2"] {
+        let c = create(&dir, format);
+        let mut codecs = vec![
+            ("raw", r#"{"type":"raw"}"#),
+            ("gzip", r#"{"type":"gzip","level":5}"#),
+            ("zstd", r#"{"type":"zstd","level":3}"#),
+            (
+                "blosc",
+                r#"{"type":"blosc","cname":"lz4","clevel":5,"shuffle":1}"#,
+            ),
+        ];
+        if format == "zarr2" {
+            codecs.push(("bzip2", r#"{"type":"bzip2","blockSize":9}"#));
+            codecs.push(("xz", r#"{"type":"xz","preset":1}"#));
+            codecs.push(("lz4", r#"{"type":"lz4","blockSize":65536}"#));
+        }
+        let shapes: [(&[u64], &[u32]); 4] = [
+            (&[37], &[8]),
+            (&[13, 9], &[4, 5]),
+            (&[7, 6, 5], &[3, 4, 2]),
+            (&[5, 3, 4, 3], &[2, 2, 3, 2]),
+        ];
+        let mut seed = 1u64;
+        for t in TYPES {
+            for (name, codec) in &codecs {
+                for (rank, (dims, block)) in shapes.iter().enumerate() {
+                    seed += 1;
+                    let path = format!("{}/{name}/r{}", t.name(), rank + 1);
+                    let attrs = DatasetAttributes::new(
+                        dims.to_vec(),
+                        block.to_vec(),
+                        t,
+                        common::compression(codec),
+                    )
+                    .unwrap();
+                    let d = c.create_dataset(&path, attrs).unwrap();
+                    let n: u64 = dims.iter().product();
+                    let data = common::bytes(seed, n as usize * t.size());
+                    d.write_region(&vec![0; dims.len()], dims, &data).unwrap();
+                    let again = c.open_dataset(&path).unwrap();
+                    assert_eq!(read_all(&again), data, "{format} {path}");
+                    // A block through the block API (an edge block).
+                    let last: Vec<u64> = dims
+                        .iter()
+                        .zip(block.iter())
+                        .map(|(&d, &b)| (d - 1) / b as u64)
+                        .collect();
+                    let shape = again.block_shape(&last).unwrap();
+                    let mut buf = vec![0u8; shape.iter().product::<u64>() as usize * t.size()];
+                    assert!(again.read_block_into(&last, &mut buf).unwrap());
+                    let origin: Vec<u64> = last
+                        .iter()
+                        .zip(block.iter())
+                        .map(|(&p, &b)| p * b as u64)
+                        .collect();
+                    let mut region = vec![0u8; buf.len()];
+                    again.read_region(&origin, &shape, &mut region).unwrap();
+                    assert_eq!(buf, region, "{format} {path} edge block");
+                }
+            }
+        }
+        // What was written is the format's own documents.
+        let root = dir.join(&format!("{format}.zarr"));
+        let meta = if format == "zarr3" {
+            "uint16/gzip/r2/zarr.json"
+        } else {
+            "uint16/gzip/r2/.zarray"
+        };
+        let doc: Value = serde_json::from_slice(&std::fs::read(root.join(meta)).unwrap()).unwrap();
+        if format == "zarr3" {
+            assert_eq!(doc["shape"], json!([9, 13]));
+            assert_eq!(doc["codecs"][1]["name"], "gzip");
+            assert!(root.join("uint16/gzip/r2/c/1/3").is_file());
+        } else {
+            assert_eq!(doc["chunks"], json!([5, 4]));
+            assert_eq!(doc["compressor"]["id"], "gzip");
+            assert!(root.join("uint16/gzip/r2/1.3").is_file());
+        }
+    }
+}
+
+#[test]
+fn unaligned_region_writes_match_a_model() {
+    let dir = common::Scratch::new("zarr-regions");
+    for (format, sharding) in [
+        ("zarr2", None),
+        ("zarr3", None),
+        ("zarr3", Some("end")),
+        ("zarr3", Some("start")),
+    ] {
+        let c = create(&dir, format);
+        // C order: shape [11, 10, 9]; N5 order [9, 10, 11].
+        let doc = match (format, sharding) {
+            ("zarr2", _) => json!({
+                "shape": [11, 10, 9], "chunks": [4, 3, 5], "dtype": ">i4",
+                "compressor": {"id": "zstd", "level": 1}, "fill_value": -3, "order": "F",
+                "filters": null, "dimension_separator": "/"
+            }),
+            (_, None) => json!({
+                "shape": [11, 10, 9], "data_type": "int32",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 3, 5]}},
+                "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}},
+                "fill_value": -3,
+                "codecs": [{"name": "transpose", "configuration": {"order": [2, 0, 1]}},
+                           {"name": "bytes", "configuration": {"endian": "big"}},
+                           {"name": "gzip", "configuration": {"level": 1}}]
+            }),
+            (_, Some(location)) => json!({
+                "shape": [11, 10, 9], "data_type": "int32",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 6, 10]}},
+                "chunk_key_encoding": {"name": "default"},
+                "fill_value": -3,
+                "codecs": [{"name": "sharding_indexed", "configuration": {
+                    "chunk_shape": [4, 3, 5],
+                    "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                               {"name": "zstd", "configuration": {"level": 1, "checksum": true}}],
+                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                     {"name": "crc32c"}],
+                    "index_location": location}}]
+            }),
+        };
+        let d = c.create_dataset_json("a", &doc).unwrap();
+        let dims = [9u64, 10, 11];
+        assert_eq!(d.attributes().dimensions, dims);
+        assert_eq!(d.attributes().block_size, vec![5, 3, 4]);
+        let n: u64 = dims.iter().product();
+        let mut model: Vec<u8> = std::iter::repeat_n((-3i32).to_ne_bytes(), n as usize)
+            .flatten()
+            .collect();
+        // Nothing written yet: the fill value everywhere.
+        assert_eq!(read_all(&d), model, "{format} {sharding:?}: fill");
+        let mut seed = 7u64;
+        let mut rand = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for round in 0..40 {
+            let offset: Vec<u64> = dims.iter().map(|&d| rand(d)).collect();
+            let shape: Vec<u64> = dims
+                .iter()
+                .zip(&offset)
+                .map(|(&d, &o)| 1 + rand(d - o))
+                .collect();
+            let k: u64 = shape.iter().product();
+            let data = common::bytes(round + 100, k as usize * 4);
+            d.write_region(&offset, &shape, &data).unwrap();
+            place(&mut model, &dims, &data, &offset, &shape, 4);
+            // Now and then a block written or deleted through the block API.
+            if round % 7 == 3 {
+                let pos = [rand(2), rand(4), rand(3)];
+                let bshape = d.block_shape(&pos).unwrap();
+                let bn: u64 = bshape.iter().product();
+                let block = common::bytes(round + 500, bn as usize * 4);
+                d.write_block(&pos, &bshape, &block).unwrap();
+                let origin = [pos[0] * 5, pos[1] * 3, pos[2] * 4];
+                place(&mut model, &dims, &block, &origin, &bshape, 4);
+            }
+            if round % 11 == 5 {
+                let pos = [rand(2), rand(4), rand(3)];
+                d.delete_block(&pos).unwrap();
+                let bshape = d.block_shape(&pos).unwrap();
+                let bn: u64 = bshape.iter().product();
+                let fill: Vec<u8> = std::iter::repeat_n((-3i32).to_ne_bytes(), bn as usize)
+                    .flatten()
+                    .collect();
+                let origin = [pos[0] * 5, pos[1] * 3, pos[2] * 4];
+                place(&mut model, &dims, &fill, &origin, &bshape, 4);
+                assert!(!d.block_exists(&pos).unwrap() || sharding.is_none());
+            }
+            let again = c.open_dataset("a").unwrap();
+            assert_eq!(
+                read_all(&again),
+                model,
+                "{format} {sharding:?}: round {round}"
+            );
+        }
+        // A region of fill value only: a shard with nothing left is deleted.
+        if sharding.is_some() {
+            let fill: Vec<u8> = std::iter::repeat_n((-3i32).to_ne_bytes(), n as usize)
+                .flatten()
+                .collect();
+            d.write_region(&[0, 0, 0], &dims, &fill).unwrap();
+            let root = dir.join("zarr3.zarr");
+            let left: Vec<_> = walk(&root.join("a"))
+                .into_iter()
+                .filter(|p| !p.ends_with("zarr.json"))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+            std::fs::remove_dir_all(root).unwrap();
+        } else if format == "zarr3" {
+            std::fs::remove_dir_all(dir.join("zarr3.zarr")).unwrap();
+        }
+    }
+}
+
+/// Every file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path().display().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn what_zarr_has_not_is_unsupported_and_metadata_is_checked() {
+    let dir = common::Scratch::new("zarr-refusals");
+    let c = create(&dir, "zarr3");
+    let attrs = |codec: &str| {
+        DatasetAttributes::new(vec![4], vec![2], DataType::U8, common::compression(codec)).unwrap()
+    };
+    let e = c
+        .create_dataset("x", attrs(r#"{"type":"bzip2"}"#))
+        .unwrap_err();
+    assert_eq!(e.kind(), n5::ErrorKind::Unsupported, "{e}");
+    assert!(e.message().contains("bzip2"), "{e}");
+    let d = c.create_dataset("a", attrs(r#"{"type":"raw"}"#)).unwrap();
+    assert_eq!(
+        d.write_varlength_block(&[0], &[2], &[1])
+            .unwrap_err()
+            .kind(),
+        n5::ErrorKind::Unsupported
+    );
+    assert_eq!(
+        c.create_dataset("a", attrs(r#"{"type":"raw"}"#))
+            .unwrap_err()
+            .kind(),
+        n5::ErrorKind::AlreadyExists
+    );
+    let e = c
+        .create_dataset_json(
+            "b",
+            &json!({"shape": [4], "data_type": "complex64",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}),
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), n5::ErrorKind::Unsupported, "{e}");
+    assert!(
+        !c.exists("b").unwrap(),
+        "nothing is written for a refused document"
+    );
+    // A group keeps its user attributes when it becomes an array.
+    c.create_group("g").unwrap();
+    c.set_attribute("g", "k", json!(1)).unwrap();
+    c.create_dataset("g", attrs(r#"{"type":"gzip"}"#)).unwrap();
+    assert_eq!(c.attributes("g").unwrap(), json!({"k": 1}));
+    assert!(c.dataset_exists("g").unwrap());
+    // The metadata document as written.
+    let d = c.open_dataset("g").unwrap();
+    assert_eq!(d.metadata().unwrap()["codecs"][1]["name"], "gzip");
+    assert_eq!(d.shard_shape(), vec![2]);
+}
