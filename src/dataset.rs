@@ -25,8 +25,9 @@ pub struct Dataset {
     container: Container,
     path: String,
     attributes: Arc<RwLock<Arc<DatasetAttributes>>>,
-    /// The array's layout and codecs in a Zarr container (`None` for N5).
-    zarr: Option<Arc<ZarrArray>>,
+    /// The array's layout and codecs in a Zarr container (`None` for N5),
+    /// replaced as a whole when the array is resized.
+    zarr: Option<Arc<RwLock<Arc<ZarrArray>>>>,
 }
 
 impl Dataset {
@@ -46,34 +47,22 @@ impl Dataset {
             container,
             path,
             attributes: Arc::new(RwLock::new(Arc::new(attributes))),
-            zarr: Some(Arc::new(array)),
+            zarr: Some(Arc::new(RwLock::new(Arc::new(array)))),
         })
     }
 
-    /// The array's Zarr layout, `None` in an N5 container.
-    pub(crate) fn zarr(&self) -> Option<&ZarrArray> {
-        self.zarr.as_deref()
-    }
-
-    /// Writing Zarr arrays is not implemented yet: the error for it.
-    pub(crate) fn check_not_zarr(&self) -> Result<()> {
-        match &self.zarr {
-            None => Ok(()),
-            Some(z) => Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "dataset '{}': writing {} arrays is not supported yet",
-                    display(&self.path),
-                    z.format().name()
-                ),
-            )),
-        }
+    /// A snapshot of the array's Zarr layout, `None` in an N5 container.
+    pub(crate) fn zarr(&self) -> Option<Arc<ZarrArray>> {
+        self.zarr.as_ref().map(|z| match z.read() {
+            Ok(a) => a.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        })
     }
 
     /// The shard shape (N5 order): the chunk grid's shape of a sharded Zarr
     /// array, else the block size.
     pub fn shard_shape(&self) -> Vec<u64> {
-        match &self.zarr {
+        match self.zarr() {
             Some(z) => z.shard_shape(),
             None => self
                 .attributes()
@@ -88,7 +77,7 @@ impl Dataset {
     /// .zarray as it was read when the dataset was opened, or an N5
     /// dataset's attributes.json as stored now (user attributes included).
     pub fn metadata(&self) -> Result<Value> {
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             return Ok(z.document().clone());
         }
         self.container
@@ -162,9 +151,11 @@ impl Dataset {
     /// dataset grows again, as with the other N5 implementations.
     pub fn set_dimensions(&self, dimensions: &[u64]) -> Result<()> {
         self.container.check_writable()?;
-        self.check_not_zarr()?;
         let current = self.attributes();
         current.check_rank(dimensions.len(), "dimensions")?;
+        if let (Some(lock), Some(z)) = (&self.zarr, self.zarr()) {
+            return self.set_zarr_shape(lock, &z, dimensions);
+        }
         let updated = DatasetAttributes::new(
             dimensions.to_vec(),
             current.block_size.clone(),
@@ -184,9 +175,47 @@ impl Dataset {
         Ok(())
     }
 
+    /// [`Dataset::set_dimensions`] of a Zarr array: the `shape` of its
+    /// metadata document (C order) is replaced atomically, every other
+    /// member kept, and the new document checked before it is written.
+    fn set_zarr_shape(
+        &self,
+        lock: &RwLock<Arc<ZarrArray>>,
+        z: &ZarrArray,
+        dimensions: &[u64],
+    ) -> Result<()> {
+        let shape: Vec<u64> = dimensions.iter().rev().copied().collect();
+        let key = crate::format::array::metadata_key(z.format(), &self.path);
+        let store = self.store();
+        let mut resized = None;
+        store.update(&key, &mut |current| {
+            let bytes = current.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!("{} no longer exists", store.describe(&key)),
+                )
+            })?;
+            let mut doc = crate::format::node::parse_json(bytes, &key, store)?;
+            crate::container::as_object_mut(&mut doc)
+                .insert("shape".into(), Value::from(shape.clone()));
+            let array = ZarrArray::from_document(z.format(), doc.clone())
+                .map_err(|e| Error::invalid_argument(e.message()))?;
+            resized = Some(array);
+            serde_json::to_vec_pretty(&doc)
+                .map(Some)
+                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
+        })?;
+        let array =
+            resized.ok_or_else(|| Error::new(ErrorKind::Internal, "the resize did not run"))?;
+        let attributes = array.attributes()?;
+        *lock.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(array);
+        *self.attributes.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(attributes);
+        Ok(())
+    }
+
     /// The storage key of the block at `grid_pos`.
     pub fn block_key(&self, grid_pos: &[u64]) -> String {
-        match &self.zarr {
+        match self.zarr() {
             Some(z) => path::join(&self.path, &z.outer_key(&z.outer_of_block(grid_pos))),
             None => path::join(&self.path, &DatasetAttributes::block_key(grid_pos)),
         }
@@ -216,7 +245,7 @@ impl Dataset {
     /// Whether the block at `grid_pos` is stored.
     pub fn block_exists(&self, grid_pos: &[u64]) -> Result<bool> {
         self.attributes().check_grid_pos(grid_pos)?;
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             return z.read_block(self.store(), &self.path, grid_pos, None);
         }
         self.store().exists(&self.block_key(grid_pos))
@@ -228,11 +257,11 @@ impl Dataset {
     pub fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>> {
         let attrs = self.attributes();
         attrs.check_grid_pos(grid_pos)?;
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             let shape = attrs.block_shape(grid_pos)?;
             let n: u64 = shape.iter().product();
             let mut data = vec![0u8; n as usize * attrs.data_type.size()];
-            if !self.read_zarr_block(z, grid_pos, &mut data)? {
+            if !self.read_zarr_block(&z, grid_pos, &mut data)? {
                 return Ok(None);
             }
             let header = BlockHeader {
@@ -285,9 +314,9 @@ impl Dataset {
     /// smaller one is zero-extended, a missing one gives zeros and `false`.
     pub fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
         let attrs = self.attributes();
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             attrs.check_grid_pos(grid_pos)?;
-            return self.read_zarr_block(z, grid_pos, out);
+            return self.read_zarr_block(&z, grid_pos, out);
         }
         if attrs.compression == crate::codec::Compression::Raw && attrs.data_type.is_numeric() {
             if let Some(found) = self.read_raw_block_direct(grid_pos, &attrs, out)? {
@@ -513,8 +542,8 @@ impl Dataset {
     /// [`crate::Options::write_empty_blocks`] off, an all-zero block is not
     /// stored, and a stored one at `grid_pos` is deleted.
     pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
-        if let Some(z) = &self.zarr {
-            return self.write_zarr_block(z, grid_pos, shape, data);
+        if let Some(z) = self.zarr() {
+            return self.write_zarr_block(&z, grid_pos, shape, data);
         }
         match self.begin_numeric_write(grid_pos, shape, data)? {
             Some((attrs, header)) => self.store_block(grid_pos, &header, data, &attrs),
@@ -649,7 +678,7 @@ impl Dataset {
         shape: &[u64],
         data: &[u8],
     ) -> Result<()> {
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             return Err(crate::format::unsupported_on(
                 z.format(),
                 "varlength blocks",
@@ -750,7 +779,7 @@ impl Dataset {
     }
 
     fn expect_type(&self, t: DataType) -> Result<()> {
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             return Err(crate::format::unsupported_on(
                 z.format(),
                 &format!("{t} blocks"),
@@ -770,7 +799,7 @@ impl Dataset {
     pub fn delete_block(&self, grid_pos: &[u64]) -> Result<bool> {
         self.container.check_writable()?;
         self.attributes().check_grid_pos(grid_pos)?;
-        if let Some(z) = &self.zarr {
+        if let Some(z) = self.zarr() {
             if z.is_sharded() {
                 // The inner chunk becomes fill value, which leaves it out.
                 if !self.block_exists(grid_pos)? {
@@ -779,7 +808,7 @@ impl Dataset {
                 let shape = self.block_shape(grid_pos)?;
                 let mut fill = vec![0u8; shape.iter().product::<u64>() as usize * z.fill().len()];
                 z.fill_buffer(&mut fill);
-                self.write_zarr_block(z, grid_pos, &shape, &fill)?;
+                self.write_zarr_block(&z, grid_pos, &shape, &fill)?;
                 return Ok(true);
             }
         }
@@ -789,17 +818,20 @@ impl Dataset {
     /// The grid positions of every stored block, in lexicographic order of
     /// their keys' numbers (dimension 0 first). Blocks outside the current
     /// grid (left by a shrinking resize) are included. Object stores answer
-    /// from a flat listing of the dataset's keys (a thousand per request).
+    /// from a flat listing of the dataset's keys (a thousand per request);
+    /// in a sharded Zarr array, each stored shard's index is read for the
+    /// inner chunks it holds.
     pub fn list_blocks(&self) -> Result<Vec<Vec<u64>>> {
-        if let Some(z) = &self.zarr {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "dataset '{}': listing the chunks of {} arrays is not supported yet",
-                    display(&self.path),
-                    z.format().name()
-                ),
-            ));
+        if let Some(z) = self.zarr() {
+            // The chunks (shards) stored, then the blocks each holds.
+            let mut out = Vec::new();
+            for key in self.store().list_keys(&self.path)? {
+                if let Some(outer) = z.outer_position(&key) {
+                    out.extend(z.blocks_in(self.store(), &self.path, &outer)?);
+                }
+            }
+            out.sort_unstable();
+            return Ok(out);
         }
         let ndim = self.attributes().ndim();
         let number = |n: &str| {

@@ -486,7 +486,7 @@ impl Dataset {
             }
         }
         if let Some(z) = self.zarr() {
-            return self.read_region_zarr(z, offset, shape, out);
+            return self.read_region_zarr(&z, offset, shape, out);
         }
         if out.len() >= HUGE_PAGE_OUTPUT {
             crate::os::advise_huge_pages(out);
@@ -768,7 +768,7 @@ impl Dataset {
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
         if let Some(z) = self.zarr() {
-            return self.write_region_zarr(z, offset, shape, data);
+            return self.write_region_zarr(&z, offset, shape, data);
         }
         let grid = Grid::new(&attrs, offset, shape)?;
         if grid.total == 1 {

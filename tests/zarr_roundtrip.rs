@@ -237,6 +237,42 @@ fn unaligned_region_writes_match_a_model() {
                 "{format} {sharding:?}: round {round}"
             );
         }
+        // The stored blocks are listed, and each is stored.
+        let listed = d.list_blocks().unwrap();
+        assert!(!listed.is_empty());
+        for pos in &listed {
+            assert!(
+                d.block_exists(pos).unwrap(),
+                "{format} {sharding:?}: {pos:?}"
+            );
+        }
+        let mut all = 0;
+        for x in 0..2 {
+            for y in 0..4 {
+                for z in 0..3 {
+                    all += usize::from(d.block_exists(&[x, y, z]).unwrap());
+                }
+            }
+        }
+        assert_eq!(listed.len(), all, "{format} {sharding:?}");
+        // Growing keeps the data and shows fill value beyond it; shrinking
+        // back gives the same array.
+        d.set_dimensions(&[12, 10, 11]).unwrap();
+        let again = c.open_dataset("a").unwrap();
+        assert_eq!(again.attributes().dimensions, vec![12, 10, 11]);
+        let mut old = vec![0u8; model.len()];
+        again.read_region(&[0, 0, 0], &dims, &mut old).unwrap();
+        assert_eq!(old, model, "{format} {sharding:?}: after growing");
+        let mut beyond = vec![0u8; 3 * 10 * 11 * 4];
+        again
+            .read_region(&[9, 0, 0], &[3, 10, 11], &mut beyond)
+            .unwrap();
+        assert!(
+            beyond.chunks_exact(4).all(|e| e == (-3i32).to_ne_bytes()),
+            "{format} {sharding:?}"
+        );
+        d.set_dimensions(&dims).unwrap();
+        assert_eq!(read_all(&d), model);
         // A region of fill value only: a shard with nothing left is deleted.
         if sharding.is_some() {
             let fill: Vec<u8> = std::iter::repeat_n((-3i32).to_ne_bytes(), n as usize)

@@ -52,6 +52,18 @@ enum Codec {
     },
 }
 
+/// The key of the metadata document of the array at `path` in a container
+/// of `format` (.zarray or zarr.json).
+pub(crate) fn metadata_key(format: Format, path: &str) -> String {
+    path::join(
+        path,
+        match format {
+            Format::Zarr2 => ZARRAY,
+            _ => ZARR_JSON,
+        },
+    )
+}
+
 /// `v` reversed (C order to N5 order and back).
 fn reversed(v: &[u64]) -> Vec<u64> {
     v.iter().rev().copied().collect()
@@ -61,13 +73,7 @@ impl ZarrArray {
     /// The array at `path` of a container of `format`, read from its
     /// metadata document; errors name the document.
     pub(crate) fn open(format: Format, store: &dyn Store, path: &str) -> Result<ZarrArray> {
-        let key = path::join(
-            path,
-            match format {
-                Format::Zarr2 => ZARRAY,
-                _ => ZARR_JSON,
-            },
-        );
+        let key = metadata_key(format, path);
         let bytes = store.get(&key)?.ok_or_else(|| {
             Error::new(
                 crate::error::ErrorKind::NotFound,
@@ -187,13 +193,7 @@ impl ZarrArray {
     pub(crate) fn outer_key(&self, pos: &[u64]) -> String {
         let c = reversed(pos);
         match &self.codec {
-            Codec::V2(meta) => {
-                if c.is_empty() {
-                    return "0".into();
-                }
-                let parts: Vec<String> = c.iter().map(u64::to_string).collect();
-                parts.join(&meta.separator.to_string())
-            }
+            Codec::V2(meta) => meta.chunk_key(&c),
             Codec::V3 { keys, .. } => keys.key(&c),
         }
     }
@@ -234,7 +234,7 @@ impl ZarrArray {
         store: &dyn Store,
         path: &str,
         pos: &[u64],
-        mut out: Option<&mut [u8]>,
+        out: Option<&mut [u8]>,
     ) -> Result<bool> {
         let fill = |out: Option<&mut [u8]>| {
             if let Some(out) = out {
@@ -329,7 +329,7 @@ impl ZarrArray {
             }
             layout = next;
         }
-        if let Some(out) = out.as_deref_mut() {
+        if let Some(out) = out {
             layout
                 .inner
                 .decode(current, out)
@@ -529,6 +529,66 @@ impl ZarrArray {
             store.delete(&key)?;
         }
         Ok(())
+    }
+
+    /// The N5 grid position (of the grid of chunks as stored) a key below
+    /// the array names, `None` for any other key (metadata, strays).
+    pub(crate) fn outer_position(&self, key: &str) -> Option<Vec<u64>> {
+        let (rest, separator) = match &self.codec {
+            Codec::V2(meta) => (key, meta.separator),
+            Codec::V3 {
+                keys: KeyEncoding::Default { separator },
+                ..
+            } => (key.strip_prefix('c')?.strip_prefix(*separator)?, *separator),
+            Codec::V3 {
+                keys: KeyEncoding::V2 { separator },
+                ..
+            } => (key, *separator),
+        };
+        let number = |n: &str| {
+            let canonical = !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && (n.len() == 1 || !n.starts_with('0'));
+            canonical.then(|| n.parse::<u64>().ok()).flatten()
+        };
+        let c: Option<Vec<u64>> = rest.split(separator).map(number).collect();
+        let c = c.filter(|c| c.len() == self.shape.len())?;
+        Some(reversed(&c))
+    }
+
+    /// The N5 grid positions of the blocks stored in the chunk of the grid
+    /// at N5 position `outer` (the block itself when not sharded; in a
+    /// shard, the inner chunks within the array that its index lists).
+    pub(crate) fn blocks_in(
+        &self,
+        store: &dyn Store,
+        path: &str,
+        outer: &[u64],
+    ) -> Result<Vec<Vec<u64>>> {
+        let (n5_outer, n5_inner) = (reversed(&self.outer), reversed(&self.inner));
+        let dims = reversed(&self.shape);
+        let per: Vec<u64> = n5_outer.iter().zip(&n5_inner).map(|(o, i)| o / i).collect();
+        let mut out = Vec::new();
+        let count: u64 = per.iter().product();
+        for k in 0..count {
+            let mut rest = k;
+            let block: Vec<u64> = (0..per.len())
+                .map(|d| {
+                    let p = outer[d] * per[d] + rest % per[d];
+                    rest /= per[d];
+                    p
+                })
+                .collect();
+            let inside = block
+                .iter()
+                .zip(&n5_inner)
+                .zip(&dims)
+                .all(|((&b, &i), &d)| b * i < d);
+            if !self.is_sharded() || (inside && self.read_block(store, path, &block, None)?) {
+                out.push(block);
+            }
+        }
+        Ok(out)
     }
 
     /// Read the chunk of the grid at N5 grid position `pos` (of that grid)

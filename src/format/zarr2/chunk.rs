@@ -14,14 +14,6 @@ pub(crate) fn chunk_bytes(meta: &ArrayMetadata) -> usize {
     meta.chunks.iter().product::<u64>() as usize * meta.data_type.size()
 }
 
-/// Whether a stored chunk of `meta` is the decoded chunk itself (no
-/// compressor, C order, native byte order): region reads copy it straight.
-pub(crate) fn is_identity(meta: &ArrayMetadata) -> bool {
-    meta.compressor == Compressor::None
-        && (!meta.fortran || meta.chunks.iter().filter(|&&c| c > 1).count() <= 1)
-        && (meta.data_type.size() == 1 || meta.endian == Some(native()))
-}
-
 /// The axis order that turns a C-order array into the Fortran-order one
 /// (dimensions reversed).
 fn reversed(rank: usize) -> Vec<usize> {
@@ -160,6 +152,5 @@ mod tests {
         let mut stored = Vec::new();
         encode(&meta, &data, &mut stored).unwrap();
         assert_eq!(stored, [0, 0, 0, 3, 0, 1, 0, 4, 0, 2, 0, 5]);
-        assert!(!is_identity(&meta));
     }
 }

@@ -4,7 +4,9 @@
 //! written back as zarr-python and numcodecs write it. Shapes stay in the
 //! document's order (C order, last dimension fastest).
 
-use serde_json::{json, Map, Value};
+#[cfg(test)]
+use serde_json::json;
+use serde_json::{Map, Value};
 
 use crate::codec::Compression;
 use crate::dtype::DataType;
@@ -221,6 +223,7 @@ impl Compressor {
     }
 
     /// The `compressor` member as numcodecs writes it.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Value {
         match self {
             Compressor::None => Value::Null,
@@ -347,6 +350,7 @@ impl ArrayMetadata {
     }
 
     /// The .zarray document.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Value {
         json!({
             "zarr_format": 2,

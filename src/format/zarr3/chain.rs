@@ -72,15 +72,6 @@ impl Chain {
         }
     }
 
-    /// Whether the chain is `bytes` alone in native byte order (or for
-    /// one-byte types): the stored chunk is the array.
-    pub(crate) fn is_identity(&self) -> bool {
-        match self.specs.as_slice() {
-            [CodecSpec::Bytes { endian }] => self.dtype.size() == 1 || *endian == Some(native()),
-            _ => false,
-        }
-    }
-
     /// The bytes of the chunk after the array → bytes codec: its size when
     /// fixed (`bytes`), `None` for a shard.
     fn array_bytes_size(&self) -> Option<usize> {

@@ -5,7 +5,9 @@
 //! in the document's order (C order, last dimension fastest); the API's N5
 //! order is their reverse.
 
-use serde_json::{json, Map, Value};
+#[cfg(test)]
+use serde_json::json;
+use serde_json::{Map, Value};
 
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
@@ -78,6 +80,7 @@ impl KeyEncoding {
         }
     }
 
+    #[cfg(test)]
     fn to_json(&self) -> Value {
         let (name, separator) = match self {
             KeyEncoding::Default { separator } => ("default", separator),
@@ -375,6 +378,7 @@ impl CodecSpec {
     }
 
     /// The codec object as zarr.json writes it.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Value {
         let config = match self {
             CodecSpec::Transpose { order } => json!({"order": order}),
@@ -680,6 +684,7 @@ impl ArrayMetadata {
     }
 
     /// The zarr.json document.
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> Value {
         let mut doc = Map::new();
         doc.insert("zarr_format".into(), json!(3));
@@ -818,6 +823,7 @@ fn float_word(s: &str, size: usize) -> Option<Special> {
 
 /// The fill value as zarr.json writes it: a number, or for floats that are
 /// not finite "NaN", "Infinity", "-Infinity" (other NaNs by their bits).
+#[cfg(test)]
 pub(crate) fn fill_value_json(bytes: &[u8], dtype: DataType) -> Value {
     macro_rules! int {
         ($t:ty) => {{
@@ -858,6 +864,7 @@ pub(crate) fn fill_value_json(bytes: &[u8], dtype: DataType) -> Value {
     }
 }
 
+#[cfg(test)]
 fn float_json(f: f64) -> Value {
     if f.is_nan() {
         json!("NaN")

@@ -1,9 +1,8 @@
 //! The `sharding_indexed` codec: a shard holds inner chunks, each encoded
 //! with the inner chain, and an index of `(offset, nbytes)` per inner chunk
 //! (C order; both `2^64-1` for an empty one), encoded with the index chain
-//! and stored at the start or the end. This file reads and checks indexes,
-//! decodes and encodes whole shards, and plans the byte ranges a partial
-//! read of a shard needs.
+//! and stored at the start or the end. This file reads and checks indexes
+//! and decodes and encodes whole shards.
 //!
 //! Every index entry is checked against the shard's length before any inner
 //! chunk is read: an entry past the end, an absurd size or a partial
@@ -345,44 +344,6 @@ pub(crate) fn is_fill(buf: &[u8], fill: &[u8]) -> bool {
     buf.chunks_exact(fill.len()).all(|c| c == fill)
 }
 
-/// A byte range of a shard to fetch, and the inner chunks in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Span {
-    /// First byte.
-    pub start: u64,
-    /// One past the last byte.
-    pub end: u64,
-    /// The inner chunks (numbers, C order) whose bytes lie in it.
-    pub chunks: Vec<usize>,
-}
-
-/// Groups the stored inner chunks `wanted` into ranges to fetch: chunks
-/// whose bytes are at most `gap` apart share one range (one request
-/// instead of several, for at most `gap` unneeded bytes each).
-pub(crate) fn coalesce(entries: &[Option<Entry>], wanted: &[usize], gap: u64) -> Vec<Span> {
-    let mut stored: Vec<(Entry, usize)> = wanted
-        .iter()
-        .filter_map(|&i| entries.get(i).copied().flatten().map(|e| (e, i)))
-        .collect();
-    stored.sort_by_key(|(e, _)| (e.offset, e.nbytes));
-    let mut spans: Vec<Span> = Vec::new();
-    for (e, i) in stored {
-        let end = e.offset + e.nbytes;
-        match spans.last_mut() {
-            Some(s) if e.offset <= s.end.saturating_add(gap) => {
-                s.end = s.end.max(end);
-                s.chunks.push(i);
-            }
-            _ => spans.push(Span {
-                start: e.offset,
-                end,
-                chunks: vec![i],
-            }),
-        }
-    }
-    spans
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -495,46 +456,5 @@ mod tests {
         let e = l.decode_index(&bad, len, "s").unwrap_err();
         assert!(e.message().contains("crc32c"), "{e}");
         assert!(l.decode_index(&ok[1..], len, "s").is_err());
-    }
-
-    #[test]
-    fn neighbouring_chunks_share_a_range() {
-        let entries = vec![
-            Some(Entry {
-                offset: 0,
-                nbytes: 10,
-            }),
-            Some(Entry {
-                offset: 10,
-                nbytes: 10,
-            }),
-            None,
-            Some(Entry {
-                offset: 100,
-                nbytes: 10,
-            }),
-            Some(Entry {
-                offset: 25,
-                nbytes: 5,
-            }),
-        ];
-        let spans = coalesce(&entries, &[0, 1, 2, 3, 4], 8);
-        assert_eq!(
-            spans,
-            vec![
-                Span {
-                    start: 0,
-                    end: 30,
-                    chunks: vec![0, 1, 4]
-                },
-                Span {
-                    start: 100,
-                    end: 110,
-                    chunks: vec![3]
-                },
-            ]
-        );
-        assert_eq!(coalesce(&entries, &[3], 8).len(), 1);
-        assert!(coalesce(&entries, &[2], 8).is_empty());
     }
 }
