@@ -356,3 +356,54 @@ fn what_zarr_has_not_is_unsupported_and_metadata_is_checked() {
     assert_eq!(d.metadata().unwrap()["codecs"][1]["name"], "gzip");
     assert_eq!(d.shard_shape(), vec![2]);
 }
+
+/// Writers of different blocks of one shard, at once, lose nothing: each
+/// change of the shard is atomic with respect to the others (a lock on the
+/// disk, conditional writes on S3 and GCS), on every backend.
+#[test]
+fn writers_of_one_shard_lose_nothing() {
+    for place in common::places::places("zarr-shard-writers") {
+        let options = place.options_with(r#"{"format": "zarr3", "threads": 1}"#);
+        let c = place.open_with(Mode::Create, options).unwrap();
+        // One shard of 8 inner chunks of 8 × 4 (C order).
+        let doc = json!({
+            "shape": [8, 32], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 32]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [8, 4],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                           {"name": "gzip", "configuration": {"level": 1}}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "crc32c"}]}}]
+        });
+        let d = c.create_dataset_json("s", &doc).unwrap();
+        std::thread::scope(|scope| {
+            for k in 0..8u64 {
+                let d = d.clone();
+                scope.spawn(move || {
+                    for round in 1..=5u16 {
+                        let v = (k as u16 + 1) * 100 + round;
+                        let block: Vec<u8> =
+                            std::iter::repeat_n(v.to_ne_bytes(), 32).flatten().collect();
+                        d.write_block(&[k, 0], &[4, 8], &block).unwrap();
+                    }
+                });
+            }
+        });
+        for k in 0..8u64 {
+            let mut out = vec![0u8; 64];
+            assert!(
+                d.read_block_into(&[k, 0], &mut out).unwrap(),
+                "{:?} block {k}",
+                place.kind
+            );
+            let want = (k as u16 + 1) * 100 + 5;
+            assert!(
+                out.chunks_exact(2).all(|e| e == want.to_ne_bytes()),
+                "{:?}: block {k} lost its writer's last value",
+                place.kind
+            );
+        }
+    }
+}

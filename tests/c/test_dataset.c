@@ -540,6 +540,93 @@ out:
     n5_container_free(c);
 }
 
+/* A Zarr v3 array with shards made from its own zarr.json document: shapes
+   in N5 order, the shard shape, region and block I/O with the fill value
+   where nothing is stored, the metadata document, refused documents. */
+static void test_zarr_sharded(void)
+{
+    const char *root = n5t_fresh("zarr3");
+    const char *doc =
+        "{\"shape\":[6,10],\"data_type\":\"uint16\","
+        "\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[4,8]}},"
+        "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":7,"
+        "\"codecs\":[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":[2,4],"
+        "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},"
+        "{\"name\":\"zstd\",\"configuration\":{\"level\":3,\"checksum\":false}}],"
+        "\"index_codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},"
+        "{\"name\":\"crc32c\"}],\"index_location\":\"end\"}}]}";
+    uint64_t dims[2], bs[2], shard[2], off[2] = {0, 0}, shape[2] = {10, 4};
+    uint64_t pos[2] = {2, 2}, bshape[2];
+    uint16_t data[40], back[60], block[8];
+    int32_t found = 9;
+    size_t len = 0, i;
+    char *text;
+    n5_container *c;
+    n5_dataset *d;
+
+    c = CHECK_HANDLE(n5_container_open(root, N5_MODE_CREATE, "{\"format\":\"zarr3\"}"));
+    if (c == NULL)
+        return;
+    d = CHECK_HANDLE(n5_dataset_create_json(c, "a/b", doc));
+    if (d == NULL) {
+        n5_container_free(c);
+        return;
+    }
+    CHECK_OK(n5_dataset_dimensions(d, 2, dims));
+    CHECK_EQ(dims[0], 10);
+    CHECK_EQ(dims[1], 6);
+    CHECK_OK(n5_dataset_block_size(d, 2, bs));
+    CHECK_EQ(bs[0], 4);
+    CHECK_EQ(bs[1], 2);
+    CHECK_OK(n5_dataset_shard_shape(d, 2, shard));
+    CHECK_EQ(shard[0], 8);
+    CHECK_EQ(shard[1], 4);
+
+    /* rows 0..4 written; rows 4..6 stay the fill value */
+    for (i = 0; i < 40; i++)
+        data[i] = (uint16_t)(1000 + i);
+    CHECK_OK(n5_region_write(d, 2, off, shape, N5_DTYPE_UINT16, data, sizeof data));
+    shape[1] = 6;
+    CHECK_OK(n5_region_read(d, 2, off, shape, N5_DTYPE_UINT16, back, sizeof back));
+    for (i = 0; i < 60; i++)
+        CHECK_EQ(back[i], i < 40 ? 1000 + i : 7);
+    /* block (2, 2): columns 8..10 of rows 4..6, never written */
+    CHECK_OK(n5_block_read(d, 2, pos, N5_DTYPE_UINT16, block, 2 * 2 * sizeof(uint16_t),
+                           bshape, &found));
+    CHECK_EQ(found, 0);
+    CHECK_EQ(bshape[0], 2);
+    CHECK_EQ(block[0], 7);
+    pos[1] = 0;
+    CHECK_OK(n5_block_read(d, 2, pos, N5_DTYPE_UINT16, block, 2 * 2 * sizeof(uint16_t),
+                           bshape, &found));
+    CHECK_EQ(found, 1);
+    CHECK_EQ(block[0], 1008);
+
+    /* the document as stored */
+    CHECK_OK(n5_dataset_metadata(d, NULL, 0, &len));
+    text = malloc(len + 1);
+    CHECK_OK(n5_dataset_metadata(d, text, len + 1, &len));
+    CHECK(strstr(text, "\"sharding_indexed\"") != NULL);
+    CHECK(strstr(text, "\"node_type\":\"array\"") != NULL);
+    free(text);
+    CHECK_ERR(n5_dataset_metadata(d, NULL, 4, &len), N5_ERR_NULL_POINTER);
+    CHECK_ERR(n5_dataset_shard_shape(d, 3, shard), N5_ERR_SHAPE_MISMATCH);
+    n5_dataset_free(d);
+
+    /* refused documents write nothing */
+    CHECK_NULL_ERR(n5_dataset_create_json(c, "x", "{\"shape\":[2]}"), N5_ERR_INVALID_METADATA);
+    CHECK_NULL_ERR(n5_dataset_create_json(c, "x", "[1]"), N5_ERR_JSON);
+    CHECK_NULL_ERR(n5_dataset_create_json(c, "x", NULL), N5_ERR_NULL_POINTER);
+    CHECK_NULL_ERR(n5_dataset_create_json(NULL, "x", doc), N5_ERR_NULL_POINTER);
+    CHECK_ERR(n5_dataset_exists(c, "x", &found), N5_OK);
+    CHECK_EQ(found, 0);
+    /* N5 blocks of other kinds do not exist in Zarr */
+    d = n5_dataset_open(c, "a/b");
+    CHECK_ERR(n5_block_write_varlength(d, 2, pos, bs, N5_DTYPE_UINT16, block, 2), N5_ERR_UNSUPPORTED);
+    n5_dataset_free(d);
+    n5_container_free(c);
+}
+
 int main(void)
 {
     n5t_init("dataset");
@@ -550,5 +637,6 @@ int main(void)
     RUN(test_open);
     RUN(test_getters);
     RUN(test_set_dimensions);
+    RUN(test_zarr_sharded);
     return n5t_finish();
 }

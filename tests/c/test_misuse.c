@@ -131,6 +131,9 @@ static void test_null_container_functions(void)
     NULLARG_H(n5_dataset_create(c, NULL, 2, dims, bs, N5_DTYPE_UINT8, NULL), "path");
     NULLARG_H(n5_dataset_create(c, "x", 2, NULL, bs, N5_DTYPE_UINT8, NULL), "dimensions");
     NULLARG_H(n5_dataset_create(c, "x", 2, dims, NULL, N5_DTYPE_UINT8, NULL), "block_size");
+    NULLARG_H(n5_dataset_create_json(NULL, "x", "{}"), "c");
+    NULLARG_H(n5_dataset_create_json(c, NULL, "{}"), "path");
+    NULLARG_H(n5_dataset_create_json(c, "x", NULL), "metadata_json");
     NULLARG_H(n5_dataset_open(NULL, "u8"), "c");
     NULLARG_H(n5_dataset_open(c, NULL), "path");
 
@@ -159,6 +162,11 @@ static void test_null_dataset_functions(void)
     NULLARG(n5_dataset_dimensions(d, 2, NULL), "out_dims");
     NULLARG(n5_dataset_block_size(NULL, 2, shape), "d");
     NULLARG(n5_dataset_block_size(d, 2, NULL), "out_block_size");
+    NULLARG(n5_dataset_shard_shape(NULL, 2, shape), "d");
+    NULLARG(n5_dataset_shard_shape(d, 2, NULL), "out");
+    NULLARG(n5_dataset_metadata(NULL, (char *)buf, sizeof buf, &len), "d");
+    NULLARG(n5_dataset_metadata(d, NULL, 4, &len), "buf");
+    NULLARG(n5_dataset_metadata(d, NULL, 0, NULL), "out_len");
     NULLARG(n5_dataset_grid_shape(NULL, 2, shape), "d");
     NULLARG(n5_dataset_grid_shape(d, 2, NULL), "out_grid_shape");
     NULLARG(n5_dataset_dtype(NULL, &t), "d");
