@@ -208,6 +208,52 @@ impl Location {
         .at(&self.arg)
     }
 
+    /// [`Loc::open`] for a command that handles N5 containers only so far
+    /// (`info`, `verify`, `cp`, `import`, `clean`): a Zarr container is an
+    /// error that says so, rather than output that would describe its
+    /// chunks in N5's terms.
+    pub fn open_n5(&self, mode: Mode, threads: usize, command: &str) -> CliResult<Container> {
+        let refuse = |format: &str| {
+            CliError::new(
+                &self.arg,
+                format!(
+                    "`n5 {command}` handles N5 containers only so far, and this is a {format} container (ls, tree, attrs and cat read it)"
+                ),
+            )
+        };
+        // A container this command would create as Zarr is refused before
+        // anything is written.
+        if mode == Mode::Create {
+            let root = self.root.trim_end_matches('/');
+            let zarr_prefix = ["zarr:", "zarr2:", "zarr3:"]
+                .iter()
+                .any(|p| root.starts_with(p));
+            let zarr_option = self
+                .options
+                .format
+                .is_some_and(|f| f != n5::format::Format::N5);
+            if zarr_prefix || zarr_option || (root.ends_with(".zarr") && !root.starts_with("n5:")) {
+                if let Ok(existing) = self.open(Mode::Read, threads) {
+                    if existing.format() == n5::format::Format::N5 {
+                        return self.open(mode, threads);
+                    }
+                }
+                return Err(CliError::new(
+                    &self.arg,
+                    format!(
+                        "`n5 {command}` writes N5 containers only so far, and this location names a Zarr one (its prefix, suffix or options); write to an .n5 location or prefix it with n5:"
+                    ),
+                ));
+            }
+        }
+        let c = self.open(mode, threads)?;
+        let format = c.format();
+        if format != n5::format::Format::N5 {
+            return Err(refuse(format.name()));
+        }
+        Ok(c)
+    }
+
     /// Whether the location is a plain HTTP(S) URL (read-only, no listing).
     fn is_web(&self) -> bool {
         n5::storage::Location::parse(&self.root).is_ok_and(|l| matches!(l.backend, Backend::Web(_)))

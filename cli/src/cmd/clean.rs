@@ -38,7 +38,7 @@ pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
     if !loc.is_local() {
         // Opening checks that the container is there; read-only, since a
         // writable open would add a missing root version.
-        let c = loc.open(Mode::Read, 1)?;
+        let c = loc.open_n5(Mode::Read, 1, "clean")?;
         let mut out = Out::new();
         if a.json {
             out.json(&json!({"removed": 0, "bytes": 0}))?;
@@ -57,7 +57,7 @@ pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
             "not an N5 container (a directory named *.n5, or with an \"n5\" version in its attributes.json)",
         ));
     }
-    let c = loc.open(Mode::ReadWrite, g.threads.max(1))?;
+    let c = loc.open_n5(Mode::ReadWrite, g.threads.max(1), "clean")?;
     let (files, bytes) = c
         .remove_stale_temporaries(Duration::from_secs(a.older_than))
         .at(&loc.arg)?;

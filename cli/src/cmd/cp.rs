@@ -192,7 +192,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .transpose()?;
     let sloc = Location::parse(&a.src, g)?;
     let dloc = Location::parse(&a.dst, g)?;
-    let src = sloc.open(Mode::Read, 1)?;
+    let src = sloc.open_n5(Mode::Read, 1, "cp")?;
     if !src.exists(&sloc.inner).at(&sloc.arg)? {
         return Err(CliError::new(&sloc.arg, "no such group or dataset"));
     }
@@ -213,7 +213,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         Node::Group if !can_list(&src) => return Err(cannot_list(&sloc)),
         Node::Group => rels.extend(src.deep_list(&sloc.inner).at(&sloc.arg)?),
     }
-    let dst = dloc.open(Mode::Create, 1)?;
+    let dst = dloc.open_n5(Mode::Create, 1, "cp")?;
 
     let mut plans: Vec<Plan> = Vec::new();
     for rel in &rels {

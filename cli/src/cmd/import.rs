@@ -149,7 +149,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             "name the dataset inside the container, e.g. vol.n5/raw",
         ));
     }
-    let c = loc.open(Mode::Create, work::threads(g.threads))?;
+    let c = loc.open_n5(Mode::Create, work::threads(g.threads), "import")?;
     let ds = c.create_dataset(&loc.inner, attrs).at(&loc.arg)?;
 
     let elem = data_type.size() as u64;

@@ -246,7 +246,7 @@ fn block_info(
 /// `n5 info PATH/DATASET`.
 pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
-    let c = loc.open(Mode::Read, 1)?;
+    let c = loc.open_n5(Mode::Read, 1, "info")?;
     let threads = workers(g, &c);
     let ds = open_dataset(&c, &loc)?;
     let attrs = ds.attributes();

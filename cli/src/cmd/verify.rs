@@ -151,7 +151,7 @@ pub fn check_block(
 /// `n5 verify PATH`.
 pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
-    let c = loc.open(Mode::Read, 1)?;
+    let c = loc.open_n5(Mode::Read, 1, "verify")?;
     if !c.exists(&loc.inner).at(&loc.arg)? {
         return Err(CliError::new(&loc.arg, "no such group or dataset"));
     }
