@@ -22,6 +22,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     exit 1
 fi
 export RUSTC_BOOTSTRAP=1
+# A benign leak report from threads finishing their exit (see lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 python3 seeds.py
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

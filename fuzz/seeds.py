@@ -135,6 +135,30 @@ def main():
                 taken += 1
                 blocks += 1
     print(f"seeds.py: {blocks} block files and {docs} attribute documents from {SOURCE}")
+    zarr_seeds()
+
+
+def zarr_seeds():
+    """Seeds of zarr_array from ../shared/corpus-zarr: each array's metadata
+    document and its first stored chunk or shard, as the target reads them
+    (format byte, document length as 2 bytes little-endian, document,
+    chunk)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(SOURCE)), "corpus-zarr")
+    manifest = os.path.join(source, "manifest.json")
+    if not os.path.exists(manifest):
+        return
+    count = 0
+    for a in json.load(open(manifest))["arrays"]:
+        base = os.path.join(source, a["container"], a["path"])
+        doc = open(os.path.join(base, a["metadata_key"]), "rb").read()
+        chunks = [k for k in a["keys"] if not os.path.basename(k).startswith((".z", "zarr.json"))]
+        if not chunks or len(doc) > 0xFFFF:
+            continue
+        chunk = open(os.path.join(base, chunks[0]), "rb").read()[: 1 << 16]
+        v2 = 1 if a["zarr_format"] == 2 else 0
+        save("zarr_array", bytes([v2]) + struct.pack("<H", len(doc)) + doc + chunk)
+        count += 1
+    print(f"seeds.py: {count} Zarr arrays from {source}")
 
 
 main()
