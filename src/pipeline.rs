@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::storage::Store;
+use crate::storage::{ByteRange, Store};
 
 /// Bytes fetched and not yet taken, or queued and not yet written, that one
 /// call may hold (besides one block in flight per I/O thread).
@@ -54,6 +54,9 @@ struct FetchState {
 pub(crate) struct Fetch<'a> {
     store: &'a dyn Store,
     keys: &'a [Option<String>],
+    /// The byte range of each key to fetch (`None`: the whole object);
+    /// empty when every object is fetched whole.
+    ranges: &'a [Option<ByteRange>],
     early: Option<Early<'a>>,
     /// Bytes a fetch is expected to bring at most (a block's nominal size).
     expected: usize,
@@ -95,9 +98,17 @@ impl Fetch<'_> {
                 s.spare.pop().unwrap_or_default()
             };
             drop(s);
-            let result = match &self.keys[i] {
-                None => Ok(Fetched::Missing),
-                Some(key) => match self.store.get_into(key, &mut buf) {
+            let range = self.ranges.get(i).copied().flatten();
+            let result = match (&self.keys[i], range) {
+                (None, _) => Ok(Fetched::Missing),
+                (Some(key), Some(range)) => {
+                    own = buf;
+                    match self.store.get_range(key, range) {
+                        Ok(Some(bytes)) => Ok(Fetched::Bytes(bytes)),
+                        other => other.map(|_| Fetched::Missing),
+                    }
+                }
+                (Some(key), None) => match self.store.get_into(key, &mut buf) {
                     Ok(true) => match self.early.map(|early| early(i, &buf)) {
                         None | Some(Ok(false)) => Ok(Fetched::Bytes(buf)),
                         Some(used) => {
@@ -173,9 +184,27 @@ pub(crate) fn with_fetch<'a, R>(
     early: Option<Early<'a>>,
     body: impl FnOnce(&Fetch<'a>) -> Result<R>,
 ) -> Result<R> {
+    with_fetch_ranges(store, keys, &[], concurrency, expected, early, body)
+}
+
+/// [`with_fetch`] of byte ranges: `ranges[i]` is the range of `keys[i]` to
+/// fetch, `None` the whole object (`ranges` may be shorter than `keys`;
+/// the keys beyond it are fetched whole). A range is clipped at the
+/// object's end, so its bytes may be fewer than asked for: the taker checks.
+/// `early` is offered whole objects only.
+pub(crate) fn with_fetch_ranges<'a, R>(
+    store: &'a dyn Store,
+    keys: &'a [Option<String>],
+    ranges: &'a [Option<ByteRange>],
+    concurrency: usize,
+    expected: usize,
+    early: Option<Early<'a>>,
+    body: impl FnOnce(&Fetch<'a>) -> Result<R>,
+) -> Result<R> {
     let fetch = Fetch {
         store,
         keys,
+        ranges,
         early,
         expected: expected.max(1),
         state: Mutex::new(FetchState {

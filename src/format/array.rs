@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::node::{parse_json, ZARRAY, ZARR_JSON};
 use super::zarr2;
 use super::zarr3::chain::Chain;
-use super::zarr3::metadata::{IndexLocation, KeyEncoding};
+use super::zarr3::metadata::KeyEncoding;
 use super::zarr3::shard::{self, ShardLayout};
 use super::Format;
 use crate::codec::Compression;
@@ -168,6 +168,15 @@ impl ZarrArray {
         )
     }
 
+    /// The layout of the array's shards (the outermost sharding level)
+    /// when it is sharded, for reading parts of shards.
+    pub(crate) fn shard_layout(&self) -> Option<&ShardLayout> {
+        match &self.codec {
+            Codec::V3 { levels, .. } => levels.first(),
+            Codec::V2(_) => None,
+        }
+    }
+
     /// The shard shape in N5 order (the block size when not sharded).
     pub(crate) fn shard_shape(&self) -> Vec<u64> {
         reversed(&self.outer)
@@ -269,14 +278,7 @@ impl ZarrArray {
             .collect();
         // The first level through range requests.
         let first = &levels[0];
-        let index_len = first.index_bytes() as u64;
-        let range = match first.location {
-            IndexLocation::Start => ByteRange::Span {
-                offset: 0,
-                len: index_len,
-            },
-            IndexLocation::End => ByteRange::Suffix(index_len),
-        };
+        let range = first.index_request();
         let Some(index) = store.get_range(&key, range)? else {
             return fill(out);
         };

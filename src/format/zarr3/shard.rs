@@ -12,6 +12,7 @@
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
 use crate::region::{copy_box, Placement};
+use crate::storage::ByteRange;
 
 use super::chain::Chain;
 use super::metadata::{CodecSpec, IndexLocation};
@@ -192,6 +193,16 @@ impl ShardLayout {
         self.index.encode(&raw, out)
     }
 
+    /// The request that fetches a shard's index without knowing the
+    /// shard's length: the first bytes, or a suffix when it is at the end.
+    pub(crate) fn index_request(&self) -> ByteRange {
+        let len = self.index_bytes() as u64;
+        match self.location {
+            IndexLocation::Start => ByteRange::Span { offset: 0, len },
+            IndexLocation::End => ByteRange::Suffix(len),
+        }
+    }
+
     /// The index's bytes within a shard of `shard_len` bytes.
     pub(crate) fn index_range(&self, shard_len: u64) -> Option<std::ops::Range<u64>> {
         let n = self.index_bytes() as u64;
@@ -203,6 +214,55 @@ impl ShardLayout {
             IndexLocation::End => shard_len - n..shard_len,
         })
     }
+}
+
+/// Neighbouring inner chunks further apart than this many bytes are
+/// fetched with separate requests; closer ones with one request that also
+/// brings the bytes between them (cheaper than a request's round trip on an
+/// object store, and one read instead of two on a disk).
+pub(crate) const COALESCE_GAP: u64 = 256 << 10;
+
+/// A coalesced request grows to at most this many bytes (more requests in
+/// flight rather than one long one); a larger inner chunk goes alone.
+pub(crate) const COALESCE_MAX: u64 = 8 << 20;
+
+/// One byte range of a shard to fetch and the inner chunks in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Run {
+    /// First byte of the range in the shard.
+    pub offset: u64,
+    /// Length of the range.
+    pub len: u64,
+    /// The inner chunks in the range: the caller's number for each and its
+    /// entry (offsets relative to the shard, not to the range).
+    pub chunks: Vec<(usize, Entry)>,
+}
+
+/// The inner chunks `wanted` (the caller's number and the index entry of
+/// each) grouped into ranges of the shard to fetch: in the order of their
+/// bytes, neighbours at most `gap` bytes apart joined into one range while
+/// it stays within `max` bytes. Entries that are the same bytes share them.
+pub(crate) fn coalesce(mut wanted: Vec<(usize, Entry)>, gap: u64, max: u64) -> Vec<Run> {
+    wanted.sort_by_key(|&(n, e)| (e.offset, e.nbytes, n));
+    let mut runs: Vec<Run> = Vec::new();
+    for (n, e) in wanted {
+        let end = e.offset.saturating_add(e.nbytes);
+        if let Some(run) = runs.last_mut() {
+            let run_end = run.offset + run.len;
+            let joined = end.max(run_end) - run.offset;
+            if e.offset <= run_end.saturating_add(gap) && joined <= max.max(run.len) {
+                run.len = joined;
+                run.chunks.push((n, e));
+                continue;
+            }
+        }
+        runs.push(Run {
+            offset: e.offset,
+            len: e.nbytes,
+            chunks: vec![(n, e)],
+        });
+    }
+    runs
 }
 
 /// Decodes the whole shard `bytes` (the array → bytes codec `spec`, shard
@@ -362,6 +422,40 @@ mod tests {
             .remove(0);
         let l = ShardLayout::new(&spec, DataType::U8, shard, &[9]);
         (spec, l)
+    }
+
+    #[test]
+    fn neighbouring_inner_chunks_share_a_request() {
+        let e = |offset, nbytes| Entry { offset, nbytes };
+        // Out of order, one gap small enough, one too large, one shared.
+        let runs = coalesce(
+            vec![
+                (3, e(1000, 100)),
+                (0, e(0, 100)),
+                (1, e(100, 50)),
+                (2, e(160, 40)),
+                (4, e(1000, 100)),
+            ],
+            10,
+            1 << 20,
+        );
+        let spans: Vec<(u64, u64, Vec<usize>)> = runs
+            .iter()
+            .map(|r| (r.offset, r.len, r.chunks.iter().map(|c| c.0).collect()))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![(0, 200, vec![0, 1, 2]), (1000, 100, vec![3, 4])]
+        );
+        // The size limit splits; a chunk larger than it goes alone.
+        let runs = coalesce(
+            vec![(0, e(0, 60)), (1, e(60, 60)), (2, e(120, 500))],
+            0,
+            100,
+        );
+        let lens: Vec<u64> = runs.iter().map(|r| r.len).collect();
+        assert_eq!(lens, vec![60, 60, 500]);
+        assert!(coalesce(Vec::new(), 0, 1).is_empty());
     }
 
     #[test]

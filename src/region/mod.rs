@@ -3,6 +3,8 @@
 //! worker pool (`parallel`). Missing blocks read as zeros; partially covered
 //! blocks are read, modified and written back.
 
+mod sharded;
+
 use std::sync::{Condvar, Mutex};
 
 use crate::dataset::{check_buffer, BlockRead, Dataset};
@@ -613,7 +615,7 @@ impl Dataset {
     }
 
     /// [`Dataset::read_region`] of a Zarr array: every chunk of the grid
-    /// the region touches (a whole shard when sharded) is fetched by the I/O
+    /// the region touches is fetched by the I/O
     /// threads, decoded whole (Zarr stores edge chunks full size) by the
     /// container's threads and its part copied into the region; missing
     /// chunks read as the fill value.
@@ -624,6 +626,9 @@ impl Dataset {
         shape: &[u64],
         out: &mut [u8],
     ) -> Result<()> {
+        if let Some(layout) = z.shard_layout() {
+            return self.read_region_sharded(z, layout, offset, shape, out);
+        }
         let attrs = z.outer_attributes()?;
         let elem = attrs.data_type.size();
         let grid = Grid::new(&attrs, offset, shape)?;

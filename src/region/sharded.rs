@@ -1,0 +1,254 @@
+//! Region reads of sharded Zarr v3 arrays that fetch only what the region
+//! needs: a shard the region covers whole is one request for the whole
+//! object; of a shard it covers in part, the index is read with one range
+//! request (a suffix when it is at the end) and then only the inner chunks
+//! the region touches, neighbours coalesced into one range
+//! ([`shard::coalesce`]). Indexes and inner chunks are fetched by the I/O
+//! threads (`io_concurrency` in flight) and decoded by the container's
+//! threads, as for any region read.
+
+use crate::codec::Compression;
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::format::array::ZarrArray;
+use crate::format::zarr3::shard::{self, Entry, Run, ShardLayout};
+use crate::metadata::DatasetAttributes;
+use crate::path;
+use crate::pipeline::{with_fetch_ranges, Fetched, IO_BUDGET};
+use crate::storage::ByteRange;
+
+use super::{Grid, Planes, HUGE_PAGE_OUTPUT};
+
+/// One piece of work of a sharded read.
+enum Job {
+    /// A shard the region covers whole, fetched and decoded whole.
+    Whole(usize),
+    /// Inner chunks of one shard, fetched as one range.
+    Run(usize, Run),
+    /// An inner chunk that is not stored (or whose shard is not): the fill
+    /// value.
+    Fill(usize),
+}
+
+impl Dataset {
+    /// [`Dataset::read_region`] of a sharded Zarr v3 array whose shards
+    /// have `layout` (see the module's description). Entries of an index
+    /// are checked as [`ShardLayout::decode_index`] does, and an inner
+    /// chunk whose range comes back short (beyond the shard's end) is an
+    /// error naming the shard and the inner chunk.
+    pub(super) fn read_region_sharded(
+        &self,
+        z: &ZarrArray,
+        layout: &ShardLayout,
+        offset: &[u64],
+        shape: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let shard_attrs = z.outer_attributes()?;
+        let elem = shard_attrs.data_type.size();
+        let n = shard_attrs.ndim();
+        let shards = Grid::new(&shard_attrs, offset, shape)?;
+        // The grid of the shards' inner chunks (nested shards are decoded
+        // whole), N5 order.
+        let chunk_shape: Vec<u64> = layout.inner.shape.iter().rev().copied().collect();
+        let chunk_attrs = DatasetAttributes::new(
+            shard_attrs.dimensions.clone(),
+            chunk_shape.iter().map(|&c| c as u32).collect(),
+            shard_attrs.data_type,
+            Compression::Raw,
+        )?;
+        let chunks = Grid::new(&chunk_attrs, offset, shape)?;
+        let shard_shape = z.shard_shape();
+        let store = self.container().store();
+        let io = self.io_concurrency();
+        let keys: Vec<String> = (0..shards.total)
+            .map(|i| path::join(self.path(), &z.outer_key(&shards.grid_pos(i))))
+            .collect();
+        let what = |s: usize| {
+            format!(
+                "{} of dataset '{}'",
+                store.describe(&keys[s]),
+                path::display(self.path())
+            )
+        };
+        let mut whole = Vec::with_capacity(shards.total);
+        for i in 0..shards.total {
+            let o = shards.overlap(i)?;
+            whole.push(o.extent == o.block_shape);
+        }
+
+        // The indexes of the shards read in part (`None`: no such shard).
+        let partial: Vec<usize> = (0..shards.total).filter(|&i| !whole[i]).collect();
+        let index_keys: Vec<Option<String>> =
+            partial.iter().map(|&i| Some(keys[i].clone())).collect();
+        let index_ranges = vec![Some(layout.index_request()); partial.len()];
+        let mut indexes: Vec<Option<Vec<Option<Entry>>>> = vec![None; shards.total];
+        with_fetch_ranges(
+            store,
+            &index_keys,
+            &index_ranges,
+            io,
+            layout.index_bytes(),
+            None,
+            |fetch| {
+                for (j, &i) in partial.iter().enumerate() {
+                    if let Fetched::Bytes(bytes) = fetch.take(j)? {
+                        // A suffix read does not tell the shard's length;
+                        // each entry is checked by what its range returns.
+                        indexes[i] = Some(layout.decode_index(&bytes, u64::MAX, &what(i))?);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+
+        // The inner chunks each partly read shard must give, and those
+        // that read as the fill value.
+        let mut wanted: Vec<Vec<(usize, Entry)>> = vec![Vec::new(); shards.total];
+        let mut jobs: Vec<Job> = Vec::new();
+        let shard_strides: Vec<usize> = (0..n)
+            .scan(1usize, |acc, d| {
+                let s = *acc;
+                *acc *= shards.count[d] as usize;
+                Some(s)
+            })
+            .collect();
+        for c in 0..chunks.total {
+            let pos = chunks.grid_pos(c);
+            let s: usize = (0..n)
+                .map(|d| {
+                    let shard = pos[d] * chunk_shape[d] / shard_shape[d];
+                    (shard - shards.first[d]) as usize * shard_strides[d]
+                })
+                .sum();
+            let at = entry_position(&pos, &chunk_shape, &shard_shape);
+            if whole[s] {
+                continue;
+            }
+            match indexes[s].as_ref().and_then(|e| e[layout.number(&at)]) {
+                Some(entry) => wanted[s].push((c, entry)),
+                None => jobs.push(Job::Fill(c)),
+            }
+        }
+        let mut req_keys: Vec<Option<String>> = vec![None; jobs.len()];
+        let mut req_ranges: Vec<Option<ByteRange>> = vec![None; jobs.len()];
+        let mut expected = 1usize;
+        for s in 0..shards.total {
+            if whole[s] {
+                jobs.push(Job::Whole(s));
+                req_keys.push(Some(keys[s].clone()));
+                req_ranges.push(None);
+                expected = expected.max(z.outer_bytes());
+                continue;
+            }
+            for run in shard::coalesce(
+                std::mem::take(&mut wanted[s]),
+                shard::COALESCE_GAP,
+                shard::COALESCE_MAX,
+            ) {
+                req_keys.push(Some(keys[s].clone()));
+                req_ranges.push(Some(ByteRange::Span {
+                    offset: run.offset,
+                    len: run.len,
+                }));
+                expected = expected.max(usize::try_from(run.len).unwrap_or(usize::MAX));
+                jobs.push(Job::Run(s, run));
+            }
+        }
+
+        if out.len() >= HUGE_PAGE_OUTPUT {
+            crate::os::advise_huge_pages(out);
+        }
+        let out = Planes::new(out, shape, elem);
+        let chunk_bytes = layout.inner.chunk_bytes();
+        with_fetch_ranges(
+            store,
+            &req_keys,
+            &req_ranges,
+            io,
+            expected.min(IO_BUDGET),
+            None,
+            |fetch| {
+                let result =
+                    self.container()
+                        .pool()
+                        .run(jobs.len(), Vec::new, |buf: &mut Vec<u8>, j| {
+                            let fetched = fetch.take(j)?;
+                            match &jobs[j] {
+                                Job::Whole(s) => {
+                                    let mut o = shards.overlap(*s)?;
+                                    o.block_shape = shard_shape.clone();
+                                    buf.resize(z.outer_bytes(), 0);
+                                    match fetched {
+                                        Fetched::Bytes(bytes) => {
+                                            let decoded = z
+                                                .decode_outer(&bytes, buf)
+                                                .map_err(|e| e.context(what(*s)));
+                                            fetch.recycle(bytes);
+                                            decoded?;
+                                        }
+                                        _ => z.fill_buffer(buf),
+                                    }
+                                    out.copy_in(buf, &o, elem, false, j);
+                                }
+                                Job::Fill(c) => {
+                                    let mut o = chunks.overlap(*c)?;
+                                    o.block_shape = chunk_shape.clone();
+                                    buf.resize(chunk_bytes, 0);
+                                    z.fill_buffer(buf);
+                                    out.copy_in(buf, &o, elem, false, j);
+                                }
+                                Job::Run(s, run) => {
+                                    // A shard gone since its index was read
+                                    // (deleted) reads as the fill value.
+                                    let bytes = match fetched {
+                                        Fetched::Bytes(bytes) => Some(bytes),
+                                        _ => None,
+                                    };
+                                    buf.resize(chunk_bytes, 0);
+                                    for &(c, entry) in &run.chunks {
+                                        let mut o = chunks.overlap(c)?;
+                                        o.block_shape = chunk_shape.clone();
+                                        let at = entry_position(&o.grid_pos, &chunk_shape, &shard_shape);
+                                        let Some(bytes) = &bytes else {
+                                            z.fill_buffer(buf);
+                                            out.copy_in(buf, &o, elem, false, c);
+                                            continue;
+                                        };
+                                        let start = (entry.offset - run.offset) as usize;
+                                        let end = start + entry.nbytes as usize;
+                                        let Some(encoded) = bytes.get(start..end) else {
+                                            return Err(Error::codec(format!(
+                                                "{}: inner chunk {at:?} is at bytes {}..+{}, beyond the shard's {} bytes",
+                                                what(*s),
+                                                entry.offset,
+                                                entry.nbytes,
+                                                run.offset + bytes.len() as u64
+                                            )));
+                                        };
+                                        layout.inner.decode(encoded, buf).map_err(|e| {
+                                            e.context(format!("{}: inner chunk {at:?}", what(*s)))
+                                        })?;
+                                        out.copy_in(buf, &o, elem, false, c);
+                                    }
+                                }
+                            }
+                            Ok(())
+                        });
+                if result.is_err() {
+                    fetch.cancel();
+                }
+                result
+            },
+        )
+    }
+}
+
+/// The position (C order) in its shard of the inner chunk at the N5 grid
+/// position `pos` of a grid of `chunk` chunks in shards of `shard`.
+fn entry_position(pos: &[u64], chunk: &[u64], shard: &[u64]) -> Vec<u64> {
+    (0..pos.len())
+        .rev()
+        .map(|d| pos[d] * chunk[d] % shard[d] / chunk[d])
+        .collect()
+}

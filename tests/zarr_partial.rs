@@ -1,0 +1,304 @@
+//! Region reads of sharded Zarr v3 arrays that read shards in part, on
+//! every backend: random regions of arrays sharded with the index at the
+//! end and at the start, with nested sharding and with a transposed inner
+//! chain, against a model of what was written (shards missing, inner
+//! chunks missing, a fill value other than zero); the requests such reads
+//! send to S3, counted by a proxy in front of SeaweedFS (one for the index
+//! and one per coalesced range, one per shard covered whole, nothing
+//! beyond what the region touches); and a damaged index entry met by a
+//! partial read named with its shard and inner chunk.
+
+mod common;
+
+use common::places::{options_json, places, Kind, Place};
+use n5::{Container, Mode, Options};
+use n5_testkit::{server_or_skip, Proxy};
+use serde_json::{json, Value};
+
+/// Copy the box `shape` at `offset` of the N5-order array `src` of shape
+/// `dims` out (`to_region`) or in.
+fn boxed(
+    array: &mut [u8],
+    dims: &[u64],
+    region: &mut [u8],
+    offset: &[u64],
+    shape: &[u64],
+    elem: usize,
+    to_region: bool,
+) {
+    let n = dims.len();
+    let count: u64 = shape[1..].iter().product();
+    for r in 0..count {
+        // The row's position in dimensions 1.. of the region.
+        let mut rest = r;
+        let mut src = offset[0];
+        let mut stride = dims[0];
+        let mut dst = 0u64;
+        let mut dst_stride = shape[0];
+        for d in 1..n {
+            let p = rest % shape[d];
+            rest /= shape[d];
+            src += (offset[d] + p) * stride;
+            dst += p * dst_stride;
+            stride *= dims[d];
+            dst_stride *= shape[d];
+        }
+        let (s, t, len) = (
+            src as usize * elem,
+            dst as usize * elem,
+            shape[0] as usize * elem,
+        );
+        if to_region {
+            region[t..t + len].copy_from_slice(&array[s..s + len]);
+        } else {
+            array[s..s + len].copy_from_slice(&region[t..t + len]);
+        }
+    }
+}
+
+/// The sharded layouts checked: name and zarr.json (C-order shape
+/// [20, 18, 22], uint16, fill value 7).
+fn layouts() -> Vec<(&'static str, Value)> {
+    let le = json!({"name": "bytes", "configuration": {"endian": "little"}});
+    let index = json!([le.clone(), {"name": "crc32c"}]);
+    let doc = |shard: Value, sharding: Value| {
+        json!({
+            "shape": [20, 18, 22], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}},
+            "chunk_key_encoding": {"name": "default"},
+            "fill_value": 7,
+            "codecs": [{"name": "sharding_indexed", "configuration": sharding}]
+        })
+    };
+    vec![
+        (
+            "end",
+            doc(
+                json!([8, 6, 10]),
+                json!({"chunk_shape": [4, 3, 5], "codecs": [le.clone()],
+                       "index_codecs": index.clone(), "index_location": "end"}),
+            ),
+        ),
+        (
+            "start-zstd-transposed",
+            doc(
+                json!([8, 6, 10]),
+                json!({"chunk_shape": [2, 3, 5],
+                       "codecs": [{"name": "transpose", "configuration": {"order": [2, 0, 1]}},
+                                  {"name": "bytes", "configuration": {"endian": "big"}},
+                                  {"name": "zstd", "configuration": {"level": 1, "checksum": false}},
+                                  {"name": "crc32c"}],
+                       "index_codecs": index.clone(), "index_location": "start"}),
+            ),
+        ),
+        (
+            "nested",
+            doc(
+                json!([8, 12, 10]),
+                json!({"chunk_shape": [4, 6, 5],
+                       "codecs": [{"name": "sharding_indexed", "configuration": {
+                           "chunk_shape": [2, 3, 5], "codecs": [le.clone()],
+                           "index_codecs": index.clone(), "index_location": "end"}}],
+                       "index_codecs": index.clone(), "index_location": "end"}),
+            ),
+        ),
+    ]
+}
+
+fn zarr3(place: &Place, mode: Mode) -> Container {
+    let options = place.options_with(r#"{"format": "zarr3", "threads": 2, "io_concurrency": 4}"#);
+    place.open_with(mode, options).unwrap()
+}
+
+#[test]
+fn partial_region_reads_match_a_model() {
+    for place in places("zarr-partial") {
+        let c = zarr3(&place, Mode::Create);
+        for (name, doc) in layouts() {
+            let d = c.create_dataset_json(name, &doc).unwrap();
+            let dims = d.attributes().dimensions.clone();
+            assert_eq!(dims, vec![22, 18, 20]);
+            let n = dims.iter().product::<u64>() as usize;
+            let mut model: Vec<u8> = std::iter::repeat_n(7u16.to_ne_bytes(), n)
+                .flatten()
+                .collect();
+            // Most of the array written; then the first shard's corner and
+            // a whole shard back to the fill value (inner chunks and a
+            // shard left out), and the last shard never written.
+            let writes: [([u64; 3], [u64; 3]); 3] = [
+                ([0, 0, 0], [22, 18, 16]),
+                ([0, 0, 0], [5, 6, 4]),
+                ([10, 6, 8], [10, 6, 8]),
+            ];
+            for (k, (offset, shape)) in writes.iter().enumerate() {
+                let len = shape.iter().product::<u64>() as usize;
+                let data: Vec<u8> = if k == 0 {
+                    common::bytes(k as u64 + 1, len * 2)
+                } else {
+                    std::iter::repeat_n(7u16.to_ne_bytes(), len)
+                        .flatten()
+                        .collect()
+                };
+                d.write_region(offset, shape, &data).unwrap();
+                let mut data = data;
+                boxed(&mut model, &dims, &mut data, offset, shape, 2, false);
+            }
+            let d = zarr3(&place, Mode::Read).open_dataset(name).unwrap();
+            let mut seed = 0x5eed_u64 + name.len() as u64;
+            let mut rand = |m: u64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % m
+            };
+            for round in 0..30 {
+                let offset: Vec<u64> = dims.iter().map(|&d| rand(d)).collect();
+                let shape: Vec<u64> = dims
+                    .iter()
+                    .zip(&offset)
+                    .map(|(&d, &o)| 1 + rand(d - o))
+                    .collect();
+                let len = shape.iter().product::<u64>() as usize * 2;
+                let mut got = vec![0u8; len];
+                d.read_region(&offset, &shape, &mut got)
+                    .unwrap_or_else(|e| {
+                        panic!("{:?} {name} {offset:?}+{shape:?}: {e}", place.kind)
+                    });
+                let mut want = vec![0u8; len];
+                boxed(&mut model, &dims, &mut want, &offset, &shape, 2, true);
+                assert!(
+                    got == want,
+                    "{:?} {name} round {round}: {offset:?}+{shape:?}",
+                    place.kind
+                );
+            }
+            let mut all = vec![0u8; model.len()];
+            d.read_region(&[0, 0, 0], &dims, &mut all).unwrap();
+            assert!(all == model, "{:?} {name}: whole", place.kind);
+        }
+    }
+}
+
+/// A container on the signed SeaweedFS reached through `proxy`.
+fn through(place: &Place, proxy: &Proxy) -> Container {
+    let mut options = Value::Object(options_json(place));
+    options["s3"]["endpoint"] = json!(proxy.url());
+    options["format"] = json!("zarr3");
+    options["threads"] = json!(2);
+    let options = Options::from_json(&options.to_string()).unwrap();
+    Container::open_with(&place.location, Mode::Read, options).unwrap()
+}
+
+#[test]
+fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
+    let s3 = server_or_skip!(n5_testkit::s3_signed());
+    let Some(place) = common::places::place(Kind::S3, "zarr-requests") else {
+        return;
+    };
+    // uint16 of 64³ in shards of 32³ holding 8³ inner chunks of 1 KiB
+    // (bytes codec only: every size is known), index at the end.
+    let doc = json!({
+        "shape": [64, 64, 64], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [8, 8, 8],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "crc32c"}],
+            "index_location": "end"}}]
+    });
+    let data = common::bytes(3, 64 * 64 * 64 * 2);
+    {
+        let c = zarr3(&place, Mode::Create);
+        let d = c.create_dataset_json("a", &doc).unwrap();
+        d.write_region(&[0, 0, 0], &[64, 64, 64], &data).unwrap();
+    }
+    let shard_bytes = 64 * 1024 + 64 * 16 + 4;
+    let proxy = Proxy::start(s3.addr());
+    let c = through(&place, &proxy);
+    let d = c.open_dataset("a").unwrap();
+    let dims = [64u64, 64, 64];
+    let mut model = data.clone();
+    let mut read = |offset: [u64; 3], shape: [u64; 3]| {
+        proxy.reset_counters();
+        let len = shape.iter().product::<u64>() as usize * 2;
+        let mut got = vec![0u8; len];
+        d.read_region(&offset, &shape, &mut got).unwrap();
+        let mut want = vec![0u8; len];
+        boxed(&mut model, &dims, &mut want, &offset, &shape, 2, true);
+        assert!(got == want, "{offset:?}+{shape:?}");
+        let counted = proxy.counters();
+        eprintln!("{offset:?}+{shape:?}: {counted:?}");
+        counted
+    };
+    // 2×2×2 inner chunks of one shard: its index, then one range from the
+    // first to the last of them (22 inner chunks in C order).
+    let counted = read([4, 4, 4], [8, 8, 8]);
+    assert_eq!((counted.requests, counted.get), (2, 2));
+    assert!(
+        counted.bytes_to_client < 22 * 1024 + 1028 + 2048,
+        "{counted:?}"
+    );
+    assert!(counted.bytes_to_client < shard_bytes / 2);
+    // A corner of each of the 8 shards: 8 indexes and 8 ranges.
+    let counted = read([28, 28, 28], [8, 8, 8]);
+    assert_eq!((counted.requests, counted.get), (16, 16));
+    assert!(counted.bytes_to_client < 8 * (1024 + 1028) + 16 * 1024);
+    // Two shards covered whole: one request each, no index read.
+    let counted = read([0, 0, 32], [64, 32, 32]);
+    assert_eq!((counted.requests, counted.get), (2, 2));
+    // One inner chunk: its index and the chunk.
+    let counted = read([8, 16, 24], [8, 8, 8]);
+    assert_eq!((counted.requests, counted.get), (2, 2));
+    // The whole array: every shard once.
+    let counted = read([0, 0, 0], [64, 64, 64]);
+    assert_eq!((counted.requests, counted.get), (8, 8));
+}
+
+#[test]
+fn damaged_index_entries_met_by_partial_reads_are_named() {
+    let dir = common::Scratch::new("zarr-partial-damaged");
+    let root = dir.join("v.zarr");
+    let c = Container::open_with(
+        root.to_str().unwrap(),
+        Mode::Create,
+        Options::from_json(r#"{"format": "zarr3"}"#).unwrap(),
+    )
+    .unwrap();
+    // One shard of 4×4 inner chunks of 2×2, index at the end without a
+    // checksum (so a changed entry is taken as written).
+    let doc = json!({
+        "shape": [8, 8], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 8]}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [2, 2],
+            "codecs": [{"name": "bytes"}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_location": "end"}}]
+    });
+    let d = c.create_dataset_json("a", &doc).unwrap();
+    let data: Vec<u8> = (1..=64).collect();
+    d.write_region(&[0, 0], &[8, 8], &data).unwrap();
+    let shard = root.join("a/c/0/0");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let index_at = bytes.len() - 16 * 16;
+    // Inner chunk [1, 2] (number 6): 4 bytes from far beyond the end.
+    let entry = index_at + 6 * 16;
+    bytes[entry..entry + 8].copy_from_slice(&1_000_000u64.to_le_bytes());
+    std::fs::write(&shard, &bytes).unwrap();
+    let d = c.open_dataset("a").unwrap();
+    let mut out = vec![0u8; 9];
+    // N5 order: columns 3..6 (inner chunks 1 and 2 along C's last
+    // dimension), rows 2..5 (inner chunks 1 and 2).
+    let e = d.read_region(&[3, 2], &[3, 3], &mut out).unwrap_err();
+    let m = e.message().to_string();
+    assert!(m.contains("a/c/0/0") && m.contains("[1, 2]"), "{m}");
+    // The chunks around it still read.
+    let mut out = vec![0u8; 4];
+    d.read_region(&[0, 0], &[2, 2], &mut out).unwrap();
+    assert_eq!(out, vec![1, 2, 9, 10]);
+}
