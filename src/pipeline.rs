@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::storage::{ByteRange, Store};
+use crate::storage::{ByteRange, Store, Version};
 
 /// Bytes fetched and not yet taken, or queued and not yet written, that one
 /// call may hold (besides one block in flight per I/O thread).
@@ -44,6 +44,8 @@ struct FetchState {
     held: usize,
     /// Results not yet taken, by index.
     ready: HashMap<usize, Result<Fetched>>,
+    /// The versions ranged fetches came with, by index, until taken.
+    versions: HashMap<usize, Version>,
     /// Buffers given back, for the next fetches.
     spare: Vec<Vec<u8>>,
     /// Set when the consumers stop early (an error) or are done.
@@ -99,12 +101,16 @@ impl Fetch<'_> {
             };
             drop(s);
             let range = self.ranges.get(i).copied().flatten();
+            let mut version = None;
             let result = match (&self.keys[i], range) {
                 (None, _) => Ok(Fetched::Missing),
                 (Some(key), Some(range)) => {
                     own = buf;
-                    match self.store.get_range(key, range) {
-                        Ok(Some(bytes)) => Ok(Fetched::Bytes(bytes)),
+                    match self.store.get_range_versioned(key, range) {
+                        Ok(Some((bytes, v))) => {
+                            version = v;
+                            Ok(Fetched::Bytes(bytes))
+                        }
                         other => other.map(|_| Fetched::Missing),
                     }
                 }
@@ -128,6 +134,9 @@ impl Fetch<'_> {
                 s.held += data.len();
             }
             s.ready.insert(i, result);
+            if let Some(v) = version {
+                s.versions.insert(i, v);
+            }
             self.changed.notify_all();
         }
     }
@@ -160,6 +169,12 @@ impl Fetch<'_> {
         if s.spare.len() < 16 {
             s.spare.push(buf);
         }
+    }
+
+    /// The version the ranged fetch `i` came with (see
+    /// [`Store::get_range_versioned`]), once, after [`Fetch::take`] of it.
+    pub(crate) fn version(&self, i: usize) -> Option<Version> {
+        self.lock().versions.remove(&i)
     }
 
     /// Stop fetching: the I/O threads finish what they are doing and end,
@@ -212,6 +227,7 @@ pub(crate) fn with_fetch_ranges<'a, R>(
             in_flight: 0,
             held: 0,
             ready: HashMap::new(),
+            versions: HashMap::new(),
             spare: Vec::new(),
             cancelled: false,
         }),

@@ -5,14 +5,19 @@
 //! chunks missing, a fill value other than zero); the requests such reads
 //! send to S3, counted by a proxy in front of SeaweedFS (one for the index
 //! and one per coalesced range, one per shard covered whole, nothing
-//! beyond what the region touches); and a damaged index entry met by a
-//! partial read named with its shard and inner chunk.
+//! beyond what the region touches); a shard replaced by another writer
+//! between the read of its index and of its inner chunks (the proxy holds
+//! the second request back), which the read notices by the object's
+//! version and reads again whole, on S3 and GCS; and a damaged index entry
+//! met by a partial read named with its shard and inner chunk.
 
 mod common;
 
 use common::places::{options_json, places, Kind, Place};
 use n5::{Container, Mode, Options};
-use n5_testkit::{server_or_skip, Proxy};
+use std::time::Duration;
+
+use n5_testkit::{server_or_skip, Fault, Proxy, Rule, StallAt};
 use serde_json::{json, Value};
 
 /// Copy the box `shape` at `offset` of the N5-order array `src` of shape
@@ -179,10 +184,11 @@ fn partial_region_reads_match_a_model() {
     }
 }
 
-/// A container on the signed SeaweedFS reached through `proxy`.
+/// The container at `place` (S3 or GCS) reached through `proxy`.
 fn through(place: &Place, proxy: &Proxy) -> Container {
     let mut options = Value::Object(options_json(place));
-    options["s3"]["endpoint"] = json!(proxy.url());
+    let backend = if place.kind == Kind::S3 { "s3" } else { "gcs" };
+    options[backend]["endpoint"] = json!(proxy.url());
     options["format"] = json!("zarr3");
     options["threads"] = json!(2);
     let options = Options::from_json(&options.to_string()).unwrap();
@@ -255,6 +261,108 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     // The whole array: every shard once.
     let counted = read([0, 0, 0], [64, 64, 64]);
     assert_eq!((counted.requests, counted.get), (8, 8));
+}
+
+#[test]
+fn a_shard_replaced_during_a_partial_read_is_read_again_whole() {
+    for place in common::places::object_stores("zarr-replaced") {
+        let upstream = match place.kind {
+            Kind::S3 => n5_testkit::s3_signed().unwrap().addr(),
+            _ => n5_testkit::gcs().unwrap().addr(),
+        };
+        // One shard of 32³ holding 8³ inner chunks compressed with zstd:
+        // new data gives the inner chunks other sizes, so the old index's
+        // offsets do not fit the new shard.
+        let doc = json!({
+            "shape": [32, 32, 32], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
+            "chunk_key_encoding": {"name": "default"},
+            "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [8, 8, 8],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                           {"name": "zstd", "configuration": {"level": 1, "checksum": false}}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "crc32c"}],
+                "index_location": "end"}}]
+        });
+        let n = 32 * 32 * 32;
+        let old = common::bytes(11, n * 2);
+        let new: Vec<u8> = (0..n as u32)
+            .flat_map(|i| ((i / 7) as u16).to_ne_bytes())
+            .collect();
+        let writer = zarr3(&place, Mode::Create);
+        writer
+            .create_dataset_json("a", &doc)
+            .unwrap()
+            .write_region(&[0, 0, 0], &[32, 32, 32], &old)
+            .unwrap();
+        let proxy = Proxy::start(upstream);
+        let d = through(&place, &proxy).open_dataset("a").unwrap();
+        // The index goes through; the inner chunks' request waits while the
+        // shard is replaced.
+        proxy.set_fault(
+            Rule::every_nth(2).methods(&["GET"]).first(1),
+            Fault::Stall {
+                at: StallAt::BeforeForwarding,
+                duration: Duration::from_millis(1500),
+                then_close: false,
+            },
+        );
+        let replaced = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            writer
+                .open_dataset("a")
+                .unwrap()
+                .write_region(&[0, 0, 0], &[32, 32, 32], &new)
+                .unwrap();
+            new
+        });
+        let (offset, shape) = ([4u64, 4, 4], [8u64, 8, 8]);
+        let mut got = vec![0u8; 8 * 8 * 8 * 2];
+        let read = d.read_region(&offset, &shape, &mut got);
+        let mut new = replaced.join().unwrap();
+        proxy.clear_faults();
+        read.unwrap_or_else(|e| panic!("{:?}: {e}", place.kind));
+        assert_eq!(proxy.counters().faults, 1, "{:?}", place.kind);
+        let mut want = vec![0u8; got.len()];
+        boxed(&mut new, &[32, 32, 32], &mut want, &offset, &shape, 2, true);
+        assert!(got == want, "{:?}: not the new shard's data", place.kind);
+        // The same for one block (index, then the inner chunk), the old
+        // data written back meanwhile.
+        proxy.set_fault(
+            Rule::every_nth(2).methods(&["GET"]).first(1),
+            Fault::Stall {
+                at: StallAt::BeforeForwarding,
+                duration: Duration::from_millis(1500),
+                then_close: false,
+            },
+        );
+        let writer = zarr3(&place, Mode::ReadWrite);
+        let mut old_again = old.clone();
+        let replaced = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            writer
+                .open_dataset("a")
+                .unwrap()
+                .write_region(&[0, 0, 0], &[32, 32, 32], &old)
+                .unwrap();
+        });
+        let read = d.read_block_into(&[1, 1, 1], &mut got);
+        replaced.join().unwrap();
+        proxy.clear_faults();
+        assert!(read.unwrap_or_else(|e| panic!("{:?}: block: {e}", place.kind)));
+        boxed(
+            &mut old_again,
+            &[32, 32, 32],
+            &mut want,
+            &[8, 8, 8],
+            &shape,
+            2,
+            true,
+        );
+        assert!(got == want, "{:?}: block: not the old data", place.kind);
+    }
 }
 
 #[test]

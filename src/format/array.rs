@@ -182,6 +182,11 @@ impl ZarrArray {
         reversed(&self.outer)
     }
 
+    /// Bytes of one element.
+    pub(crate) fn element_size(&self) -> usize {
+        self.dtype.size()
+    }
+
     /// One element of the fill value, native byte order.
     pub(crate) fn fill(&self) -> &[u8] {
         &self.fill
@@ -279,28 +284,47 @@ impl ZarrArray {
         // The first level through range requests.
         let first = &levels[0];
         let range = first.index_request();
-        let Some(index) = store.get_range(&key, range)? else {
+        let Some((index, version)) = store.get_range_versioned(&key, range)? else {
             return fill(out);
         };
         // The shard's length is not known from a suffix read; every entry
         // is checked against what its range read returns instead.
         let entries = first.decode_index(&index, u64::MAX, &what)?;
         let at = chunk_of(first, &mut within);
-        let Some(entry) = entries[first.number(&at)] else {
+        let Some(mut entry) = entries[first.number(&at)] else {
             return fill(out);
         };
         if out.is_none() && levels.len() == 1 {
             return Ok(true);
         }
-        let bytes = store
-            .get_range(
-                &key,
-                ByteRange::Span {
-                    offset: entry.offset,
-                    len: entry.nbytes,
-                },
-            )?
-            .unwrap_or_default();
+        let span = ByteRange::Span {
+            offset: entry.offset,
+            len: entry.nbytes,
+        };
+        let bytes = match store.get_range_versioned(&key, span)? {
+            Some((bytes, now)) if now.is_none() || version.is_none() || now == version => bytes,
+            // Replaced (or deleted) since the index was read: the offsets
+            // are the old shard's. The new shard whole, in one request.
+            _ => {
+                let Some(shard) = store.get(&key)? else {
+                    return fill(out);
+                };
+                let len = shard.len() as u64;
+                let range = first.index_range(len).ok_or_else(|| {
+                    Error::codec(format!("{what}: {len} bytes, fewer than the shard index's"))
+                })?;
+                let entries = first.decode_index(
+                    &shard[range.start as usize..range.end as usize],
+                    len,
+                    &what,
+                )?;
+                let Some(now) = entries[first.number(&at)] else {
+                    return fill(out);
+                };
+                entry = now;
+                shard[now.offset as usize..(now.offset + now.nbytes) as usize].to_vec()
+            }
+        };
         if bytes.len() as u64 != entry.nbytes {
             return Err(Error::codec(format!(
                 "{what}: inner chunk {at:?} is at bytes {}..+{}, beyond the shard's {} bytes",

@@ -15,7 +15,7 @@ use crate::format::zarr3::shard::{self, Entry, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
 use crate::pipeline::{with_fetch_ranges, Fetched, IO_BUDGET};
-use crate::storage::ByteRange;
+use crate::storage::{ByteRange, Version};
 
 use super::{Grid, Planes, HUGE_PAGE_OUTPUT};
 
@@ -83,6 +83,7 @@ impl Dataset {
             partial.iter().map(|&i| Some(keys[i].clone())).collect();
         let index_ranges = vec![Some(layout.index_request()); partial.len()];
         let mut indexes: Vec<Option<Vec<Option<Entry>>>> = vec![None; shards.total];
+        let mut versions: Vec<Option<Version>> = vec![None; shards.total];
         with_fetch_ranges(
             store,
             &index_keys,
@@ -96,6 +97,7 @@ impl Dataset {
                         // A suffix read does not tell the shard's length;
                         // each entry is checked by what its range returns.
                         indexes[i] = Some(layout.decode_index(&bytes, u64::MAX, &what(i))?);
+                        versions[i] = fetch.version(j);
                     }
                 }
                 Ok(())
@@ -205,6 +207,15 @@ impl Dataset {
                                         Fetched::Bytes(bytes) => Some(bytes),
                                         _ => None,
                                     };
+                                    if let (Some(a), Some(b)) = (&versions[*s], fetch.version(j)) {
+                                        if *a != b {
+                                            // Replaced since its index was
+                                            // read: the offsets are the old
+                                            // shard's. The new shard whole.
+                                            return self.read_whole_shard(z, &shards, *s, &keys[*s], buf, &out, j)
+                                                .map_err(|e| e.context(what(*s)));
+                                        }
+                                    }
                                     buf.resize(chunk_bytes, 0);
                                     for &(c, entry) in &run.chunks {
                                         let mut o = chunks.overlap(c)?;
@@ -241,6 +252,33 @@ impl Dataset {
                 result
             },
         )
+    }
+}
+
+impl Dataset {
+    /// Copy the part of shard `s` of `shards` the region holds from the
+    /// shard at `key` read whole (one request, one version of it), or the
+    /// fill value when it is gone.
+    #[allow(clippy::too_many_arguments)]
+    fn read_whole_shard(
+        &self,
+        z: &ZarrArray,
+        shards: &Grid,
+        s: usize,
+        key: &str,
+        buf: &mut Vec<u8>,
+        out: &Planes,
+        rotate: usize,
+    ) -> Result<()> {
+        let mut o = shards.overlap(s)?;
+        o.block_shape = z.shard_shape();
+        buf.resize(z.outer_bytes(), 0);
+        match self.container().store().get(key)? {
+            Some(bytes) => z.decode_outer(&bytes, buf)?,
+            None => z.fill_buffer(buf),
+        }
+        out.copy_in(buf, &o, z.element_size(), false, rotate);
+        Ok(())
     }
 }
 

@@ -160,6 +160,23 @@ impl Store for CachedStore {
         self.inner.get_range(key, range)
     }
 
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        if (self.cacheable)(key) {
+            if let Some(hit) = self.lru().get(key) {
+                // The cache keeps no versions.
+                return Ok(hit.map(|data| {
+                    let span = range.resolve(data.len() as u64);
+                    (data[span.start as usize..span.end as usize].to_vec(), None)
+                }));
+            }
+        }
+        self.inner.get_range_versioned(key, range)
+    }
+
     fn get_exact(&self, key: &str, parts: &mut [&mut [u8]]) -> Result<Exact> {
         if !(self.cacheable)(key) {
             return self.inner.get_exact(key, parts);

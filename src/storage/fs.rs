@@ -178,17 +178,30 @@ impl Store for FsStore {
     }
 
     fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_range_versioned(key, range)?
+            .map(|(bytes, _)| bytes))
+    }
+
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
         let Some((mut file, len)) = self.open(key)? else {
             return Ok(None);
         };
         let span = range.resolve(len);
         let io = |e| Error::io(self.path(key).display(), e);
+        // The open file's own metadata: a replacement (a rename over the
+        // key) is another file with another version.
+        let version = FsStore::version_of(&file.metadata().map_err(io)?);
         file.seek(SeekFrom::Start(span.start)).map_err(io)?;
         let mut out = Vec::with_capacity((span.end - span.start).min(1 << 30) as usize);
         file.take(span.end - span.start)
             .read_to_end(&mut out)
             .map_err(io)?;
-        Ok(Some(out))
+        Ok(Some((out, Some(version))))
     }
 
     fn get_exact(&self, key: &str, parts: &mut [&mut [u8]]) -> Result<Exact> {

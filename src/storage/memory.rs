@@ -91,10 +91,23 @@ impl Store for MemoryStore {
     }
 
     fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_range_versioned(key, range)?
+            .map(|(bytes, _)| bytes))
+    }
+
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
         let objects = self.read();
-        Ok(objects.objects.get(key).map(|(data, _)| {
+        Ok(objects.objects.get(key).map(|(data, generation)| {
             let span = range.resolve(data.len() as u64);
-            data[span.start as usize..span.end as usize].to_vec()
+            (
+                data[span.start as usize..span.end as usize].to_vec(),
+                Some(Version(generation.to_string())),
+            )
         }))
     }
 

@@ -165,6 +165,19 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// [`ByteRange::resolve`]), `None` when there is none.
     fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>>;
 
+    /// [`Store::get_range`] with the version of the object the bytes came
+    /// from, when the backend tells it with them (`None`: it does not, and
+    /// nothing can be compared). Two ranges of one object with the same
+    /// version are bytes of the same object; a reader that combines them
+    /// (a shard's index and its inner chunks) checks this.
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        Ok(self.get_range(key, range)?.map(|bytes| (bytes, None)))
+    }
+
     /// Read the object at `key` into `parts`, one after the other, when its
     /// size is exactly their total size; otherwise give it whole. Lets a
     /// reader that knows what size to expect (a raw block) read straight

@@ -334,17 +334,35 @@ impl Store for WebStore {
     }
 
     fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_range_versioned(key, range)?
+            .map(|(bytes, _)| bytes))
+    }
+
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
         if key.is_empty() {
             return Ok(None);
         }
         if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            return Ok(self.size(key)?.map(|_| Vec::new()));
+            return Ok(self.size(key)?.map(|_| (Vec::new(), None)));
         }
         let header = format!("bytes={range}");
         let validate = |r: &Response| check_range(range, r);
         let r = self.fetch(Method::Get, key, &[("range", &header)], &validate)?;
+        // The ETag when there is one, else the content's age (a 206's
+        // length is the range's, not the object's).
+        let version = r
+            .header("etag")
+            .or_else(|| r.header("last-modified"))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| Version(v.to_string()));
         match range_body(range, r) {
-            Ok(body) => Ok(Some(body)),
+            Ok(body) => Ok(Some((body, version))),
             Err(r) => {
                 self.missing(Method::Get, key, &r)?;
                 Ok(None)

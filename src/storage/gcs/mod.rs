@@ -570,11 +570,21 @@ impl Store for GcsStore {
     }
 
     fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_range_versioned(key, range)?
+            .map(|(bytes, _)| bytes))
+    }
+
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
         if key.is_empty() {
             return Ok(None);
         }
         if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            return Ok(self.size(key)?.map(|_| Vec::new()));
+            return Ok(self.size(key)?.map(|_| (Vec::new(), None)));
         }
         let url = format!("{}?alt=media", self.object_url(&self.name(key)));
         let header = format!("bytes={range}");
@@ -587,8 +597,13 @@ impl Store for GcsStore {
             b"",
             &validate,
         )?;
+        let version = r
+            .header("x-goog-generation")
+            .map(str::trim)
+            .filter(|g| !g.is_empty() && g.len() <= 20 && g.bytes().all(|b| b.is_ascii_digit()))
+            .map(|g| Version(g.to_string()));
         match range_body(range, r) {
-            Ok(body) => Ok(Some(body)),
+            Ok(body) => Ok(Some((body, version))),
             Err(r) => {
                 self.missing(Method::Get, key, &r)?;
                 Ok(None)

@@ -759,11 +759,21 @@ impl Store for S3Store {
     }
 
     fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_range_versioned(key, range)?
+            .map(|(bytes, _)| bytes))
+    }
+
+    fn get_range_versioned(
+        &self,
+        key: &str,
+        range: ByteRange,
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
         if key.is_empty() {
             return Ok(None);
         }
         if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            return Ok(self.size(key)?.map(|_| Vec::new()));
+            return Ok(self.size(key)?.map(|_| (Vec::new(), None)));
         }
         let header = format!("bytes={range}");
         let validate = |r: &Response| check_range(range, r);
@@ -775,8 +785,14 @@ impl Store for S3Store {
             b"",
             &validate,
         )?;
+        // The ETag of a 206 is the whole object's.
+        let version = r
+            .header("etag")
+            .map(str::trim)
+            .filter(|e| valid_etag(e))
+            .map(|e| Version(e.to_string()));
         match range_body(range, r) {
-            Ok(body) => Ok(Some(body)),
+            Ok(body) => Ok(Some((body, version))),
             Err(r) => {
                 self.missing(Method::Get, key, &r)?;
                 Ok(None)
