@@ -133,6 +133,9 @@ run_step() {
 # Tests that need a server (testkit/) fail, instead of skipping, when its
 # binary is missing: setup.sh has installed them for these steps.
 export N5_REQUIRE_SERVERS=1
+# The same for the peers' interpreters tests/zarr_peers.rs runs (.venv and
+# .venv-zarr3, installed above for the rust step).
+export N5_REQUIRE_PEERS=1
 
 results=()
 failed=0
