@@ -231,11 +231,14 @@ fn peers_read_the_zarr_arrays_libn5_writes() {
     let seed = seed("libn5 writes, the peers read");
     let mut r = Rand(seed);
     let dir = common::Scratch::new("zarr-peers");
+    let root_attributes = json!({"title": "written by libn5", "seed": seed.to_string(), "n": [1, 2.5, null, {"a": "b"}]});
     let mut arrays = Vec::new();
     for format in [3, 2] {
         let root = dir.join(&format!("v{format}"));
         let options = Options::from_json(&format!(r#"{{"format": "zarr{format}"}}"#)).unwrap();
         let c = Container::open_with(root.to_str().unwrap(), Mode::Create, options).unwrap();
+        c.set_attributes("", root_attributes.as_object().unwrap())
+            .unwrap();
         for (k, (dtype, code, size)) in TYPES.iter().enumerate() {
             for rep in 0..3 {
                 let rank = 1 + ((k + rep) % 5);
@@ -268,6 +271,10 @@ fn peers_read_the_zarr_arrays_libn5_writes() {
                     }
                 }
                 d.write_region(&offset, &extent, &data).unwrap();
+                let attributes = json!({"rank": rank, "rep": rep, "dtype": dtype, "offset": offset, "unit": "µm"});
+                c.set_attributes(&path, attributes.as_object().unwrap())
+                    .unwrap();
+                let shape: Vec<u64> = dims.iter().rev().copied().collect();
                 let total: u64 = dims.iter().product();
                 let mut whole = vec![0u8; total as usize * size];
                 d.read_region(&vec![0; dims.len()], &dims, &mut whole)
@@ -275,14 +282,17 @@ fn peers_read_the_zarr_arrays_libn5_writes() {
                 if cfg!(target_endian = "big") {
                     n5::block::swap_to_from_be(&mut whole, *size);
                 }
-                arrays.push(json!({"path": path, "format": format, "sha256": common::sha256(&whole), "root": root}));
+                arrays.push(
+                    json!({"path": path, "format": format, "sha256": common::sha256(&whole),
+                    "root": root, "shape": shape, "dtype": dtype, "attributes": attributes}),
+                );
             }
         }
     }
     for format in [3, 2] {
         let root = dir.join(&format!("v{format}"));
         let list: Vec<&Value> = arrays.iter().filter(|a| a["format"] == format).collect();
-        let spec = json!({"root": root, "arrays": list});
+        let spec = json!({"root": root, "attributes": root_attributes, "arrays": list});
         let spec_path = dir.join(&format!("spec{format}.json"));
         std::fs::write(&spec_path, spec.to_string()).unwrap();
         let peers = [

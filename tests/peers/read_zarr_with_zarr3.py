@@ -3,11 +3,13 @@ with the checksum libn5 gives for it (tests/zarr_peers.rs).
 
 usage: read_zarr_with_zarr3.py SPEC.json
 
-SPEC: {"root": DIR, "arrays": [{"path", "format": 2|3, "sha256"}]}, the
-sha256 being that of the whole array as little-endian bytes in C order (the
+SPEC: {"root": DIR, "attributes": {...}, "arrays": [{"path", "format": 2|3,
+"sha256", "shape", "dtype", "attributes"}]}, the sha256 being that of the
+whole array as little-endian bytes in C order, the shape in C order (the
 same spec read_zarr_with_peers.py reads with tensorstore and z5py). Every
 array is opened with zarr.open_array on a LocalStore with its format given
-and read whole. Runs in .venv-zarr3 (tests/peers/requirements-zarr3.txt),
+and read whole; its shape, data type and attributes, and the root group's
+attributes, must be those libn5 wrote. Runs in .venv-zarr3 (tests/peers/requirements-zarr3.txt),
 not in .venv, whose zarr is 2. Prints one line per failure and exits 1 if any.
 """
 
@@ -31,20 +33,33 @@ def main():
     spec = json.load(open(sys.argv[1]))
     store = LocalStore(spec["root"], read_only=True)
     failures = []
+    who = f"zarr-python {zarr.__version__}"
+    formats = {a["format"] for a in spec["arrays"]}
+    try:
+        for fmt in formats:
+            got = zarr.open_group(store=store, path="", mode="r", zarr_format=fmt).attrs.asdict()
+            if got != spec["attributes"]:
+                failures.append(f"{who} root group: attributes {got}, libn5 {spec['attributes']}")
+    except Exception as e:  # noqa: BLE001 (every failure is reported)
+        failures.append(f"{who} root group: {type(e).__name__}: {e}")
     read = 0
     for a in spec["arrays"]:
         path, want = a["path"], a["sha256"]
         try:
             arr = zarr.open_array(store=store, path=path, mode="r", zarr_format=a["format"])
+            if list(arr.shape) != a["shape"] or arr.dtype != np.dtype(a["dtype"]).newbyteorder(arr.dtype.byteorder):
+                failures.append(f"{who} {path}: shape {arr.shape} {arr.dtype}, libn5 {a['shape']} {a['dtype']}")
+            if arr.attrs.asdict() != a["attributes"]:
+                failures.append(f"{who} {path}: attributes {arr.attrs.asdict()}, libn5 {a['attributes']}")
             got = digest(arr[...])
             read += 1
             if got != want:
-                failures.append(f"zarr-python {zarr.__version__} {path}: sha256 {got}, libn5 {want}")
+                failures.append(f"{who} {path}: sha256 {got}, libn5 {want}")
         except Exception as e:  # noqa: BLE001 (every failure is reported)
-            failures.append(f"zarr-python {zarr.__version__} {path}: {type(e).__name__}: {e}")
+            failures.append(f"{who} {path}: {type(e).__name__}: {e}")
     for f in failures:
         print(f)
-    print(f"read: {{'zarr-python {zarr.__version__}': {read}}}")
+    print(f"read: {{'{who}': {read}}}")
     sys.exit(1 if failures else 0)
 
 

@@ -7,7 +7,7 @@ Writes two containers, OUT_DIR/v3 (Zarr v3) and OUT_DIR/v2 (Zarr v2), each a
 root group with attributes and nested groups with attributes, and in them one
 array per numeric data type and repetition: ranks 1 to 5, random shapes and
 chunk shapes (edge chunks), random fill values (NaN and infinities for
-floats), a random box of random data so that some chunks are never written.
+floats; null in Zarr v2), a random box of random data so that some chunks are never written.
 Zarr v3 arrays are sharded with `shards=` (zarr's own sharding_indexed, index
 at the end), sharded with an explicit ShardingCodec whose index is at the
 start, or not sharded; their codecs are drawn from transpose, bytes (little
@@ -216,7 +216,8 @@ class Writer:
             numcodecs.Zstd(level=1 + self.below(5)),
             numcodecs.Blosc(cname=self.pick(["lz4", "zstd"]), clevel=5, shuffle=self.below(3)),
         ][k]
-        fill = self.fill(dtype)
+        # null: unwritten chunks read as zeros.
+        fill = None if self.below(5) == 0 else self.fill(dtype)
         attributes = {"written_by": f"zarr-python {zarr.__version__}", "dtype": np_dtype.str}
         arr = zarr.create_array(
             store,
@@ -232,7 +233,7 @@ class Writer:
             attributes=attributes,
             zarr_format=2,
         )
-        model = self.fill_array(arr, dtype, shape, fill)
+        model = self.fill_array(arr, dtype, shape, 0 if fill is None else fill)
         self.arrays.append(
             {
                 "container": "v2",
