@@ -7,8 +7,9 @@
 //! each keeps a node's documents is `format::node`'s). Everything goes
 //! through the container's [`Store`].
 
+use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -16,6 +17,7 @@ use crate::attrpath;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
+use crate::format::consolidated;
 pub(crate) use crate::format::node::as_object_mut;
 use crate::format::node::{self, NodeKind};
 use crate::format::Format;
@@ -193,6 +195,9 @@ pub(crate) struct Inner {
     pub(crate) pool: Pool,
     /// What the container's bytes mean.
     pub(crate) format: crate::format::Format,
+    /// The nodes a Zarr root's consolidated metadata names, read on the
+    /// first listing a store that cannot list needs.
+    pub(crate) consolidated: OnceLock<Option<Arc<BTreeSet<String>>>>,
 }
 
 /// An open N5 container. Cheap to clone; clones share the same root.
@@ -320,6 +325,7 @@ impl Container {
                 pool: Pool::new(options.threads),
                 options,
                 format,
+                consolidated: OnceLock::new(),
             }),
         };
         if format != Format::N5 {
@@ -455,7 +461,7 @@ impl Container {
     }
 
     fn require_listing(&self) -> Result<()> {
-        if self.store().capabilities().list {
+        if self.store().capabilities().list || self.consolidated()?.is_some() {
             Ok(())
         } else {
             Err(Error::new(
@@ -466,6 +472,26 @@ impl Container {
                 ),
             ))
         }
+    }
+
+    /// The nodes the root's consolidated metadata names (Zarr), read once.
+    fn consolidated(&self) -> Result<Option<Arc<BTreeSet<String>>>> {
+        if let Some(known) = self.inner.consolidated.get() {
+            return Ok(known.clone());
+        }
+        let nodes = consolidated::nodes(self.format(), self.store())?.map(Arc::new);
+        Ok(self.inner.consolidated.get_or_init(|| nodes).clone())
+    }
+
+    /// The children of the group `p`: the store's listing, or where the
+    /// store cannot list, the names the consolidated metadata gives.
+    fn children(&self, p: &str) -> Result<Vec<String>> {
+        if !self.store().capabilities().list {
+            if let Some(nodes) = self.consolidated()? {
+                return Ok(consolidated::children(&nodes, p));
+            }
+        }
+        Ok(self.store().list(p)?.unwrap_or_default().dirs)
     }
 
     /// Whether a group or dataset exists at `path`.
@@ -526,7 +552,7 @@ impl Container {
         if self.dataset_exists(&p)? {
             return Ok(Vec::new());
         }
-        Ok(self.store().list(&p)?.unwrap_or_default().dirs)
+        self.children(&p)
     }
 
     /// Every group and dataset below `path`, as paths relative to it,
@@ -544,7 +570,7 @@ impl Container {
 
     fn deep_list_into(&self, base: &str, rel: &str, out: &mut Vec<String>) -> Result<()> {
         let here = path::join(base, rel);
-        for child in self.store().list(&here)?.unwrap_or_default().dirs {
+        for child in self.children(&here)? {
             let child_rel = path::join(rel, &child);
             out.push(child_rel.clone());
             if !self.dataset_exists(&path::join(base, &child_rel))? {

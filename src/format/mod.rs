@@ -11,6 +11,7 @@
 //! else the name's suffix, else N5.
 
 pub(crate) mod array;
+pub(crate) mod consolidated;
 pub mod n5;
 pub(crate) mod node;
 pub(crate) mod zarr2;
