@@ -4,11 +4,11 @@
 //! container there.
 //!
 //! `vol.n5/raw/s0` names the dataset `raw/s0` of the container `vol.n5`: the
-//! last path component ending in `.n5` is the root. Without one, the root is
+//! last path component ending in `.n5` (or `.zarr`) is the root. Without one, the root is
 //! the highest directory of the path as written (including `.`) whose
 //! attributes.json has an `"n5"` version; failing that, the path itself.
 //! URLs split by the same rule (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in
-//! `s3://bucket/vol.n5`); without a `.n5` component, the highest prefix
+//! `s3://bucket/vol.n5`); without a `.n5` or `.zarr` component, the highest prefix
 //! whose attributes.json has an `"n5"` key is found by reading it through
 //! the store, else the whole URL is the root. A format prefix (`n5:`) stays
 //! with the root.
@@ -76,10 +76,13 @@ impl Location {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let split = names.iter().rposition(|n| is_n5_name(n)).or_else(|| {
-            // The highest prefix with a versioned attributes.json.
-            (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
-        });
+        let split = names
+            .iter()
+            .rposition(|n| is_container_name(n))
+            .or_else(|| {
+                // The highest prefix with a versioned attributes.json.
+                (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
+            });
         let (root, inner) = match split {
             Some(i) => (prefix(&names[..=i]), names[i + 1..].join("/")),
             None if !as_path.is_absolute() && has_version(Path::new(".")) => {
@@ -148,7 +151,7 @@ impl Location {
         };
         let split = match names
             .iter()
-            .rposition(|n| decode(&[n]).is_ok_and(|d| is_n5_name(&d)))
+            .rposition(|n| decode(&[n]).is_ok_and(|d| is_container_name(&d)))
         {
             Some(i) if i + 1 >= first => i + 1,
             _ => find_versioned_root(&candidate(first), &names[first..], &options)
@@ -276,7 +279,7 @@ impl Location {
         };
         let named = root
             .file_name()
-            .is_some_and(|n| is_n5_name(&n.to_string_lossy()));
+            .is_some_and(|n| is_container_name(&n.to_string_lossy()));
         root.is_dir() && (named || has_version(root))
     }
 
@@ -342,9 +345,11 @@ fn prefix(names: &[String]) -> PathBuf {
     names.iter().collect()
 }
 
-/// Whether a directory name marks a container root: `*.n5`, any case.
-fn is_n5_name(name: &str) -> bool {
-    name.len() > 3 && name.to_ascii_lowercase().ends_with(".n5")
+/// Whether a directory name marks a container root: `*.n5` or `*.zarr`,
+/// any case.
+fn is_container_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (name.len() > 3 && lower.ends_with(".n5")) || (name.len() > 5 && lower.ends_with(".zarr"))
 }
 
 /// Whether `dir/attributes.json` holds an `"n5"` version.

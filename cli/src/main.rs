@@ -11,6 +11,7 @@ mod npy;
 mod output;
 mod spec;
 mod work;
+mod zarr;
 
 use std::process::ExitCode;
 

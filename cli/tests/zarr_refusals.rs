@@ -29,12 +29,7 @@ fn zarr_containers_are_read_or_refused_plainly() {
     assert_eq!(out.stdout.len(), 45 * 67 * 4);
     for args in [vec!["info", array.as_str()], vec!["verify", v3.as_str()]] {
         let out = n5().args(&args).output().unwrap();
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("N5 containers only") && err.contains("zarr3"),
-            "{err}"
-        );
+        assert!(out.status.success(), "{args:?}");
     }
     let dir = std::env::temp_dir().join(format!("n5-cli-zarr-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -6,12 +6,17 @@
 //! Blocks are read through the container's store, so this works on every
 //! location kind; where the store cannot list (plain HTTP(S)), a dataset's
 //! grid positions are probed one by one, and a group cannot be walked.
+//! In a Zarr container every stored chunk is decoded, and in a sharded
+//! array every inner chunk of every stored shard; a damaged one is named
+//! by its shard's key and its position in the shard.
 
 use clap::Args;
 use n5::{block, BlockHeader, BlockMode, Compression, DatasetAttributes, Mode};
 use serde_json::{json, Value};
 
-use crate::cmd::common::{blocks_to_visit, can_list, node, workers, Blocks, Node};
+use crate::cmd::common::{
+    blocks_of, blocks_to_visit, can_list, node, stored_shards, workers, Blocks, Node, Shard,
+};
 use crate::error::{At, CliError, CliResult, EXIT_BAD_BLOCKS, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{count, progress, Out};
@@ -40,6 +45,9 @@ struct Problem {
     kind: &'static str,
     /// What is wrong.
     message: String,
+    /// The library's message alone (without where in a shard), to tell
+    /// a shard whose every inner chunk fails the same way.
+    cause: String,
 }
 
 impl Problem {
@@ -148,10 +156,100 @@ pub fn check_block(
     Ok(())
 }
 
+/// Decode the block (chunk, or inner chunk of a sharded array) at `pos` of
+/// the Zarr array `ds`, which lies in `shard`: whether it is stored, or
+/// `Err((kind, where, message))` when it does not decode, `where` naming
+/// the chunk (or the inner chunk's position in its shard, C order, as Zarr
+/// numbers it).
+fn check_zarr_block(
+    ds: &n5::Dataset,
+    shard: &Shard,
+    pos: &[u64],
+) -> Result<bool, (&'static str, String, String)> {
+    let attrs = ds.attributes();
+    let shape = attrs
+        .block_shape(pos)
+        .map_err(|e| ("corrupt", "block".to_string(), e.message().to_string()))?;
+    let n: u64 = shape.iter().product();
+    let mut buf = vec![0u8; n as usize * attrs.data_type.size()];
+    let sharded = ds
+        .shard_shape()
+        .iter()
+        .zip(&attrs.block_size)
+        .any(|(&s, &b)| s != b as u64);
+    let within = if sharded {
+        let per: Vec<u64> = ds
+            .shard_shape()
+            .iter()
+            .zip(&attrs.block_size)
+            .map(|(&s, &b)| s / b as u64)
+            .collect();
+        let inner: Vec<u64> = pos
+            .iter()
+            .zip(&shard.pos)
+            .zip(&per)
+            .map(|((&p, &s), &n)| p - s * n)
+            .rev()
+            .collect();
+        format!("inner chunk {inner:?} of the shard (C order)")
+    } else {
+        let c_order: Vec<u64> = pos.iter().rev().copied().collect();
+        format!("chunk {c_order:?} (C order)")
+    };
+    ds.read_block_into(pos, &mut buf).map_err(|e| {
+        let kind = if looks_truncated(e.message(), buf.len()) {
+            "truncated"
+        } else {
+            "corrupt"
+        };
+        (kind, within, e.message().to_string())
+    })
+}
+
+/// The problems of `found`, where every inner chunk of a shard failing
+/// with the same message (a damaged shard index) becomes one problem of
+/// that shard; `jobs_per_file` counts the blocks checked in each file.
+fn collapse_shards(
+    found: Vec<Problem>,
+    jobs_per_file: &std::collections::HashMap<String, usize>,
+) -> Vec<Problem> {
+    let mut by_file: Vec<(String, Vec<Problem>)> = Vec::new();
+    for p in found {
+        match by_file.iter_mut().find(|(k, _)| *k == p.path) {
+            Some((_, list)) => list.push(p),
+            None => by_file.push((p.path.clone(), vec![p])),
+        }
+    }
+    let mut out = Vec::new();
+    for (file, list) in by_file {
+        let all = jobs_per_file.get(&file).copied().unwrap_or(0);
+        let same = list.iter().all(|p| p.cause == list[0].cause);
+        if list.len() > 1 && list.len() == all && same {
+            let first = &list[0];
+            out.push(Problem {
+                path: first.path.clone(),
+                dataset: first.dataset.clone(),
+                grid: None,
+                kind: first.kind,
+                message: format!(
+                    "every inner chunk of the shard ({}) fails: {}",
+                    list.len(),
+                    first.cause
+                ),
+                cause: first.cause.clone(),
+            });
+        } else {
+            out.extend(list);
+        }
+    }
+    out
+}
+
 /// `n5 verify PATH`.
 pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
-    let c = loc.open_n5(Mode::Read, 1, "verify")?;
+    let c = loc.open(Mode::Read, 1)?;
+    let zarr = c.format() != n5::format::Format::N5;
     if !c.exists(&loc.inner).at(&loc.arg)? {
         return Err(CliError::new(&loc.arg, "no such group or dataset"));
     }
@@ -175,17 +273,46 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     // Every stored block of every dataset: (dataset index, grid position).
     let mut datasets = Vec::new();
     let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
+    // In a Zarr container: the shard (or chunk) of each job's block.
+    let mut shards: Vec<Shard> = Vec::new();
     let mut outside = 0usize;
     for p in paths {
         match node(&c, &p) {
             Node::Group => {}
             Node::Broken(m) => problems.push(Problem {
-                path: loc.describe(c.store(), &join(&p, "attributes.json")),
+                path: loc.describe(
+                    c.store(),
+                    &join(&p, if zarr { "" } else { "attributes.json" }),
+                ),
                 dataset: p.clone(),
                 grid: None,
                 kind: "metadata",
+                cause: m.clone(),
                 message: m,
             }),
+            Node::Dataset(_) if zarr => {
+                let arg = loc.child(p[loc.inner.len()..].trim_start_matches('/')).arg;
+                let ds = c.open_dataset(&p).at(&arg)?;
+                match stored_shards(&ds, &arg) {
+                    Ok(stored) => {
+                        for shard in stored {
+                            for b in blocks_of(&ds, &shard) {
+                                jobs.push((datasets.len(), b));
+                                shards.push(shard.clone());
+                            }
+                        }
+                    }
+                    Err(e) => problems.push(Problem {
+                        path: loc.describe(c.store(), &p),
+                        dataset: p.clone(),
+                        grid: None,
+                        kind: "corrupt",
+                        message: format!("cannot list its chunks: {}", e.message),
+                        cause: e.message,
+                    }),
+                }
+                datasets.push(ds);
+            }
             Node::Dataset(_) => {
                 let ds = c.open_dataset(&p).at(&p)?;
                 let arg = loc.child(p[loc.inner.len()..].trim_start_matches('/')).arg;
@@ -207,6 +334,7 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
                             grid: None,
                             kind: "corrupt",
                             message: format!("cannot list its blocks: {}", e.message),
+                            cause: e.message,
                         }),
                     }
                 }
@@ -216,19 +344,43 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     }
     let bar = progress(jobs.len() as u64, "verify", g.quiet);
     // (block read, its problem): a probed block that is not stored is neither.
+    let indices: Vec<usize> = (0..jobs.len()).collect();
     let found: Result<Vec<(bool, Option<Problem>)>, CliError> =
-        work::map(&jobs, workers(g, &c), |(i, pos)| {
+        work::map(&indices, workers(g, &c), |&j| {
+            let (i, pos) = &jobs[j];
             let ds = &datasets[*i];
             let key = ds.block_key(pos);
-            let problem = |kind, message| {
+            let problem = |kind, message: String| {
                 Some(Problem {
                     path: loc.describe(c.store(), &key),
                     dataset: ds.path().to_string(),
                     grid: Some(pos.clone()),
                     kind,
+                    cause: message.clone(),
                     message,
                 })
             };
+            if zarr {
+                let r = check_zarr_block(ds, &shards[j], pos);
+                bar.inc(1);
+                return Ok(match r {
+                    Ok(found) => (found, None),
+                    Err((kind, within, cause)) => {
+                        // The library's message names the inner chunk
+                        // when it knows it.
+                        let message = if cause.contains("chunk") {
+                            cause.clone()
+                        } else {
+                            format!("{within}: {cause}")
+                        };
+                        let mut p = problem(kind, message);
+                        if let Some(p) = p.as_mut() {
+                            p.cause = cause;
+                        }
+                        (true, p)
+                    }
+                });
+            }
             let r = match c.store().get(&key) {
                 Err(e) => (
                     true,
@@ -247,7 +399,16 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     bar.finish_and_clear();
     let found = found?;
     let blocks = found.iter().filter(|(read, _)| *read).count();
-    problems.extend(found.into_iter().filter_map(|(_, p)| p));
+    let mut jobs_per_file = std::collections::HashMap::new();
+    for s in &shards {
+        *jobs_per_file
+            .entry(loc.describe(c.store(), &s.key))
+            .or_insert(0usize) += 1;
+    }
+    problems.extend(collapse_shards(
+        found.into_iter().filter_map(|(_, p)| p).collect(),
+        &jobs_per_file,
+    ));
 
     let ok = problems.is_empty();
     let mut out = Out::new();
