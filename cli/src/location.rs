@@ -211,16 +211,83 @@ impl Location {
         .at(&self.arg)
     }
 
-    /// [`Loc::open`] for a command that handles N5 containers only so far
-    /// (`info`, `verify`, `cp`, `import`, `clean`): a Zarr container is an
-    /// error that says so, rather than output that would describe its
-    /// chunks in N5's terms.
+    /// [`Location::open`] with the options a copy writes with: `format`
+    /// for a container that [`Mode::Create`] makes (an existing one keeps
+    /// its own), and whether blocks equal to the fill value are stored.
+    pub fn open_for_copy(
+        &self,
+        mode: Mode,
+        threads: usize,
+        format: n5::format::Format,
+        write_empty_blocks: bool,
+    ) -> CliResult<Container> {
+        Location {
+            options: Options {
+                format: Some(format),
+                write_empty_blocks,
+                ..self.options.clone()
+            },
+            ..self.clone()
+        }
+        .open(mode, threads)
+    }
+
+    /// The format of the container at this location when one is there
+    /// (its root has a marker, or it has children), `None` when nothing
+    /// is there yet or it cannot be read.
+    pub fn existing_format(&self) -> Option<n5::format::Format> {
+        let c = self.open(Mode::Read, 1).ok()?;
+        let store = c.store();
+        let marked = [
+            "attributes.json",
+            "zarr.json",
+            ".zgroup",
+            ".zarray",
+            ".zattrs",
+        ]
+        .iter()
+        .any(|m| store.exists(m).unwrap_or(false));
+        let children = c.list("").is_ok_and(|l| !l.is_empty());
+        (marked || children).then(|| c.format())
+    }
+
+    /// The format the location's prefix names (`n5:`, `zarr2:`, `zarr3:`;
+    /// `zarr:` is Zarr v3 when the root has zarr.json, else v2), if any.
+    pub fn prefix_format(&self) -> Option<n5::format::Format> {
+        use n5::format::Format;
+        use n5::storage::location::FormatHint;
+        match n5::storage::location::split_format(&self.root).0? {
+            FormatHint::N5 => Some(Format::N5),
+            FormatHint::Zarr2 => Some(Format::Zarr2),
+            FormatHint::Zarr3 => Some(Format::Zarr3),
+            FormatHint::Zarr => Some(
+                self.open(Mode::Read, 1)
+                    .map_or(Format::Zarr2, |c| c.format()),
+            ),
+        }
+    }
+
+    /// The format the root's name suggests: `.zarr` Zarr v3, `.n5` N5.
+    pub fn suffix_format(&self) -> Option<n5::format::Format> {
+        let root = self.root.trim_end_matches('/').to_ascii_lowercase();
+        if root.ends_with(".zarr") {
+            Some(n5::format::Format::Zarr3)
+        } else if root.ends_with(".n5") {
+            Some(n5::format::Format::N5)
+        } else {
+            None
+        }
+    }
+
+    /// [`Location::open`] for a command that handles N5 containers only
+    /// (`import`, `clean`): a Zarr container is an error that says so,
+    /// rather than output that would describe its chunks in N5's terms.
     pub fn open_n5(&self, mode: Mode, threads: usize, command: &str) -> CliResult<Container> {
         let refuse = |format: &str| {
             CliError::new(
                 &self.arg,
                 format!(
-                    "`n5 {command}` handles N5 containers only so far, and this is a {format} container (ls, tree, attrs and cat read it)"
+                    "`n5 {command}` handles N5 containers only, and this is a {format} container (ls, tree, attrs, cat, info, verify and cp read it)"
                 ),
             )
         };
@@ -244,7 +311,7 @@ impl Location {
                 return Err(CliError::new(
                     &self.arg,
                     format!(
-                        "`n5 {command}` writes N5 containers only so far, and this location names a Zarr one (its prefix, suffix or options); write to an .n5 location or prefix it with n5:"
+                        "`n5 {command}` writes N5 containers only, and this location names a Zarr one (its prefix, suffix or options); write to an .n5 location or prefix it with n5:, then `n5 cp` it to Zarr"
                     ),
                 ));
             }

@@ -6,7 +6,7 @@
 //! or without `sharding_indexed`).
 
 use n5::format::Format;
-use n5::{Compression, DataType};
+use n5::{Compression, Container, DataType, DatasetAttributes};
 use serde_json::{json, Value};
 
 /// The `codecs` of a Zarr v3 document that act on chunk bytes: those of
@@ -238,6 +238,59 @@ pub fn fill_json(format: Format, t: DataType, bytes: &[u8]) -> Value {
         }
         DataType::String | DataType::Object => json!(0),
     }
+}
+
+/// What a new array gets besides its N5 metadata.
+pub struct NewArray<'a> {
+    /// The shard shape (N5 order) of a sharded Zarr v3 array.
+    pub shard: Option<&'a [u64]>,
+    /// One native-order element of the fill value.
+    pub fill: &'a [u8],
+    /// Zarr v3 `dimension_names` (C order), carried from a Zarr v3 source.
+    pub dimension_names: Option<Value>,
+}
+
+/// The metadata document of a new dataset of `attrs` (N5 order, with the
+/// N5 compression to map) in a container of `format`, for
+/// [`Container::create_dataset_json`]: the compression becomes the
+/// format's codec (an error naming it when the format has none), and a
+/// shard shape makes the Zarr v3 array `sharding_indexed` (inner chunks of
+/// the block size with that codec, index `bytes` + `crc32c` at the end).
+pub fn new_document(
+    format: Format,
+    attrs: &DatasetAttributes,
+    new: &NewArray,
+) -> n5::Result<Value> {
+    let mut doc = Container::dataset_document(format, attrs)?;
+    if format == Format::N5 {
+        return Ok(doc);
+    }
+    doc["fill_value"] = fill_json(format, attrs.data_type, new.fill);
+    if format != Format::Zarr3 {
+        return Ok(doc);
+    }
+    if let Some(names) = &new.dimension_names {
+        doc["dimension_names"] = names.clone();
+    }
+    if let Some(shard) = new.shard {
+        let inner: Vec<u64> = attrs.block_size.iter().rev().map(|&b| b as u64).collect();
+        let outer: Vec<u64> = shard.iter().rev().copied().collect();
+        let codecs = doc["codecs"].take();
+        doc["chunk_grid"] = json!({"name": "regular", "configuration": {"chunk_shape": outer}});
+        doc["codecs"] = json!([{
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": inner,
+                "codecs": codecs,
+                "index_codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "crc32c"}
+                ],
+                "index_location": "end"
+            }
+        }]);
+    }
+    Ok(doc)
 }
 
 #[cfg(test)]
