@@ -657,4 +657,17 @@ fn impossible_copies_fail_before_writing_anything() {
     for name in ["out.n5", "out.zarr", "x", "all.zarr"] {
         assert!(!Path::new(&t.path(name)).exists(), "{name} was written");
     }
+    // A varlength block has no Zarr counterpart either: the copy names it.
+    let attrs =
+        n5::DatasetAttributes::new(vec![4], vec![2], DataType::U16, n5::Compression::Raw).unwrap();
+    let vl = c.create_dataset("vl", attrs).unwrap();
+    vl.write_varlength_block(&[1], &[2], &[1, 0, 2, 0, 3, 0])
+        .unwrap();
+    let r = fails(
+        &["cp", &format!("{src}/vl"), &t.path("vl.zarr")],
+        1,
+        "varlength",
+    );
+    assert!(r.stderr.contains("vl: block [1]"), "{}", r.stderr);
+    assert!(!Path::new(&t.path("vl.zarr")).exists());
 }

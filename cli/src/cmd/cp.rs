@@ -385,6 +385,32 @@ fn same_document(have: &Value, want: &Value) -> bool {
     })
 }
 
+/// Check that no stored block of the N5 dataset `ds` is a varlength block
+/// (mode 1), which a Zarr array cannot hold: their headers are read in
+/// parallel, before anything is written.
+fn check_no_varlength(ds: &Dataset, sarg: &str, format: Format, g: &Global) -> CliResult<()> {
+    let blocks = match blocks_to_visit(ds, sarg)? {
+        Blocks::Listed(inside, _) => inside,
+        Blocks::Probe(all) => all,
+    };
+    let found = work::map(&blocks, workers(g, ds.container()), |pos| {
+        match ds.block_header(pos).at(sarg)? {
+            Some(h) if h.mode == n5::BlockMode::Varlength => Ok::<_, CliError>(Some(pos.clone())),
+            _ => Ok(None),
+        }
+    })?;
+    if let Some(pos) = found.into_iter().flatten().next() {
+        return Err(CliError::new(
+            sarg,
+            format!(
+                "block {pos:?} is a varlength block, which {} cannot store (Zarr arrays hold exactly one element per position; varlength, string and object blocks are N5's)",
+                format.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `n5 cp SRC DST`.
 pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let compression: Option<Compression> = a
@@ -479,6 +505,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                             format.name()
                         ),
                     ));
+                }
+                if format != Format::N5 && src.format() == Format::N5 {
+                    check_no_varlength(&src.open_dataset(&sp).at(&sarg)?, &sarg, format, g)?;
                 }
                 let by_region =
                     block != sa.block_size || src.format() != Format::N5 || format != Format::N5;
