@@ -221,6 +221,17 @@ fn n5_to_sharded_zarr3_to_zarr2_to_n5_is_exact() {
     );
     ok(&["verify", &z3]);
 
+    // Zarr v3 to Zarr v3 keeps the shards.
+    let z3b = t.path("again.zarr");
+    let r = ok(&["cp", &z3, &z3b]);
+    assert!(r.text().contains("shards written"), "{}", r.text());
+    let again = Container::open(&z3b, Mode::Read).unwrap();
+    assert_eq!(
+        again.open_dataset("r2/u16").unwrap().shard_shape(),
+        vec![48, 32]
+    );
+    same_tree(&src, &z3b, NODES);
+
     let z2 = t.path("v2.zarr");
     ok(&["cp", &z3, &z2, "--format", "zarr2"]);
     let c2 = Container::open(&z2, Mode::Read).unwrap();
@@ -445,6 +456,11 @@ fn info_and_verify_describe_zarr_and_name_damaged_inner_chunks() {
     assert_eq!(info["chunkKeyEncoding"], "default (separator \"/\")");
     assert_eq!(info["attributes"]["resolution"], json!([4, 4]));
     assert_eq!(info["metadata"]["node_type"], "array");
+    // --stats reads the shards: the same as the source's.
+    let zs = json(&["info", "--stats", "--json", &format!("{z}/a")]);
+    let ns = json(&["info", "--stats", "--json", &format!("{src}/r2/u16")]);
+    assert_eq!(zs["stats"], ns["stats"]);
+    assert_eq!(zs["stats"]["count"], json!(100 * 70));
     let text = ok(&["info", &format!("{z}/a")]).text();
     for needle in [
         "format      zarr3",

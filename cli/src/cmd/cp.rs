@@ -375,6 +375,34 @@ fn checked_shard(shard: &[u64], block: &[u32], sarg: &str) -> CliResult<Vec<u64>
     Ok(shard.to_vec())
 }
 
+/// The shard shape a copy without `--shard` keeps: a sharded Zarr v3
+/// source's, into Zarr v3, when the block size `block` (N5 order) divides
+/// it (else an error asking for `--shard`); `None` otherwise.
+fn inherited_shard(
+    src: &Container,
+    sp: &str,
+    sarg: &str,
+    format: Format,
+    block: &[u32],
+) -> CliResult<Option<Vec<u64>>> {
+    if format != Format::Zarr3 || src.format() != Format::Zarr3 {
+        return Ok(None);
+    }
+    let shard = src.open_dataset(sp).at(sarg)?.shard_shape();
+    if shard.iter().zip(block).all(|(&s, &b)| s == b as u64) {
+        return Ok(None);
+    }
+    if shard.iter().zip(block).all(|(&s, &b)| s % b as u64 == 0) {
+        return Ok(Some(shard));
+    }
+    Err(CliError::usage(
+        sarg,
+        format!(
+            "its shard shape {shard:?} is not a multiple of the block size {block:?}; give --shard for the copy"
+        ),
+    ))
+}
+
 /// Whether the Zarr document `have` of an existing array says what `want`
 /// does (every member of `want` but the user attributes).
 fn same_document(have: &Value, want: &Value) -> bool {
@@ -517,10 +545,10 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                         format!("{} datasets cannot be re-chunked", sa.data_type),
                     ));
                 }
-                let shard = shard
-                    .as_deref()
-                    .map(|s| checked_shard(s, &block, &sarg))
-                    .transpose()?;
+                let shard = match shard.as_deref() {
+                    Some(s) => Some(checked_shard(s, &block, &sarg)?),
+                    None => inherited_shard(&src, &sp, &sarg, format, &block)?,
+                };
                 let attrs = DatasetAttributes::new(
                     sa.dimensions.clone(),
                     block,
@@ -710,7 +738,15 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     })?;
     bar.finish_and_clear();
     let count = |d: Done| results.iter().filter(|r| **r == d).count();
-    let noun = match (format, shard.is_some()) {
+    let sharded = plans.iter().any(|p| {
+        let block = &p.dst.attributes().block_size;
+        p.dst
+            .shard_shape()
+            .iter()
+            .zip(block)
+            .any(|(&s, &b)| s != b as u64)
+    });
+    let noun = match (format, sharded) {
         (Format::N5, _) => "block",
         (_, true) => "shard",
         _ => "chunk",

@@ -16,8 +16,8 @@ use n5::{BlockMode, DataType, Dataset, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    blocks_of, blocks_to_visit, can_list, dataset_json, open_dataset, shard_grid, stored_shards,
-    stored_size, user_attributes, workers, Blocks,
+    blocks_of, blocks_to_visit, can_list, dataset_json, open_dataset, shard_grid, stored_blocks,
+    stored_shards, stored_size, user_attributes, workers, Blocks, Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
@@ -470,6 +470,41 @@ fn n5_display(p: &str) -> &str {
     }
 }
 
+/// The number of elements of the region of `shard` in `ds` (clipped at
+/// the array's end) and their statistics, read in slabs of at most about
+/// 64 MiB along the last dimension (one index read per slab).
+fn region_stats(ds: &Dataset, shard: &Shard) -> n5::Result<(u64, Stats)> {
+    let attrs = ds.attributes();
+    let unit = ds.shard_shape();
+    let offset: Vec<u64> = shard.pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
+    let shape: Vec<u64> = offset
+        .iter()
+        .zip(&unit)
+        .zip(&attrs.dimensions)
+        .map(|((&o, &u), &d)| u.min(d - o))
+        .collect();
+    let last = shape.len() - 1;
+    let elem = attrs.data_type.size();
+    let plane = (shape[..last].iter().product::<u64>() as usize * elem).max(1);
+    let step = attrs.block_size[last] as u64;
+    let thickness = (((64usize << 20) / plane) as u64 / step * step).max(step);
+    let mut stats = Stats::new();
+    let mut buf = Vec::new();
+    let mut z = 0;
+    while z < shape[last] {
+        let t = thickness.min(shape[last] - z);
+        let mut o = offset.clone();
+        o[last] += z;
+        let mut s = shape.clone();
+        s[last] = t;
+        buf.resize(t as usize * plane, 0);
+        ds.read_region(&o, &s, &mut buf)?;
+        stats.merge(&Stats::of(attrs.data_type, &buf));
+        z += t;
+    }
+    Ok((shape.iter().product(), stats))
+}
+
 /// `n5 info` of a Zarr array `ds` at `loc`: its metadata in the format's
 /// terms, the chunks (inner chunks) and shards stored, bytes stored and
 /// the compression ratio, user attributes, and with `--stats` the
@@ -498,63 +533,79 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
     let codecs = zarr::codecs_line(format, &doc);
     let keys = zarr::key_encoding_line(format, &doc);
 
-    // The shards (chunks) stored, and the blocks (inner chunks) in them.
+    // The shards (chunks) stored, and the blocks (inner chunks) in them:
+    // from the listing and each shard's index, or probed one by one where
+    // the store cannot list.
     let listed = can_list(c) || a.stats;
     let shards = if listed {
         stored_shards(ds, &loc.arg)?
     } else {
         Vec::new()
     };
+    let blocks: Vec<Vec<u64>> = if !listed {
+        Vec::new()
+    } else if can_list(c) {
+        stored_blocks(ds, &loc.arg)?.0
+    } else {
+        work::map(&shards, threads, |shard| {
+            let mut found = Vec::new();
+            for pos in blocks_of(ds, shard) {
+                if ds
+                    .block_exists(&pos)
+                    .at(loc.describe(c.store(), &shard.key))?
+                {
+                    found.push(pos);
+                }
+            }
+            Ok::<_, CliError>(found)
+        })?
+        .concat()
+    };
+    let stored_blocks_n = blocks.len() as u64;
+    let elements: u64 = blocks
+        .iter()
+        .map(|p| {
+            attrs
+                .block_shape(p)
+                .map_or(0, |s| s.iter().product::<u64>())
+        })
+        .sum();
     let bar = progress(
         shards.len() as u64,
         "info",
         g.quiet || (!a.stats && can_list(c)),
     );
-    // Per shard: (bytes stored, blocks stored, their elements, stats).
-    type ShardInfo = (u64, u64, u64, Option<Stats>);
+    // Per stored shard: its bytes, and with --stats the elements of its
+    // region (inner chunks not stored read as the fill value) and their
+    // statistics.
+    type ShardInfo = (u64, u64, Option<Stats>);
     let per_shard: Vec<Option<ShardInfo>> = work::map(&shards, threads, |shard| {
         let file = || loc.describe(c.store(), &shard.key);
         let Some(bytes) = c.store().size(&shard.key).at(file())? else {
             bar.inc(1);
             return Ok::<_, CliError>(None);
         };
-        let (mut blocks, mut elements) = (0u64, 0u64);
-        let mut stats = a.stats.then(Stats::new);
-        for pos in blocks_of(ds, shard) {
-            let shape = ds.block_shape(&pos).at(file())?;
-            let n: u64 = shape.iter().product();
-            let stored = if let Some(s) = stats.as_mut() {
-                let mut buf = vec![0u8; n as usize * attrs.data_type.size()];
-                let found = ds.read_block_into(&pos, &mut buf).at(file())?;
-                if found {
-                    s.merge(&Stats::of(attrs.data_type, &buf));
-                }
-                found
-            } else if sharded {
-                ds.block_exists(&pos).at(file())?
-            } else {
-                true
-            };
-            if stored {
-                blocks += 1;
-                elements += n;
-            }
-        }
+        let (region, stats) = if a.stats {
+            let (n, s) = region_stats(ds, shard).at(file())?;
+            (n, Some(s))
+        } else {
+            (0, None)
+        };
         bar.inc(1);
-        Ok(Some((bytes, blocks, elements, stats)))
+        Ok(Some((bytes, region, stats)))
     })?;
     bar.finish_and_clear();
     let per_shard: Vec<ShardInfo> = per_shard.into_iter().flatten().collect();
     let stored_shards_n = per_shard.len();
     let stored_bytes: u64 = per_shard.iter().map(|s| s.0).sum();
-    let stored_blocks: u64 = per_shard.iter().map(|s| s.1).sum();
-    let elements: u64 = per_shard.iter().map(|s| s.2).sum();
+    let stored_blocks = stored_blocks_n;
+    let covered: u64 = per_shard.iter().map(|s| s.1).sum();
     let logical = elements * attrs.data_type.size() as u64;
     let ratio = (stored_bytes > 0).then(|| logical as f64 / stored_bytes as f64);
     let stats = a.stats.then(|| {
         let mut s = Stats::new();
         for i in &per_shard {
-            if let Some(b) = &i.3 {
+            if let Some(b) = &i.2 {
                 s.merge(b);
             }
         }
@@ -562,7 +613,7 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
         s.merge(&Stats::repeated(
             attrs.data_type,
             &fill,
-            total.saturating_sub(elements),
+            total.saturating_sub(covered),
         ));
         s.to_json(attrs.data_type)
     });
