@@ -222,6 +222,39 @@ pub fn blocks_of(ds: &Dataset, shard: &Shard) -> Positions {
         .collect()
 }
 
+/// Read the region of `shard` of `ds` (clipped at the array's end) in
+/// slabs of at most about 64 MiB along the last dimension (whole blocks
+/// thick), handing each slab's elements to `f`; the number of elements.
+pub fn read_shard_slabs(ds: &Dataset, shard: &Shard, mut f: impl FnMut(&[u8])) -> n5::Result<u64> {
+    let attrs = ds.attributes();
+    let unit = ds.shard_shape();
+    let offset: Vec<u64> = shard.pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
+    let shape: Vec<u64> = offset
+        .iter()
+        .zip(&unit)
+        .zip(&attrs.dimensions)
+        .map(|((&o, &u), &d)| u.min(d.saturating_sub(o)))
+        .collect();
+    let last = shape.len() - 1;
+    let plane = (shape[..last].iter().product::<u64>() as usize * attrs.data_type.size()).max(1);
+    let step = attrs.block_size[last] as u64;
+    let thickness = (((64usize << 20) / plane) as u64 / step * step).max(step);
+    let mut buf = Vec::new();
+    let mut z = 0;
+    while z < shape[last] {
+        let t = thickness.min(shape[last] - z);
+        let mut o = offset.clone();
+        o[last] += z;
+        let mut s = shape.clone();
+        s[last] = t;
+        buf.resize(t as usize * plane, 0);
+        ds.read_region(&o, &s, &mut buf)?;
+        f(&buf);
+        z += t;
+    }
+    Ok(shape.iter().product())
+}
+
 /// The stored shards (chunks of an unsharded array) of the Zarr array
 /// `ds` inside its grid, from a listing of its keys; where the store
 /// cannot list, every shard of the grid (at most [`MAX_PROBED`]), to be

@@ -16,8 +16,8 @@ use n5::{BlockMode, DataType, Dataset, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    blocks_of, blocks_to_visit, can_list, dataset_json, open_dataset, shard_grid, stored_blocks,
-    stored_shards, stored_size, user_attributes, workers, Blocks, Shard,
+    blocks_of, blocks_to_visit, can_list, dataset_json, open_dataset, read_shard_slabs, shard_grid,
+    stored_blocks, stored_shards, stored_size, user_attributes, workers, Blocks, Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
@@ -471,38 +471,12 @@ fn n5_display(p: &str) -> &str {
 }
 
 /// The number of elements of the region of `shard` in `ds` (clipped at
-/// the array's end) and their statistics, read in slabs of at most about
-/// 64 MiB along the last dimension (one index read per slab).
+/// the array's end) and their statistics.
 fn region_stats(ds: &Dataset, shard: &Shard) -> n5::Result<(u64, Stats)> {
-    let attrs = ds.attributes();
-    let unit = ds.shard_shape();
-    let offset: Vec<u64> = shard.pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
-    let shape: Vec<u64> = offset
-        .iter()
-        .zip(&unit)
-        .zip(&attrs.dimensions)
-        .map(|((&o, &u), &d)| u.min(d - o))
-        .collect();
-    let last = shape.len() - 1;
-    let elem = attrs.data_type.size();
-    let plane = (shape[..last].iter().product::<u64>() as usize * elem).max(1);
-    let step = attrs.block_size[last] as u64;
-    let thickness = (((64usize << 20) / plane) as u64 / step * step).max(step);
+    let t = ds.data_type();
     let mut stats = Stats::new();
-    let mut buf = Vec::new();
-    let mut z = 0;
-    while z < shape[last] {
-        let t = thickness.min(shape[last] - z);
-        let mut o = offset.clone();
-        o[last] += z;
-        let mut s = shape.clone();
-        s[last] = t;
-        buf.resize(t as usize * plane, 0);
-        ds.read_region(&o, &s, &mut buf)?;
-        stats.merge(&Stats::of(attrs.data_type, &buf));
-        z += t;
-    }
-    Ok((shape.iter().product(), stats))
+    let n = read_shard_slabs(ds, shard, |slab| stats.merge(&Stats::of(t, slab)))?;
+    Ok((n, stats))
 }
 
 /// `n5 info` of a Zarr array `ds` at `loc`: its metadata in the format's

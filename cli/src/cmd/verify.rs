@@ -10,12 +10,15 @@
 //! array every inner chunk of every stored shard; a damaged one is named
 //! by its shard's key and its position in the shard.
 
+use std::collections::HashMap;
+
 use clap::Args;
 use n5::{block, BlockHeader, BlockMode, Compression, DatasetAttributes, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    blocks_of, blocks_to_visit, can_list, node, stored_shards, workers, Blocks, Node, Shard,
+    blocks_of, blocks_to_visit, can_list, node, read_shard_slabs, stored_shards, workers, Blocks,
+    Node, Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_BAD_BLOCKS, EXIT_OK};
 use crate::location::{join, Location};
@@ -206,43 +209,73 @@ fn check_zarr_block(
     })
 }
 
-/// The problems of `found`, where every inner chunk of a shard failing
-/// with the same message (a damaged shard index) becomes one problem of
-/// that shard; `jobs_per_file` counts the blocks checked in each file.
-fn collapse_shards(
-    found: Vec<Problem>,
-    jobs_per_file: &std::collections::HashMap<String, usize>,
-) -> Vec<Problem> {
-    let mut by_file: Vec<(String, Vec<Problem>)> = Vec::new();
-    for p in found {
-        match by_file.iter_mut().find(|(k, _)| *k == p.path) {
-            Some((_, list)) => list.push(p),
-            None => by_file.push((p.path.clone(), vec![p])),
+/// Check the stored shard (or chunk) `shard` of the Zarr array `ds`:
+/// the blocks (inner chunks) stored in it and its problems. `known` are
+/// the blocks its index lists (`None` when the index could not be read
+/// while listing, or the store cannot list). The shard is first read
+/// whole (one index read); only when that fails, or nothing is known of
+/// it, is each block checked alone, to name the damaged ones. When every
+/// block fails the same way (a damaged shard index), that is one problem
+/// of the shard.
+fn check_zarr_shard(
+    loc: &Location,
+    ds: &n5::Dataset,
+    shard: &Shard,
+    known: Option<&[Vec<u64>]>,
+) -> (usize, Vec<Problem>) {
+    if let Some(known) = known {
+        if read_shard_slabs(ds, shard, |_| {}).is_ok() {
+            return (known.len(), Vec::new());
         }
     }
-    let mut out = Vec::new();
-    for (file, list) in by_file {
-        let all = jobs_per_file.get(&file).copied().unwrap_or(0);
-        let same = list.iter().all(|p| p.cause == list[0].cause);
-        if list.len() > 1 && list.len() == all && same {
-            let first = &list[0];
-            out.push(Problem {
-                path: first.path.clone(),
-                dataset: first.dataset.clone(),
-                grid: None,
-                kind: first.kind,
-                message: format!(
-                    "every inner chunk of the shard ({}) fails: {}",
-                    list.len(),
-                    first.cause
-                ),
-                cause: first.cause.clone(),
-            });
-        } else {
-            out.extend(list);
+    let path = loc.describe(ds.container().store(), &shard.key);
+    let candidates = match known {
+        Some(k) if !k.is_empty() => k.to_vec(),
+        _ => blocks_of(ds, shard),
+    };
+    let mut blocks = 0;
+    let mut problems: Vec<Problem> = Vec::new();
+    for pos in &candidates {
+        match check_zarr_block(ds, shard, pos) {
+            Ok(found) => blocks += usize::from(found),
+            Err((kind, within, cause)) => {
+                blocks += 1;
+                // The library's message names the inner chunk when it
+                // knows it.
+                let message = if cause.contains("chunk") {
+                    cause.clone()
+                } else {
+                    format!("{within}: {cause}")
+                };
+                problems.push(Problem {
+                    path: path.clone(),
+                    dataset: ds.path().to_string(),
+                    grid: Some(pos.clone()),
+                    kind,
+                    message,
+                    cause,
+                });
+            }
         }
     }
-    out
+    let same = problems.iter().all(|p| p.cause == problems[0].cause);
+    if problems.len() > 1 && problems.len() == candidates.len() && same {
+        let first = &problems[0];
+        let one = Problem {
+            path: first.path.clone(),
+            dataset: first.dataset.clone(),
+            grid: None,
+            kind: first.kind,
+            message: format!(
+                "every inner chunk of the shard ({}) fails: {}",
+                problems.len(),
+                first.cause
+            ),
+            cause: first.cause.clone(),
+        };
+        return (blocks, vec![one]);
+    }
+    (blocks, problems)
 }
 
 /// `n5 verify PATH`.
@@ -273,8 +306,10 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     // Every stored block of every dataset: (dataset index, grid position).
     let mut datasets = Vec::new();
     let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
-    // In a Zarr container: the shard (or chunk) of each job's block.
-    let mut shards: Vec<Shard> = Vec::new();
+    // In a Zarr container: (dataset index, stored shard, the blocks its
+    // index lists).
+    type ShardJob = (usize, Shard, Option<Vec<Vec<u64>>>);
+    let mut shard_jobs: Vec<ShardJob> = Vec::new();
     let mut outside = 0usize;
     for p in paths {
         match node(&c, &p) {
@@ -293,13 +328,34 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
             Node::Dataset(_) if zarr => {
                 let arg = loc.child(p[loc.inner.len()..].trim_start_matches('/')).arg;
                 let ds = c.open_dataset(&p).at(&arg)?;
+                // The blocks each shard's index lists (one read per shard),
+                // unless an index cannot be read: then block by block.
+                let listed: Option<HashMap<Vec<u64>, Vec<Vec<u64>>>> = if can_list(&c) {
+                    ds.list_blocks().ok().map(|all| {
+                        let unit = ds.shard_shape();
+                        let block = ds.attributes().block_size.clone();
+                        let mut by_shard: HashMap<Vec<u64>, Vec<Vec<u64>>> = HashMap::new();
+                        for pos in all {
+                            let s: Vec<u64> = pos
+                                .iter()
+                                .zip(&block)
+                                .zip(&unit)
+                                .map(|((&p, &b), &u)| p * b as u64 / u)
+                                .collect();
+                            by_shard.entry(s).or_default().push(pos);
+                        }
+                        by_shard
+                    })
+                } else {
+                    None
+                };
                 match stored_shards(&ds, &arg) {
                     Ok(stored) => {
                         for shard in stored {
-                            for b in blocks_of(&ds, &shard) {
-                                jobs.push((datasets.len(), b));
-                                shards.push(shard.clone());
-                            }
+                            let known = listed
+                                .as_ref()
+                                .map(|l| l.get(&shard.pos).cloned().unwrap_or_default());
+                            shard_jobs.push((datasets.len(), shard, known));
                         }
                     }
                     Err(e) => problems.push(Problem {
@@ -342,12 +398,10 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
             }
         }
     }
-    let bar = progress(jobs.len() as u64, "verify", g.quiet);
+    let bar = progress((jobs.len() + shard_jobs.len()) as u64, "verify", g.quiet);
     // (block read, its problem): a probed block that is not stored is neither.
-    let indices: Vec<usize> = (0..jobs.len()).collect();
     let found: Result<Vec<(bool, Option<Problem>)>, CliError> =
-        work::map(&indices, workers(g, &c), |&j| {
-            let (i, pos) = &jobs[j];
+        work::map(&jobs, workers(g, &c), |(i, pos)| {
             let ds = &datasets[*i];
             let key = ds.block_key(pos);
             let problem = |kind, message: String| {
@@ -360,27 +414,6 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
                     message,
                 })
             };
-            if zarr {
-                let r = check_zarr_block(ds, &shards[j], pos);
-                bar.inc(1);
-                return Ok(match r {
-                    Ok(found) => (found, None),
-                    Err((kind, within, cause)) => {
-                        // The library's message names the inner chunk
-                        // when it knows it.
-                        let message = if cause.contains("chunk") {
-                            cause.clone()
-                        } else {
-                            format!("{within}: {cause}")
-                        };
-                        let mut p = problem(kind, message);
-                        if let Some(p) = p.as_mut() {
-                            p.cause = cause;
-                        }
-                        (true, p)
-                    }
-                });
-            }
             let r = match c.store().get(&key) {
                 Err(e) => (
                     true,
@@ -396,19 +429,19 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
             bar.inc(1);
             Ok(r)
         });
-    bar.finish_and_clear();
     let found = found?;
-    let blocks = found.iter().filter(|(read, _)| *read).count();
-    let mut jobs_per_file = std::collections::HashMap::new();
-    for s in &shards {
-        *jobs_per_file
-            .entry(loc.describe(c.store(), &s.key))
-            .or_insert(0usize) += 1;
+    let checked = work::map(&shard_jobs, workers(g, &c), |(i, shard, known)| {
+        let r = check_zarr_shard(&loc, &datasets[*i], shard, known.as_deref());
+        bar.inc(1);
+        Ok::<_, CliError>(r)
+    })?;
+    bar.finish_and_clear();
+    let mut blocks = found.iter().filter(|(read, _)| *read).count();
+    problems.extend(found.into_iter().filter_map(|(_, p)| p));
+    for (n, found) in checked {
+        blocks += n;
+        problems.extend(found);
     }
-    problems.extend(collapse_shards(
-        found.into_iter().filter_map(|(_, p)| p).collect(),
-        &jobs_per_file,
-    ));
 
     let ok = problems.is_empty();
     let mut out = Out::new();
