@@ -470,6 +470,12 @@ fn info_and_verify_describe_zarr_and_name_damaged_inner_chunks() {
     ] {
         assert!(text.contains(needle), "{needle:?} in {text}");
     }
+    // A Zarr group: its document, children and attributes.
+    let group = json(&["info", "--json", &z]);
+    assert_eq!(group["nodeType"], "group");
+    assert_eq!(group["format"], "zarr3");
+    assert_eq!(group["metadata"]["node_type"], "group");
+    assert_eq!(group["children"], json!({"groups": 0, "arrays": 1}));
     // A Zarr v2 array with a fill value that is not zero, from the corpus.
     if let Some(corpus) = corpus_zarr() {
         let arr = corpus.join("zarr-python3-v2.zarr/fill");

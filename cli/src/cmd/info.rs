@@ -9,19 +9,21 @@
 //! (inner chunk) shape in N5 order and in the format's own C order, shard
 //! shape, data type, codec chain or compressor, fill value, dimension
 //! names, chunk key encoding, the native metadata document (`--json`),
-//! and chunks and shards stored.
+//! and chunks and shards stored; a Zarr group by its document, children
+//! and attributes.
 
 use clap::Args;
-use n5::{BlockMode, DataType, Dataset, Mode};
+use n5::{BlockMode, Container, DataType, Dataset, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    blocks_of, blocks_to_visit, can_list, dataset_json, open_dataset, read_shard_slabs, shard_grid,
-    stored_blocks, stored_shards, stored_size, user_attributes, workers, Blocks, Shard,
+    blocks_of, blocks_to_visit, can_list, dataset_json, node, open_dataset, read_shard_slabs,
+    shard_grid, stored_blocks, stored_shards, stored_size, user_attributes, workers, Blocks, Node,
+    Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
-use crate::location::Location;
-use crate::output::{compression, dims, progress, size, Out};
+use crate::location::{join, Location};
+use crate::output::{compression, count as count_of, dims, progress, size, Out};
 use crate::{work, zarr, Global};
 
 /// What info says when the store cannot list and `--stats` was not given.
@@ -31,7 +33,7 @@ const NO_LISTING: &str = "plain HTTP(S) cannot list: block statistics need a lis
 /// Arguments of `n5 info`.
 #[derive(Args, Debug)]
 pub struct InfoArgs {
-    /// The dataset (CONTAINER/PATH/TO/DATASET).
+    /// The dataset (CONTAINER/PATH/TO/DATASET), or a Zarr group.
     pub path: String,
     /// Also read every stored block and report min, max and mean (missing
     /// blocks count as zeros, NaNs are counted apart).
@@ -267,6 +269,12 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
     let c = loc.open(Mode::Read, 1)?;
     let threads = workers(g, &c);
+    if c.format() != n5::format::Format::N5
+        && matches!(node(&c, &loc.inner), Node::Group)
+        && c.exists(&loc.inner).at(&loc.arg)?
+    {
+        return zarr_group_info(a, &loc, &c);
+    }
     let ds = open_dataset(&c, &loc)?;
     if c.format() != n5::format::Format::N5 {
         return zarr_info(a, g, &loc, &ds);
@@ -468,6 +476,82 @@ fn n5_display(p: &str) -> &str {
     } else {
         p
     }
+}
+
+/// `n5 info` of a Zarr group: its format, its own document (zarr.json or
+/// .zgroup; none for an implicit group), its children and its user
+/// attributes.
+fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8> {
+    let format = c.format();
+    let name = if format == n5::format::Format::Zarr3 {
+        "zarr.json"
+    } else {
+        ".zgroup"
+    };
+    let key = join(&loc.inner, name);
+    let document: Value = match c.store().get(&key).at(&loc.arg)? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| CliError::new(loc.describe(c.store(), &key), e))?,
+        None => Value::Null,
+    };
+    let attributes = c.attributes(&loc.inner).at(&loc.arg)?;
+    let children = if can_list(c) {
+        let (mut groups, mut arrays) = (0usize, 0usize);
+        for child in c.list(&loc.inner).at(&loc.arg)? {
+            match node(c, &join(&loc.inner, &child)) {
+                Node::Dataset(_) => arrays += 1,
+                _ => groups += 1,
+            }
+        }
+        Some((groups, arrays))
+    } else {
+        None
+    };
+    let mut out = Out::new();
+    if a.json {
+        out.json(&json!({
+            "path": loc.inner,
+            "container": loc.root,
+            "format": format.name(),
+            "nodeType": "group",
+            "metadata": document,
+            "children": children.map(|(g, a)| json!({"groups": g, "arrays": a})),
+            "attributes": attributes,
+        }))?;
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
+    let mut rows: Vec<(String, String)> = vec![
+        (
+            "group".into(),
+            format!("{} in {}", n5_display(&loc.inner), loc.root),
+        ),
+        ("format".into(), format.name().into()),
+        (
+            "document".into(),
+            if document.is_null() {
+                format!("none (an implicit group: no {name})")
+            } else {
+                name.to_string()
+            },
+        ),
+        (
+            "children".into(),
+            match children {
+                Some((g, a)) => format!("{}, {}", count_of(g, "group"), count_of(a, "array")),
+                None => "not known (plain HTTP(S) cannot list)".into(),
+            },
+        ),
+    ];
+    if attributes.as_object().is_some_and(|m| !m.is_empty()) {
+        rows.push(("attributes".into(), attributes.to_string()));
+    }
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        out.line(&format!("{k:<width$}  {v}"))?;
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
 }
 
 /// The number of elements of the region of `shard` in `ds` (clipped at
