@@ -343,7 +343,7 @@ enum Make {
 }
 
 /// One node of the copy, planned before anything is written.
-struct Node2 {
+struct Planned {
     rel: String,
     make: Make,
     attributes: Map<String, Value>,
@@ -439,6 +439,116 @@ fn check_no_varlength(ds: &Dataset, sarg: &str, format: Format, g: &Global) -> C
     Ok(())
 }
 
+/// What a copy is asked to do to every dataset.
+struct Request<'a> {
+    /// The source container.
+    src: &'a Container,
+    /// The destination's format.
+    format: Format,
+    /// `-c`: the new compression.
+    compression: Option<&'a Compression>,
+    /// `-b`: the new block size (N5 order).
+    block_size: Option<&'a [u64]>,
+    /// `--shard`: the shard shape (N5 order).
+    shard: Option<&'a [u64]>,
+    /// The global options.
+    g: &'a Global,
+}
+
+/// What the copy of the dataset `sp` of the source (`sa` its metadata;
+/// `sarg` and `darg` name the source and destination in messages) makes,
+/// every check of it done before anything is written.
+fn plan_dataset(
+    r: &Request,
+    sa: &DatasetAttributes,
+    sp: &str,
+    sarg: &str,
+    darg: &str,
+) -> CliResult<Make> {
+    let block: Vec<u32> = match r.block_size {
+        None => sa.block_size.clone(),
+        Some(b) if b.len() == sa.ndim() => b
+            .iter()
+            .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
+            .collect(),
+        Some(b) => {
+            return Err(CliError::usage(
+                sarg,
+                format!(
+                    "--block-size has {} values but this dataset has {} dimensions",
+                    b.len(),
+                    sa.ndim()
+                ),
+            ))
+        }
+    };
+    if r.format != Format::N5 && !sa.data_type.is_numeric() {
+        return Err(CliError::new(
+            sarg,
+            format!(
+                "{} datasets cannot be stored in {} (Zarr arrays are numeric; string, object and varlength blocks are N5's)",
+                sa.data_type,
+                r.format.name()
+            ),
+        ));
+    }
+    if r.format != Format::N5 && r.src.format() == Format::N5 {
+        check_no_varlength(&r.src.open_dataset(sp).at(sarg)?, sarg, r.format, r.g)?;
+    }
+    let by_region =
+        block != sa.block_size || r.src.format() != Format::N5 || r.format != Format::N5;
+    if by_region && !sa.data_type.is_numeric() {
+        return Err(CliError::usage(
+            sarg,
+            format!("{} datasets cannot be re-chunked", sa.data_type),
+        ));
+    }
+    let shard = match r.shard {
+        Some(s) => Some(checked_shard(s, &block, sarg)?),
+        None => inherited_shard(r.src, sp, sarg, r.format, &block)?,
+    };
+    let attrs = DatasetAttributes::new(
+        sa.dimensions.clone(),
+        block,
+        sa.data_type,
+        r.compression
+            .cloned()
+            .unwrap_or_else(|| sa.compression.clone()),
+    )
+    .map_err(|e| CliError::usage(darg, e.message()))?;
+    // A Zarr source keeps its fill value and dimension names in Zarr; N5
+    // has zeros.
+    let source = (r.src.format() != Format::N5)
+        .then(|| r.src.open_dataset(sp))
+        .transpose()
+        .at(sarg)?;
+    let fill = match (&source, r.format) {
+        (Some(s), Format::Zarr2 | Format::Zarr3) => s.fill_value(),
+        _ => vec![0u8; sa.data_type.size()],
+    };
+    let dimension_names = match (&source, r.format) {
+        (Some(s), Format::Zarr3) if r.src.format() == Format::Zarr3 => {
+            s.metadata().at(sarg)?.get("dimension_names").cloned()
+        }
+        _ => None,
+    };
+    let document = new_document(
+        r.format,
+        &attrs,
+        &NewArray {
+            shard: shard.as_deref(),
+            fill: &fill,
+            dimension_names,
+        },
+    )
+    .at(darg)?;
+    Ok(Make::Dataset {
+        attrs,
+        document,
+        by_region,
+    })
+}
+
 /// `n5 cp SRC DST`.
 pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let compression: Option<Compression> = a
@@ -493,7 +603,15 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     }
 
     // Everything the copy makes, checked before anything is written.
-    let mut nodes: Vec<Node2> = Vec::new();
+    let request = Request {
+        src: &src,
+        format,
+        compression: compression.as_ref(),
+        block_size: block_size.as_deref(),
+        shard: shard.as_deref(),
+        g,
+    };
+    let mut nodes: Vec<Planned> = Vec::new();
     for rel in &rels {
         let sp = join(&sloc.inner, rel);
         let dp = join(&dloc.inner, rel);
@@ -506,92 +624,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let make = match node(&src, &sp) {
             Node::Broken(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
-            Node::Dataset(sa) => {
-                let block: Vec<u32> = match &block_size {
-                    None => sa.block_size.clone(),
-                    Some(b) if b.len() == sa.ndim() => b
-                        .iter()
-                        .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
-                        .collect(),
-                    Some(b) => {
-                        return Err(CliError::usage(
-                            &sarg,
-                            format!(
-                                "--block-size has {} values but this dataset has {} dimensions",
-                                b.len(),
-                                sa.ndim()
-                            ),
-                        ))
-                    }
-                };
-                if format != Format::N5 && !sa.data_type.is_numeric() {
-                    return Err(CliError::new(
-                        &sarg,
-                        format!(
-                            "{} datasets cannot be stored in {} (Zarr arrays are numeric; string, object and varlength blocks are N5's)",
-                            sa.data_type,
-                            format.name()
-                        ),
-                    ));
-                }
-                if format != Format::N5 && src.format() == Format::N5 {
-                    check_no_varlength(&src.open_dataset(&sp).at(&sarg)?, &sarg, format, g)?;
-                }
-                let by_region =
-                    block != sa.block_size || src.format() != Format::N5 || format != Format::N5;
-                if by_region && !sa.data_type.is_numeric() {
-                    return Err(CliError::usage(
-                        &sarg,
-                        format!("{} datasets cannot be re-chunked", sa.data_type),
-                    ));
-                }
-                let shard = match shard.as_deref() {
-                    Some(s) => Some(checked_shard(s, &block, &sarg)?),
-                    None => inherited_shard(&src, &sp, &sarg, format, &block)?,
-                };
-                let attrs = DatasetAttributes::new(
-                    sa.dimensions.clone(),
-                    block,
-                    sa.data_type,
-                    compression
-                        .clone()
-                        .unwrap_or_else(|| sa.compression.clone()),
-                )
-                .map_err(|e| CliError::usage(&darg, e.message()))?;
-                // A Zarr source keeps its fill value and dimension names
-                // in Zarr; N5 has zeros.
-                let source = (src.format() != Format::N5)
-                    .then(|| src.open_dataset(&sp))
-                    .transpose()
-                    .at(&sarg)?;
-                let fill = match (&source, format) {
-                    (Some(s), Format::Zarr2 | Format::Zarr3) => s.fill_value(),
-                    _ => vec![0u8; sa.data_type.size()],
-                };
-                let dimension_names = match (&source, format) {
-                    (Some(s), Format::Zarr3) if src.format() == Format::Zarr3 => {
-                        s.metadata().at(&sarg)?.get("dimension_names").cloned()
-                    }
-                    _ => None,
-                };
-                let document = new_document(
-                    format,
-                    &attrs,
-                    &NewArray {
-                        shard: shard.as_deref(),
-                        fill: &fill,
-                        dimension_names,
-                    },
-                )
-                .at(&darg)?;
-                Make::Dataset {
-                    attrs,
-                    document,
-                    by_region,
-                }
-            }
+            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &sarg, &darg)?,
         };
-        nodes.push(Node2 {
+        nodes.push(Planned {
             rel: rel.clone(),
             make,
             attributes,
