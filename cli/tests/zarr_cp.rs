@@ -3,7 +3,7 @@
 //! unsharded) giving identical arrays and user attributes for several data
 //! types and ranks, edge chunks and shards that do not divide the array;
 //! the same chain with its Zarr copies on S3 (SeaweedFS from `n5-testkit`
-//! on 127.0.0.1); the peer Zarr corpus to N5 and back reproducing the
+//! on 127.0.0.1), and a sharded copy on GCS (fake-gcs-server); the peer Zarr corpus to N5 and back reproducing the
 //! manifest's checksums; info and verify on Zarr (a damaged inner chunk
 //! or shard index named); resuming a copy after a shard was deleted or
 //! damaged; and the errors that stop a copy before it writes anything.
@@ -261,7 +261,8 @@ fn n5_to_sharded_zarr3_to_zarr2_to_n5_is_exact() {
     }
 }
 
-/// How `n5` reaches the signed SeaweedFS: `--endpoint` and credentials.
+/// How `n5` reaches an object store: `--endpoint` and credentials (the
+/// signed SeaweedFS, or fake-gcs-server without any).
 struct S3 {
     args: Vec<String>,
     env: Vec<(String, String)>,
@@ -287,7 +288,7 @@ impl S3 {
 }
 
 #[test]
-fn the_chain_through_s3() {
+fn the_chain_through_s3_and_gcs() {
     let t = TempDir::new("zarr-s3");
     let server = server_or_skip!(n5_testkit::s3_signed());
     let bucket = server.unique_bucket("cli-zarr").unwrap();
@@ -346,6 +347,29 @@ fn the_chain_through_s3() {
         let got = s3.ok(&["cat", &format!("{copy}/r2/f64")]).stdout;
         assert!(got == whole(&local, "r2/f64").2, "{copy}");
     }
+
+    // Google Cloud Storage (fake-gcs-server) too: sharded there and back.
+    let gcs_server = server_or_skip!(n5_testkit::gcs());
+    let gcs_bucket = gcs_server.unique_bucket("cli-zarr").unwrap();
+    let gcs = S3 {
+        args: vec!["--endpoint".into(), gcs_server.endpoint()],
+        env: Vec::new(),
+    };
+    let on_gcs = format!("gs://{gcs_bucket}/sharded.zarr");
+    for (group, shard, block) in SHARDING {
+        gcs.ok(&[
+            "cp",
+            &format!("{src}/{group}"),
+            &format!("{on_gcs}/{group}"),
+            "--shard",
+            shard,
+            "-b",
+            block,
+        ]);
+    }
+    let back = t.path("from-gcs.n5");
+    gcs.ok(&["cp", &on_gcs, &back]);
+    same_tree(&src, &back, NODES);
 }
 
 /// The peer Zarr corpus beside the repository, or `None` with a message.
