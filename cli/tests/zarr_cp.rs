@@ -6,7 +6,7 @@
 //! on 127.0.0.1), and a sharded copy on GCS (fake-gcs-server); the peer Zarr corpus to N5 and back reproducing the
 //! manifest's checksums; info and verify on Zarr (a damaged inner chunk
 //! or shard index named); resuming a copy after a shard was deleted or
-//! damaged; and the errors that stop a copy before it writes anything.
+//! damaged, or after copies killed in the middle; and the errors that stop a copy before it writes anything.
 
 mod common;
 
@@ -640,6 +640,66 @@ fn a_copy_resumes_and_rewrites_only_the_shards_that_are_wrong() {
         assert!(whole(&c, p).2 == whole(&s, p).2, "{p}");
     }
     ok(&["verify", &z]);
+}
+
+#[test]
+fn a_killed_copy_completes_when_run_again() {
+    let t = TempDir::new("zarr-killed");
+    let src = t.path("big.n5");
+    let c = Container::open(&src, Mode::Create).unwrap();
+    let dims = [256u64, 192, 96];
+    let attrs = n5::DatasetAttributes::new(
+        dims.to_vec(),
+        vec![32, 32, 32],
+        DataType::U16,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    let ds = c.create_dataset("v", attrs).unwrap();
+    let n: u64 = dims.iter().product();
+    let data = values(DataType::U16, n);
+    ds.write_region(&[0, 0, 0], &dims, &data).unwrap();
+    let dst = t.path("big.zarr");
+    let args = [
+        "cp",
+        src.as_str(),
+        dst.as_str(),
+        "--shard",
+        "64,64,64",
+        "-b",
+        "16,16,16",
+        "-c",
+        "gzip",
+        "--threads",
+        "2",
+    ];
+    // Kill copies at a few moments, each resuming the one before.
+    for delay in [30u64, 80, 150, 300] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_n5"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    let r = ok(&args);
+    // 4 x 3 x 2 shards in all, written now or by the killed copies.
+    let text = r.text();
+    let written: usize = text
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" shards written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text.contains(&format!("{} already identical", 24 - written)),
+        "{text}"
+    );
+    let z = Container::open(&dst, Mode::Read).unwrap();
+    assert!(whole(&z, "v").2 == data);
+    ok(&["verify", &dst]);
 }
 
 #[test]
