@@ -3,10 +3,12 @@
 //! unsharded) giving identical arrays and user attributes for several data
 //! types and ranks, edge chunks and shards that do not divide the array;
 //! the same chain with its Zarr copies on S3 (SeaweedFS from `n5-testkit`
-//! on 127.0.0.1), and a sharded copy on GCS (fake-gcs-server); the peer Zarr corpus to N5 and back reproducing the
-//! manifest's checksums; info and verify on Zarr (a damaged inner chunk
-//! or shard index named); resuming a copy after a shard was deleted or
-//! damaged, or after copies killed in the middle; and the errors that stop a copy before it writes anything.
+//! on 127.0.0.1), and a sharded copy on GCS (fake-gcs-server); the peer
+//! Zarr corpus to N5 and back reproducing the manifest's checksums; info
+//! and verify on Zarr (a damaged inner chunk or shard index named);
+//! resuming a copy after a shard was deleted or damaged, or after copies
+//! killed in the middle; and the errors that stop a copy before it writes
+//! anything.
 
 mod common;
 
