@@ -4,13 +4,14 @@
 //! container there.
 //!
 //! `vol.n5/raw/s0` names the dataset `raw/s0` of the container `vol.n5`: the
-//! last path component ending in `.n5` (or `.zarr`) is the root. Without one, the root is
-//! the highest directory of the path as written (including `.`) whose
-//! attributes.json has an `"n5"` version; failing that, the path itself.
-//! URLs split by the same rule (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in
-//! `s3://bucket/vol.n5`); without a `.n5` or `.zarr` component, the highest prefix
-//! whose attributes.json has an `"n5"` key is found by reading it through
-//! the store, else the whole URL is the root. A format prefix (`n5:`) stays
+//! last path component ending in `.n5` (or `.zarr`) is the root. Without
+//! one, the root is the highest directory of the path as written
+//! (including `.`) whose attributes.json has an `"n5"` version; failing
+//! that, the path itself. URLs split by the same rule
+//! (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in `s3://bucket/vol.n5`);
+//! without a `.n5` or `.zarr` component, the highest prefix whose
+//! attributes.json has an `"n5"` key is found by reading it through the
+//! store, else the whole URL is the root. A format prefix (`n5:`) stays
 //! with the root.
 
 use std::path::{Path, PathBuf};
@@ -453,6 +454,26 @@ mod tests {
         let l = parse("file:///data/my%20vol.n5/raw");
         assert_eq!(l.root, "/data/my vol.n5");
         assert_eq!(l.inner, "raw");
+    }
+
+    #[test]
+    fn a_zarr_component_is_a_root_too() {
+        let l = parse("/data/vol.zarr/raw/s0");
+        assert_eq!(l.root, "/data/vol.zarr");
+        assert_eq!(l.inner, "raw/s0");
+        let l = parse("zarr2:s3://bucket/v.ZARR/a");
+        assert_eq!(l.root, "zarr2:s3://bucket/v.ZARR");
+        assert_eq!(l.inner, "a");
+        assert_eq!(l.prefix_format(), Some(n5::format::Format::Zarr2));
+        assert_eq!(
+            parse("out.zarr").suffix_format(),
+            Some(n5::format::Format::Zarr3)
+        );
+        assert_eq!(
+            parse("out.n5").suffix_format(),
+            Some(n5::format::Format::N5)
+        );
+        assert_eq!(parse("/tmp/out").suffix_format(), None);
     }
 
     #[test]
