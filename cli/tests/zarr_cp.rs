@@ -430,6 +430,37 @@ fn the_zarr_corpus_to_n5_and_back_keeps_every_array() {
         }
     }
     assert_eq!(checked, manifest["arrays"].as_array().unwrap().len());
+
+    // Zarr v3 to Zarr v3 directly keeps fill values and dimension names;
+    // into Zarr v2 the fill value stays too.
+    let ts = corpus.join("tensorstore-zarr3.zarr");
+    for (array, fill, names) in [
+        ("fill_nan", json!("NaN"), Value::Null),
+        ("unsharded_gzip_fill", json!(-1), Value::Null),
+        ("with_attributes", json!(0), json!(["z", "y", "x"])),
+    ] {
+        let source = format!("{}/{array}", ts.display());
+        for (dest, v3) in [
+            (t.path(&format!("direct.zarr/{array}")), true),
+            (format!("zarr2:{}/{array}", t.path("direct2")), false),
+        ] {
+            ok(&["cp", &source, &dest]);
+            let info = json(&["info", "--json", &dest]);
+            assert_eq!(info["fillValue"], fill, "{dest}");
+            if v3 {
+                assert_eq!(info["dimensionNames"], names, "{dest}");
+            }
+            let want = manifest["arrays"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["container"] == "tensorstore-zarr3.zarr" && a["path"] == array)
+                .unwrap()["array_sha256"]
+                .clone();
+            let (root, path) = dest.rsplit_once('/').unwrap();
+            assert_eq!(json!(array_sha256(root, path)), want, "{dest}");
+        }
+    }
 }
 
 /// The offset and size of each inner chunk of the shard file `bytes`
