@@ -222,19 +222,32 @@ pub fn blocks_of(ds: &Dataset, shard: &Shard) -> Positions {
         .collect()
 }
 
-/// Read the region of `shard` of `ds` (clipped at the array's end) in
-/// slabs of at most about 64 MiB along the last dimension (whole blocks
-/// thick), handing each slab's elements to `f`; the number of elements.
-pub fn read_shard_slabs(ds: &Dataset, shard: &Shard, mut f: impl FnMut(&[u8])) -> n5::Result<u64> {
+/// The region (offset and shape, N5 order) of the shard at shard-grid
+/// position `pos` of `ds`, clipped at the array's end.
+pub fn shard_region(ds: &Dataset, pos: &[u64]) -> (Vec<u64>, Vec<u64>) {
     let attrs = ds.attributes();
     let unit = ds.shard_shape();
-    let offset: Vec<u64> = shard.pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
+    let offset: Vec<u64> = pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
     let shape: Vec<u64> = offset
         .iter()
         .zip(&unit)
         .zip(&attrs.dimensions)
         .map(|((&o, &u), &d)| u.min(d.saturating_sub(o)))
         .collect();
+    (offset, shape)
+}
+
+/// Read the region at `offset` of `shape` of `ds` in slabs along the last
+/// dimension, whole blocks thick and at most about 64 MiB each (one slab
+/// when one layer of blocks is larger), handing each slab's elements and
+/// its byte offset in the whole region to `f`, which says whether to go on.
+pub fn read_slabs(
+    ds: &Dataset,
+    offset: &[u64],
+    shape: &[u64],
+    mut f: impl FnMut(usize, &[u8]) -> bool,
+) -> n5::Result<()> {
+    let attrs = ds.attributes();
     let last = shape.len() - 1;
     let plane = (shape[..last].iter().product::<u64>() as usize * attrs.data_type.size()).max(1);
     let step = attrs.block_size[last] as u64;
@@ -243,15 +256,28 @@ pub fn read_shard_slabs(ds: &Dataset, shard: &Shard, mut f: impl FnMut(&[u8])) -
     let mut z = 0;
     while z < shape[last] {
         let t = thickness.min(shape[last] - z);
-        let mut o = offset.clone();
+        let mut o = offset.to_vec();
         o[last] += z;
-        let mut s = shape.clone();
+        let mut s = shape.to_vec();
         s[last] = t;
         buf.resize(t as usize * plane, 0);
         ds.read_region(&o, &s, &mut buf)?;
-        f(&buf);
+        if !f(z as usize * plane, &buf) {
+            break;
+        }
         z += t;
     }
+    Ok(())
+}
+
+/// Read the region of `shard` of `ds` with [`read_slabs`], handing each
+/// slab to `f`; the number of elements of the region.
+pub fn read_shard_slabs(ds: &Dataset, shard: &Shard, mut f: impl FnMut(&[u8])) -> n5::Result<u64> {
+    let (offset, shape) = shard_region(ds, &shard.pos);
+    read_slabs(ds, &offset, &shape, |_, slab| {
+        f(slab);
+        true
+    })?;
     Ok(shape.iter().product())
 }
 

@@ -18,8 +18,8 @@ use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{Map, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, grid_positions, in_grid, node, shard_grid, stored_blocks,
-    stored_shards, workers, Blocks, Node, DATASET_KEYS,
+    blocks_to_visit, can_list, grid_positions, in_grid, node, read_slabs, shard_grid, shard_region,
+    stored_blocks, stored_shards, workers, Blocks, Node, DATASET_KEYS,
 };
 use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
@@ -173,16 +173,8 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
 /// (which writes each shard once; units equal to the fill value are then
 /// not stored).
 fn copy_unit(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
-    let attrs = plan.dst.attributes();
-    let unit = plan.dst.shard_shape();
-    let offset: Vec<u64> = pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
-    let shape: Vec<u64> = offset
-        .iter()
-        .zip(&unit)
-        .zip(&attrs.dimensions)
-        .map(|((&o, &u), &d)| u.min(d - o))
-        .collect();
-    let elem = attrs.data_type.size();
+    let (offset, shape) = shard_region(&plan.dst, pos);
+    let elem = plan.dst.data_type().size();
     let n: u64 = shape.iter().product();
     let mut want = vec![0u8; n as usize * elem];
     plan.src.read_region(&offset, &shape, &mut want)?;
@@ -196,34 +188,15 @@ fn copy_unit(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
 }
 
 /// Whether the region at `offset` of `shape` of `ds` reads as `want`,
-/// read in slabs along the last dimension (at most about 64 MiB each); a
-/// region that cannot be read does not.
+/// read in slabs (see [`read_slabs`]); a region that cannot be read does
+/// not.
 fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
-    let attrs = ds.attributes();
-    let last = shape.len() - 1;
-    let plane = (shape[..last].iter().product::<u64>() as usize * attrs.data_type.size()).max(1);
-    let step = attrs.block_size[last] as u64;
-    let per_slab = ((64usize << 20) / plane) as u64 / step * step;
-    let thickness = per_slab.max(step);
-    let mut z = 0;
-    let mut buf = Vec::new();
-    while z < shape[last] {
-        let t = thickness.min(shape[last] - z);
-        let mut o = offset.to_vec();
-        o[last] += z;
-        let mut s = shape.to_vec();
-        s[last] = t;
-        buf.resize(t as usize * plane, 0);
-        if ds.read_region(&o, &s, &mut buf).is_err() {
-            return false;
-        }
-        let at = z as usize * plane;
-        if buf[..] != want[at..at + buf.len()] {
-            return false;
-        }
-        z += t;
-    }
-    true
+    let mut same = true;
+    let read = read_slabs(ds, offset, shape, |at, slab| {
+        same = want.get(at..at + slab.len()) == Some(slab);
+        same
+    });
+    read.is_ok() && same
 }
 
 /// The units (shard-grid positions of the destination) a region copy of
@@ -344,8 +317,11 @@ enum Make {
 
 /// One node of the copy, planned before anything is written.
 struct Planned {
+    /// Its path below the copy's source (and destination).
     rel: String,
+    /// What the copy makes of it.
     make: Make,
+    /// The user attributes it carries.
     attributes: Map<String, Value>,
 }
 
