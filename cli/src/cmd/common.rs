@@ -2,7 +2,10 @@
 //! broken metadata), a dataset's metadata as JSON, block grid walks, the
 //! stored blocks of a dataset split into inside and outside its grid (or,
 //! where the store cannot list, the grid positions to probe), block sizes
-//! through the store, and how many workers block work gets.
+//! through the store, and how many workers block work gets; for Zarr
+//! arrays, their shards (the chunks of an unsharded array): the shard
+//! grid, each shard's key, region and blocks, the shards stored, and
+//! shard regions read in slabs.
 
 use n5::format::Format;
 use n5::{Container, Dataset, DatasetAttributes};
