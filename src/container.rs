@@ -702,6 +702,22 @@ impl Container {
         Ok(Dataset::new(self.clone(), p, attributes))
     }
 
+    /// The metadata document [`Container::create_dataset`] writes for
+    /// `attributes` in a container of `format`: the N5 dataset members, a
+    /// Zarr v2 .zarray, or a Zarr v3 zarr.json array document (fill value
+    /// 0, no sharding, the N5 compression mapped to the format's codec;
+    /// shapes in the format's own order). A compression with no codec in
+    /// the format is an [`ErrorKind::Unsupported`] error naming it, so a
+    /// caller can check a whole plan before writing anything, and build
+    /// on the document (sharding, fill value) for
+    /// [`Container::create_dataset_json`].
+    pub fn dataset_document(format: Format, attributes: &DatasetAttributes) -> Result<Value> {
+        match format {
+            Format::N5 => Ok(Value::Object(attributes.to_json())),
+            _ => ZarrArray::document_for(format, attributes),
+        }
+    }
+
     /// Create a dataset at `path` (and its parent groups) from the format's
     /// own metadata document: a zarr.json array document for Zarr v3
     /// (`zarr_format` and `node_type` may be left out; sharding and every

@@ -73,6 +73,15 @@ impl Dataset {
         }
     }
 
+    /// One element of the value that blocks which are not stored read as,
+    /// in native byte order: a Zarr array's `fill_value`, zeros for N5.
+    pub fn fill_value(&self) -> Vec<u8> {
+        match self.zarr() {
+            Some(z) => z.fill().to_vec(),
+            None => vec![0u8; self.data_type().size()],
+        }
+    }
+
     /// The dataset's own metadata document: a Zarr array's zarr.json or
     /// .zarray as it was read when the dataset was opened, or an N5
     /// dataset's attributes.json as stored now (user attributes included).

@@ -4,13 +4,14 @@
 //! container there.
 //!
 //! `vol.n5/raw/s0` names the dataset `raw/s0` of the container `vol.n5`: the
-//! last path component ending in `.n5` is the root. Without one, the root is
-//! the highest directory of the path as written (including `.`) whose
-//! attributes.json has an `"n5"` version; failing that, the path itself.
-//! URLs split by the same rule (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in
-//! `s3://bucket/vol.n5`); without a `.n5` component, the highest prefix
-//! whose attributes.json has an `"n5"` key is found by reading it through
-//! the store, else the whole URL is the root. A format prefix (`n5:`) stays
+//! last path component ending in `.n5` (or `.zarr`) is the root. Without
+//! one, the root is the highest directory of the path as written
+//! (including `.`) whose attributes.json has an `"n5"` version; failing
+//! that, the path itself. URLs split by the same rule
+//! (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in `s3://bucket/vol.n5`);
+//! without a `.n5` or `.zarr` component, the highest prefix whose
+//! attributes.json has an `"n5"` key is found by reading it through the
+//! store, else the whole URL is the root. A format prefix (`n5:`) stays
 //! with the root.
 
 use std::path::{Path, PathBuf};
@@ -76,10 +77,13 @@ impl Location {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let split = names.iter().rposition(|n| is_n5_name(n)).or_else(|| {
-            // The highest prefix with a versioned attributes.json.
-            (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
-        });
+        let split = names
+            .iter()
+            .rposition(|n| is_container_name(n))
+            .or_else(|| {
+                // The highest prefix with a versioned attributes.json.
+                (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
+            });
         let (root, inner) = match split {
             Some(i) => (prefix(&names[..=i]), names[i + 1..].join("/")),
             None if !as_path.is_absolute() && has_version(Path::new(".")) => {
@@ -148,7 +152,7 @@ impl Location {
         };
         let split = match names
             .iter()
-            .rposition(|n| decode(&[n]).is_ok_and(|d| is_n5_name(&d)))
+            .rposition(|n| decode(&[n]).is_ok_and(|d| is_container_name(&d)))
         {
             Some(i) if i + 1 >= first => i + 1,
             _ => find_versioned_root(&candidate(first), &names[first..], &options)
@@ -208,16 +212,83 @@ impl Location {
         .at(&self.arg)
     }
 
-    /// [`Loc::open`] for a command that handles N5 containers only so far
-    /// (`info`, `verify`, `cp`, `import`, `clean`): a Zarr container is an
-    /// error that says so, rather than output that would describe its
-    /// chunks in N5's terms.
+    /// [`Location::open`] with the options a copy writes with: `format`
+    /// for a container that [`Mode::Create`] makes (an existing one keeps
+    /// its own), and whether blocks equal to the fill value are stored.
+    pub fn open_for_copy(
+        &self,
+        mode: Mode,
+        threads: usize,
+        format: n5::format::Format,
+        write_empty_blocks: bool,
+    ) -> CliResult<Container> {
+        Location {
+            options: Options {
+                format: Some(format),
+                write_empty_blocks,
+                ..self.options.clone()
+            },
+            ..self.clone()
+        }
+        .open(mode, threads)
+    }
+
+    /// The format of the container at this location when one is there
+    /// (its root has a marker, or it has children), `None` when nothing
+    /// is there yet or it cannot be read.
+    pub fn existing_format(&self) -> Option<n5::format::Format> {
+        let c = self.open(Mode::Read, 1).ok()?;
+        let store = c.store();
+        let marked = [
+            "attributes.json",
+            "zarr.json",
+            ".zgroup",
+            ".zarray",
+            ".zattrs",
+        ]
+        .iter()
+        .any(|m| store.exists(m).unwrap_or(false));
+        let children = c.list("").is_ok_and(|l| !l.is_empty());
+        (marked || children).then(|| c.format())
+    }
+
+    /// The format the location's prefix names (`n5:`, `zarr2:`, `zarr3:`;
+    /// `zarr:` is Zarr v3 when the root has zarr.json, else v2), if any.
+    pub fn prefix_format(&self) -> Option<n5::format::Format> {
+        use n5::format::Format;
+        use n5::storage::location::FormatHint;
+        match n5::storage::location::split_format(&self.root).0? {
+            FormatHint::N5 => Some(Format::N5),
+            FormatHint::Zarr2 => Some(Format::Zarr2),
+            FormatHint::Zarr3 => Some(Format::Zarr3),
+            FormatHint::Zarr => Some(
+                self.open(Mode::Read, 1)
+                    .map_or(Format::Zarr2, |c| c.format()),
+            ),
+        }
+    }
+
+    /// The format the root's name suggests: `.zarr` Zarr v3, `.n5` N5.
+    pub fn suffix_format(&self) -> Option<n5::format::Format> {
+        let root = self.root.trim_end_matches('/').to_ascii_lowercase();
+        if root.ends_with(".zarr") {
+            Some(n5::format::Format::Zarr3)
+        } else if root.ends_with(".n5") {
+            Some(n5::format::Format::N5)
+        } else {
+            None
+        }
+    }
+
+    /// [`Location::open`] for a command that handles N5 containers only
+    /// (`import`, `clean`): a Zarr container is an error that says so,
+    /// rather than output that would describe its chunks in N5's terms.
     pub fn open_n5(&self, mode: Mode, threads: usize, command: &str) -> CliResult<Container> {
         let refuse = |format: &str| {
             CliError::new(
                 &self.arg,
                 format!(
-                    "`n5 {command}` handles N5 containers only so far, and this is a {format} container (ls, tree, attrs and cat read it)"
+                    "`n5 {command}` handles N5 containers only, and this is a {format} container (ls, tree, attrs, cat, info, verify and cp read it)"
                 ),
             )
         };
@@ -241,7 +312,7 @@ impl Location {
                 return Err(CliError::new(
                     &self.arg,
                     format!(
-                        "`n5 {command}` writes N5 containers only so far, and this location names a Zarr one (its prefix, suffix or options); write to an .n5 location or prefix it with n5:"
+                        "`n5 {command}` writes N5 containers only, and this location names a Zarr one (its prefix, suffix or options); write to an .n5 location or prefix it with n5:, then `n5 cp` it to Zarr"
                     ),
                 ));
             }
@@ -276,7 +347,7 @@ impl Location {
         };
         let named = root
             .file_name()
-            .is_some_and(|n| is_n5_name(&n.to_string_lossy()));
+            .is_some_and(|n| is_container_name(&n.to_string_lossy()));
         root.is_dir() && (named || has_version(root))
     }
 
@@ -342,9 +413,11 @@ fn prefix(names: &[String]) -> PathBuf {
     names.iter().collect()
 }
 
-/// Whether a directory name marks a container root: `*.n5`, any case.
-fn is_n5_name(name: &str) -> bool {
-    name.len() > 3 && name.to_ascii_lowercase().ends_with(".n5")
+/// Whether a directory name marks a container root: `*.n5` or `*.zarr`,
+/// any case.
+fn is_container_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    (name.len() > 3 && lower.ends_with(".n5")) || (name.len() > 5 && lower.ends_with(".zarr"))
 }
 
 /// Whether `dir/attributes.json` holds an `"n5"` version.
@@ -381,6 +454,26 @@ mod tests {
         let l = parse("file:///data/my%20vol.n5/raw");
         assert_eq!(l.root, "/data/my vol.n5");
         assert_eq!(l.inner, "raw");
+    }
+
+    #[test]
+    fn a_zarr_component_is_a_root_too() {
+        let l = parse("/data/vol.zarr/raw/s0");
+        assert_eq!(l.root, "/data/vol.zarr");
+        assert_eq!(l.inner, "raw/s0");
+        let l = parse("zarr2:s3://bucket/v.ZARR/a");
+        assert_eq!(l.root, "zarr2:s3://bucket/v.ZARR");
+        assert_eq!(l.inner, "a");
+        assert_eq!(l.prefix_format(), Some(n5::format::Format::Zarr2));
+        assert_eq!(
+            parse("out.zarr").suffix_format(),
+            Some(n5::format::Format::Zarr3)
+        );
+        assert_eq!(
+            parse("out.n5").suffix_format(),
+            Some(n5::format::Format::N5)
+        );
+        assert_eq!(parse("/tmp/out").suffix_format(), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod npy;
 mod output;
 mod spec;
 mod work;
+mod zarr;
 
 use std::process::ExitCode;
 
@@ -20,11 +21,13 @@ use crate::error::{CliResult, EXIT_OK, EXIT_USAGE};
 pub use crate::global::Global;
 use crate::global::GlobalArgs;
 
-/// Inspect, convert, copy, verify and clean N5 containers.
+/// Inspect, convert, copy, verify and clean N5 containers, and Zarr v2 and
+/// v3 containers (which `cp` also writes).
 ///
 /// PATH arguments name a container, or a group or dataset inside one:
 /// `vol.n5/raw/s0` is the dataset `raw/s0` of the container `vol.n5` (the
-/// last component ending in `.n5` is the container root). A PATH may also
+/// last component ending in `.n5` or `.zarr` is the container root; a
+/// prefix `n5:`, `zarr2:`, `zarr3:` names the format). A PATH may also
 /// be a URL: `s3://bucket/vol.n5/raw`, `gs://bucket/vol.n5`,
 /// `https://host/vol.n5/raw/s0` (plain HTTP(S) is read-only and cannot
 /// list), or `file:///data/vol.n5`.
@@ -54,7 +57,7 @@ enum Command {
     Tree(cmd::ls::TreeArgs),
     /// Describe a dataset: metadata, blocks stored, bytes, compression ratio.
     #[command(
-        after_help = "Examples:\n  n5 info vol.n5/raw/s0\n  n5 info --stats --json vol.n5/raw/s0"
+        after_help = "A Zarr array is described in its format's terms (codecs, shard shape, fill value, chunk keys; shapes in N5 and C order).\n\nExamples:\n  n5 info vol.n5/raw/s0\n  n5 info --stats --json vol.n5/raw/s0\n  n5 info vol.zarr/raw"
     )]
     Info(cmd::info::InfoArgs),
     /// Read, write or remove attributes by N5 attribute path (`a/b[2]`).
@@ -70,9 +73,10 @@ enum Command {
         after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'"
     )]
     Import(cmd::import::ImportArgs),
-    /// Copy a dataset or a group tree, optionally recompressing or re-chunking.
+    /// Copy a dataset or a group tree, optionally recompressing, re-chunking,
+    /// sharding or converting between N5, Zarr v2 and Zarr v3.
     #[command(
-        after_help = "Examples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128\n  n5 cp s3://bucket/vol.n5 local.n5\n  n5 cp local.n5 gs://bucket/vol.n5 -c zstd"
+        after_help = "Between N5, Zarr v2 and Zarr v3 (sharded with --shard), the destination's format is --format, else its prefix (n5:, zarr2:, zarr3:), else the container already there, else its suffix (.zarr: Zarr v3, .n5: N5), else the source's.\n\nExamples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128\n  n5 cp s3://bucket/vol.n5 local.n5\n  n5 cp local.n5 gs://bucket/vol.n5 -c zstd\n  n5 cp vol.n5 vol.zarr --format zarr3 --shard 1024,1024,1024 -b 64,64,64 -c zstd\n  n5 cp vol.zarr back.n5\n  n5 cp vol.zarr zarr2:v2.zarr"
     )]
     Cp(cmd::cp::CpArgs),
     /// Decode every block of every dataset and report the bad ones.

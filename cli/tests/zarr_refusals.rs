@@ -1,6 +1,7 @@
-//! Until the tool's commands learn Zarr, the ones that would describe or
-//! write a Zarr container in N5's terms refuse it, writing nothing, while
-//! `ls`, `tree`, `attrs` and `cat` read it through the library.
+//! `import` and `clean` still handle N5 containers only: on a Zarr
+//! container, or a location that would create one, they refuse with a
+//! message and write nothing, while `ls`, `tree`, `attrs`, `cat`, `info`,
+//! `verify` and `cp` work on Zarr through the library.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -29,27 +30,51 @@ fn zarr_containers_are_read_or_refused_plainly() {
     assert_eq!(out.stdout.len(), 45 * 67 * 4);
     for args in [vec!["info", array.as_str()], vec!["verify", v3.as_str()]] {
         let out = n5().args(&args).output().unwrap();
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("N5 containers only") && err.contains("zarr3"),
-            "{err}"
-        );
+        assert!(out.status.success(), "{args:?}");
     }
     let dir = std::env::temp_dir().join(format!("n5-cli-zarr-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let target = dir.join("copy.zarr");
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/z5py.n5");
+    // import into a location that would be a Zarr container.
+    let npy = dir.join("v.npy");
+    let out = n5()
+        .args(["cat", &array, "-o", &npy.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let target = dir.join("new.zarr");
     let out = n5()
         .args([
-            "cp",
-            &source.display().to_string(),
-            &target.display().to_string(),
+            "import",
+            &npy.display().to_string(),
+            &format!("{}/raw", target.display()),
         ])
         .output()
         .unwrap();
     assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("N5 containers only"), "{err}");
     assert!(!target.exists(), "nothing is written");
+    // clean of a Zarr container.
+    let copy = dir.join("copy.zarr");
+    let out = n5()
+        .args(["cp", &v3, &copy.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = n5()
+        .args(["clean", &copy.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("N5 containers only") && err.contains("zarr3"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

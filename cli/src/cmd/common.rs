@@ -2,8 +2,12 @@
 //! broken metadata), a dataset's metadata as JSON, block grid walks, the
 //! stored blocks of a dataset split into inside and outside its grid (or,
 //! where the store cannot list, the grid positions to probe), block sizes
-//! through the store, and how many workers block work gets.
+//! through the store, and how many workers block work gets; for Zarr
+//! arrays, their shards (the chunks of an unsharded array): the shard
+//! grid, each shard's key, region and blocks, the shards stored, and
+//! shard regions read in slabs.
 
+use n5::format::Format;
 use n5::{Container, Dataset, DatasetAttributes};
 use serde_json::{json, Map, Value};
 
@@ -22,8 +26,26 @@ pub enum Node {
     Broken(String),
 }
 
-/// What `path` in `c` holds.
+/// What `path` in `c` holds. A Zarr array's attributes carry the N5
+/// compression nearest its codecs (see [`crate::zarr::compression_of`]).
 pub fn node(c: &Container, path: &str) -> Node {
+    if c.format() != Format::N5 {
+        return match c.dataset_exists(path) {
+            Err(e) => Node::Broken(e.message().to_string()),
+            Ok(false) => match c.attributes(path) {
+                Err(e) => Node::Broken(e.message().to_string()),
+                Ok(_) => Node::Group,
+            },
+            Ok(true) => match c.open_dataset(path).and_then(|d| Ok((d.metadata()?, d))) {
+                Err(e) => Node::Broken(e.message().to_string()),
+                Ok((doc, d)) => {
+                    let mut a = (*d.attributes()).clone();
+                    a.compression = crate::zarr::compression_of(c.format(), &doc);
+                    Node::Dataset(a)
+                }
+            },
+        };
+    }
     match c.attributes(path) {
         Err(e) => Node::Broken(e.message().to_string()),
         Ok(doc) if n5::metadata::is_dataset(&doc) => match DatasetAttributes::from_json(&doc) {
@@ -140,6 +162,184 @@ pub fn blocks_to_visit(ds: &Dataset, arg: &str) -> CliResult<Blocks> {
         ));
     }
     Ok(Blocks::Probe(grid_positions(&grid)))
+}
+
+/// One chunk of a Zarr array's grid (a shard when sharded, else a chunk):
+/// its grid position in shards (N5 order) and its key in the container.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Shard {
+    /// Grid position in units of the shard shape, N5 order.
+    pub pos: Vec<u64>,
+    /// The storage key (container-relative).
+    pub key: String,
+}
+
+/// The grid of `ds` in units of its shard shape (N5 order): the shard grid
+/// of a sharded Zarr array, else its block grid.
+pub fn shard_grid(ds: &Dataset) -> Vec<u64> {
+    let attrs = ds.attributes();
+    attrs
+        .dimensions
+        .iter()
+        .zip(ds.shard_shape())
+        .map(|(&d, s)| d.div_ceil(s.max(1)))
+        .collect()
+}
+
+/// The shard at shard-grid position `pos` of `ds`.
+pub fn shard_at(ds: &Dataset, pos: &[u64]) -> Shard {
+    let attrs = ds.attributes();
+    let first: Vec<u64> = pos
+        .iter()
+        .zip(ds.shard_shape())
+        .zip(&attrs.block_size)
+        .map(|((&p, s), &b)| p * s / b as u64)
+        .collect();
+    Shard {
+        pos: pos.to_vec(),
+        key: ds.block_key(&first),
+    }
+}
+
+/// The block grid positions of the blocks (inner chunks) of `shard` that
+/// lie inside the grid of `ds`.
+pub fn blocks_of(ds: &Dataset, shard: &Shard) -> Positions {
+    let attrs = ds.attributes();
+    let grid = attrs.grid_shape();
+    let per: Vec<u64> = ds
+        .shard_shape()
+        .iter()
+        .zip(&attrs.block_size)
+        .map(|(&s, &b)| s / b as u64)
+        .collect();
+    grid_positions(&per)
+        .into_iter()
+        .map(|i| {
+            i.iter()
+                .zip(&shard.pos)
+                .zip(&per)
+                .map(|((&i, &p), &n)| p * n + i)
+                .collect::<Vec<u64>>()
+        })
+        .filter(|p| in_grid(p, &grid))
+        .collect()
+}
+
+/// The region (offset and shape, N5 order) of the shard at shard-grid
+/// position `pos` of `ds`, clipped at the array's end.
+pub fn shard_region(ds: &Dataset, pos: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let attrs = ds.attributes();
+    let unit = ds.shard_shape();
+    let offset: Vec<u64> = pos.iter().zip(&unit).map(|(&p, &u)| p * u).collect();
+    let shape: Vec<u64> = offset
+        .iter()
+        .zip(&unit)
+        .zip(&attrs.dimensions)
+        .map(|((&o, &u), &d)| u.min(d.saturating_sub(o)))
+        .collect();
+    (offset, shape)
+}
+
+/// Read the region at `offset` of `shape` of `ds` in slabs along the last
+/// dimension, whole blocks thick and at most about 64 MiB each (one slab
+/// when one layer of blocks is larger), handing each slab's elements and
+/// its byte offset in the whole region to `f`, which says whether to go on.
+pub fn read_slabs(
+    ds: &Dataset,
+    offset: &[u64],
+    shape: &[u64],
+    mut f: impl FnMut(usize, &[u8]) -> bool,
+) -> n5::Result<()> {
+    let attrs = ds.attributes();
+    let last = shape.len() - 1;
+    let plane = (shape[..last].iter().product::<u64>() as usize * attrs.data_type.size()).max(1);
+    let step = attrs.block_size[last] as u64;
+    let thickness = (((64usize << 20) / plane) as u64 / step * step).max(step);
+    let mut buf = Vec::new();
+    let mut z = 0;
+    while z < shape[last] {
+        let t = thickness.min(shape[last] - z);
+        let mut o = offset.to_vec();
+        o[last] += z;
+        let mut s = shape.to_vec();
+        s[last] = t;
+        buf.resize(t as usize * plane, 0);
+        ds.read_region(&o, &s, &mut buf)?;
+        if !f(z as usize * plane, &buf) {
+            break;
+        }
+        z += t;
+    }
+    Ok(())
+}
+
+/// Read the region of `shard` of `ds` with [`read_slabs`], handing each
+/// slab to `f`; the number of elements of the region.
+pub fn read_shard_slabs(ds: &Dataset, shard: &Shard, mut f: impl FnMut(&[u8])) -> n5::Result<u64> {
+    let (offset, shape) = shard_region(ds, &shard.pos);
+    read_slabs(ds, &offset, &shape, |_, slab| {
+        f(slab);
+        true
+    })?;
+    Ok(shape.iter().product())
+}
+
+/// The stored shards (chunks of an unsharded array) of the Zarr array
+/// `ds` inside its grid, from a listing of its keys; where the store
+/// cannot list, every shard of the grid (at most [`MAX_PROBED`]), to be
+/// probed.
+pub fn stored_shards(ds: &Dataset, arg: &str) -> CliResult<Vec<Shard>> {
+    let grid = shard_grid(ds);
+    let n = grid
+        .iter()
+        .try_fold(1u64, |acc, &g| acc.checked_mul(g))
+        .unwrap_or(u64::MAX);
+    let sharded = ds
+        .shard_shape()
+        .iter()
+        .zip(&ds.attributes().block_size)
+        .any(|(&s, &b)| s != b as u64);
+    if can_list(ds.container()) && !sharded {
+        // One chunk per block: the listing of blocks names them.
+        let (inside, _) = stored_blocks(ds, arg)?;
+        return Ok(inside.iter().map(|p| shard_at(ds, p)).collect());
+    }
+    let listed = if can_list(ds.container()) {
+        let prefix = if ds.path().is_empty() {
+            String::new()
+        } else {
+            format!("{}/", ds.path())
+        };
+        let keys: std::collections::HashSet<String> = ds
+            .container()
+            .store()
+            .list_keys(ds.path())
+            .at(arg)?
+            .into_iter()
+            .map(|k| format!("{prefix}{k}"))
+            .collect();
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        Some(keys)
+    } else {
+        if n > MAX_PROBED {
+            return Err(CliError::new(
+                arg,
+                format!(
+                    "plain HTTP(S) cannot list the stored chunks, and probing all {n} of them \
+                     one by one is too many (at most {MAX_PROBED}); read the data through s3://, \
+                     gs:// or a local copy"
+                ),
+            ));
+        }
+        None
+    };
+    Ok(grid_positions(&grid)
+        .into_iter()
+        .map(|p| shard_at(ds, &p))
+        .filter(|s| listed.as_ref().is_none_or(|k| k.contains(&s.key)))
+        .collect())
 }
 
 /// The stored size in bytes of the block at `pos` of `ds`, `None` when it

@@ -1,23 +1,31 @@
 //! `n5 cp`: copy a dataset or a group tree (groups, attributes, datasets)
 //! into another place or container, optionally with another compression or
-//! block size (re-chunking), block by block in parallel. Resumable: a block
-//! whose decoded content is already at the destination is not written again.
-//! Source and destination may be any location kind (a local path, s3://,
-//! gs://; https:// as a source only); from a store that cannot list (plain
-//! HTTP(S)), a dataset's grid positions are probed one by one.
+//! block size (re-chunking), and between formats (N5, Zarr v2, Zarr v3,
+//! sharded with `--shard`), in parallel. Between N5 datasets of one block
+//! grid, block by block (varlength, string and object blocks too);
+//! otherwise by regions of the destination's shards (chunks, blocks), each
+//! read whole from the source and written once. Resumable: a block or
+//! shard whose decoded content is already at the destination is not
+//! written again. Source and destination may be any location kind (a local
+//! path, s3://, gs://; https:// as a source only); from a store that cannot
+//! list (plain HTTP(S)), every grid position is visited.
+
+use std::collections::BTreeSet;
 
 use clap::Args;
-use n5::{Compression, DataType, Dataset, DatasetAttributes, Mode};
+use n5::format::Format;
+use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{Map, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, grid_positions, in_grid, node, stored_blocks, workers, Blocks, Node,
-    DATASET_KEYS,
+    blocks_to_visit, can_list, grid_positions, in_grid, node, read_slabs, shard_grid, shard_region,
+    stored_blocks, stored_shards, workers, Blocks, Node, DATASET_KEYS,
 };
 use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{count as count_of, progress, Out};
+use crate::zarr::{new_document, NewArray};
 use crate::{spec, work, Global};
 
 /// Whether two locations are the same container: the same directory for
@@ -44,9 +52,21 @@ pub struct CpArgs {
     #[arg(long, short, value_name = "SPEC")]
     pub compression: Option<String>,
     /// New block size for every dataset, N5 order (re-chunks the data;
-    /// all-zero blocks are then not stored).
+    /// all-zero blocks are then not stored); the inner chunk shape with
+    /// --shard.
     #[arg(long, short, value_name = "LIST")]
     pub block_size: Option<String>,
+    /// The destination's format: n5, zarr2 or zarr3. Default: the
+    /// destination's prefix (n5:, zarr2:, zarr3:), else the format of the
+    /// container already there, else its suffix (.zarr: zarr3, .n5: n5),
+    /// else the source's format.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Make every dataset a sharded Zarr v3 array (`sharding_indexed`) with
+    /// this shard shape, N5 order like --block-size, a multiple of the
+    /// block size (the inner chunk shape) in each dimension.
+    #[arg(long, value_name = "LIST")]
+    pub shard: Option<String>,
 }
 
 /// One block's content as stored, decoded, for comparing and writing.
@@ -110,8 +130,10 @@ fn write_content(ds: &Dataset, pos: &[u64], content: &Content) -> n5::Result<()>
 struct Plan {
     src: Dataset,
     dst: Dataset,
-    /// Whether the block grids differ (a re-chunking copy).
-    rechunk: bool,
+    /// Whether the copy goes by regions of the destination's shards (or
+    /// chunks, or blocks) rather than block by block: between formats, or
+    /// when the block grids differ.
+    by_region: bool,
 }
 
 /// What one block job did.
@@ -124,28 +146,9 @@ enum Done {
     Absent,
 }
 
-/// Copy (or check) one block: the `pos` of `plan.dst`'s grid for a
-/// re-chunking copy, of both grids otherwise.
+/// Copy (or check) the block at `pos` of both grids of `plan`.
 fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
-    let want = if plan.rechunk {
-        let dattrs = plan.dst.attributes();
-        let shape = plan.dst.block_shape(pos)?;
-        let offset: Vec<u64> = pos
-            .iter()
-            .zip(&dattrs.block_size)
-            .map(|(&p, &b)| p * b as u64)
-            .collect();
-        let n: u64 = shape.iter().product();
-        let mut buf = vec![0u8; n as usize * dattrs.data_type.size()];
-        plan.src.read_region(&offset, &shape, &mut buf)?;
-        if buf.iter().all(|&b| b == 0) {
-            Content::Missing
-        } else {
-            Content::Numeric(buf)
-        }
-    } else {
-        read_content(&plan.src, pos)?
-    };
+    let want = read_content(&plan.src, pos)?;
     // A destination block that cannot be read is simply rewritten.
     let have = read_content(&plan.dst, pos).ok();
     if have.as_ref() == Some(&want) {
@@ -163,19 +166,363 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
     })
 }
 
+/// Copy (or check) the shard (chunk, block) at `pos` of the grid of the
+/// destination's shards: the region is read from the source (chunks that
+/// are not stored read as the source's fill value), compared with what the
+/// destination holds, and written in one region write when it differs
+/// (which writes each shard once; units equal to the fill value are then
+/// not stored).
+fn copy_unit(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
+    let (offset, shape) = shard_region(&plan.dst, pos);
+    let elem = plan.dst.data_type().size();
+    let n: u64 = shape.iter().product();
+    let mut want = vec![0u8; n as usize * elem];
+    plan.src.read_region(&offset, &shape, &mut want)?;
+    let fill = plan.dst.fill_value();
+    let empty = want.chunks_exact(elem).all(|e| e == fill.as_slice());
+    if holds(&plan.dst, &offset, &shape, &want) {
+        return Ok(if empty { Done::Absent } else { Done::Skipped });
+    }
+    plan.dst.write_region(&offset, &shape, &want)?;
+    Ok(if empty { Done::Removed } else { Done::Copied })
+}
+
+/// Whether the region at `offset` of `shape` of `ds` reads as `want`,
+/// read in slabs (see [`read_slabs`]); a region that cannot be read does
+/// not.
+fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
+    let mut same = true;
+    let read = read_slabs(ds, offset, shape, |at, slab| {
+        same = want.get(at..at + slab.len()) == Some(slab);
+        same
+    });
+    read.is_ok() && same
+}
+
+/// The units (shard-grid positions of the destination) a region copy of
+/// `plan` visits: where the source can list and fills chunks it does not
+/// store with the destination's fill value, those that overlap a block
+/// stored at the source or hold one at the destination (so that stale ones
+/// are cleared); else every one.
+fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>>> {
+    let grid = shard_grid(&plan.dst);
+    let sparse = can_list(plan.src.container()) && plan.src.fill_value() == plan.dst.fill_value();
+    if !sparse {
+        return Ok(grid_positions(&grid));
+    }
+    let unit = plan.dst.shard_shape();
+    let dims = plan.dst.attributes().dimensions.clone();
+    let mut set: BTreeSet<Vec<u64>> = BTreeSet::new();
+    let sblock: Vec<u64> = plan
+        .src
+        .attributes()
+        .block_size
+        .iter()
+        .map(|&b| b as u64)
+        .collect();
+    let (stored, _) = stored_blocks(&plan.src, sarg)?;
+    for p in stored {
+        // The units the block at p covers: a box of the unit grid.
+        let lo: Vec<u64> = (0..p.len()).map(|d| p[d] * sblock[d] / unit[d]).collect();
+        let hi: Vec<u64> = (0..p.len())
+            .map(|d| (((p[d] + 1) * sblock[d]).min(dims[d]) - 1) / unit[d])
+            .collect();
+        let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
+        for k in grid_positions(&extent) {
+            set.insert(k.iter().zip(&lo).map(|(&k, &l)| k + l).collect());
+        }
+    }
+    if plan.dst.container().format() == Format::N5 {
+        let (there, _) = stored_blocks(&plan.dst, darg)?;
+        set.extend(there);
+    } else {
+        set.extend(stored_shards(&plan.dst, darg)?.into_iter().map(|s| s.pos));
+    }
+    Ok(set.into_iter().filter(|p| in_grid(p, &grid)).collect())
+}
+
 /// The attributes of `doc` that a copy carries over: all but the N5
 /// dataset keys, and but the `"n5"` version when the copy is the
-/// destination's root (whose version the destination keeps).
-fn carried(doc: &Value, to_root: bool) -> Map<String, Value> {
+/// destination's root (whose version the destination keeps) or the
+/// source's N5 root goes to another format.
+fn carried(doc: &Value, drop_version: bool) -> Map<String, Value> {
     doc.as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !(to_root && k.as_str() == "n5"))
+                .filter(|(k, _)| !(drop_version && k.as_str() == "n5"))
                 .filter(|(k, _)| !DATASET_KEYS.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The destination's format: `--format`, else the prefix, else the format
+/// of a container already there, else the suffix, else the source's.
+fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<Format> {
+    let existing = dloc.existing_format();
+    let prefix = dloc.prefix_format();
+    let Some(text) = &a.format else {
+        return Ok(prefix
+            .or(existing)
+            .or_else(|| dloc.suffix_format())
+            .unwrap_or(source));
+    };
+    let wanted = match text.to_ascii_lowercase().as_str() {
+        "n5" => Format::N5,
+        "zarr2" => Format::Zarr2,
+        "zarr3" | "zarr" => Format::Zarr3,
+        other => {
+            return Err(CliError::usage(
+                "--format",
+                format!("'{other}' is not one of n5, zarr2, zarr3"),
+            ))
+        }
+    };
+    if let Some(p) = prefix.filter(|&p| p != wanted) {
+        return Err(CliError::usage(
+            &dloc.arg,
+            format!(
+                "--format {} contradicts the location's {} prefix",
+                wanted.name(),
+                p.name()
+            ),
+        ));
+    }
+    if let Some(e) = existing.filter(|&e| e != wanted) {
+        return Err(CliError::new(
+            &dloc.arg,
+            format!(
+                "is an existing {} container; --format {} cannot write into it (copy to a new location)",
+                e.name(),
+                wanted.name()
+            ),
+        ));
+    }
+    Ok(wanted)
+}
+
+/// What the copy of one node makes at the destination.
+enum Make {
+    /// A group.
+    Group,
+    /// A dataset: its N5 metadata, the format's document, and whether it
+    /// is copied by regions.
+    Dataset {
+        attrs: DatasetAttributes,
+        document: Value,
+        by_region: bool,
+    },
+}
+
+/// One node of the copy, planned before anything is written.
+struct Planned {
+    /// Its path below the copy's source (and destination).
+    rel: String,
+    /// What the copy makes of it.
+    make: Make,
+    /// The user attributes it carries.
+    attributes: Map<String, Value>,
+}
+
+/// The shard shape of `--shard` for a dataset of block size `block` (N5
+/// order), checked: the rank, and a multiple of the block size.
+fn checked_shard(shard: &[u64], block: &[u32], sarg: &str) -> CliResult<Vec<u64>> {
+    if shard.len() != block.len() {
+        return Err(CliError::usage(
+            sarg,
+            format!(
+                "--shard has {} values but this dataset has {} dimensions",
+                shard.len(),
+                block.len()
+            ),
+        ));
+    }
+    for (d, (&s, &b)) in shard.iter().zip(block).enumerate() {
+        if s == 0 || s % b as u64 != 0 {
+            return Err(CliError::usage(
+                "--shard",
+                format!(
+                    "shard shape {shard:?} is not a multiple of the block size {block:?} (dimension {d}: {s} is not a multiple of {b}); the blocks are the shards' inner chunks"
+                ),
+            ));
+        }
+    }
+    Ok(shard.to_vec())
+}
+
+/// The shard shape a copy without `--shard` keeps: a sharded Zarr v3
+/// source's, into Zarr v3, when the block size `block` (N5 order) divides
+/// it (else an error asking for `--shard`); `None` otherwise.
+fn inherited_shard(
+    src: &Container,
+    sp: &str,
+    sarg: &str,
+    format: Format,
+    block: &[u32],
+) -> CliResult<Option<Vec<u64>>> {
+    if format != Format::Zarr3 || src.format() != Format::Zarr3 {
+        return Ok(None);
+    }
+    let shard = src.open_dataset(sp).at(sarg)?.shard_shape();
+    if shard.iter().zip(block).all(|(&s, &b)| s == b as u64) {
+        return Ok(None);
+    }
+    if shard.iter().zip(block).all(|(&s, &b)| s % b as u64 == 0) {
+        return Ok(Some(shard));
+    }
+    Err(CliError::usage(
+        sarg,
+        format!(
+            "its shard shape {shard:?} is not a multiple of the block size {block:?}; give --shard for the copy"
+        ),
+    ))
+}
+
+/// Whether the Zarr document `have` of an existing array says what `want`
+/// does (every member of `want` but the user attributes).
+fn same_document(have: &Value, want: &Value) -> bool {
+    want.as_object().is_some_and(|w| {
+        w.iter()
+            .filter(|(k, _)| k.as_str() != "attributes")
+            .all(|(k, v)| have.get(k) == Some(v))
+    })
+}
+
+/// Check that no stored block of the N5 dataset `ds` is a varlength block
+/// (mode 1), which a Zarr array cannot hold: their headers are read in
+/// parallel, before anything is written.
+fn check_no_varlength(ds: &Dataset, sarg: &str, format: Format, g: &Global) -> CliResult<()> {
+    let blocks = match blocks_to_visit(ds, sarg)? {
+        Blocks::Listed(inside, _) => inside,
+        Blocks::Probe(all) => all,
+    };
+    let found = work::map(&blocks, workers(g, ds.container()), |pos| {
+        match ds.block_header(pos).at(sarg)? {
+            Some(h) if h.mode == n5::BlockMode::Varlength => Ok::<_, CliError>(Some(pos.clone())),
+            _ => Ok(None),
+        }
+    })?;
+    if let Some(pos) = found.into_iter().flatten().next() {
+        return Err(CliError::new(
+            sarg,
+            format!(
+                "block {pos:?} is a varlength block, which {} cannot store (Zarr arrays hold exactly one element per position; varlength, string and object blocks are N5's)",
+                format.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a copy is asked to do to every dataset.
+struct Request<'a> {
+    /// The source container.
+    src: &'a Container,
+    /// The destination's format.
+    format: Format,
+    /// `-c`: the new compression.
+    compression: Option<&'a Compression>,
+    /// `-b`: the new block size (N5 order).
+    block_size: Option<&'a [u64]>,
+    /// `--shard`: the shard shape (N5 order).
+    shard: Option<&'a [u64]>,
+    /// The global options.
+    g: &'a Global,
+}
+
+/// What the copy of the dataset `sp` of the source (`sa` its metadata;
+/// `sarg` and `darg` name the source and destination in messages) makes,
+/// every check of it done before anything is written.
+fn plan_dataset(
+    r: &Request,
+    sa: &DatasetAttributes,
+    sp: &str,
+    sarg: &str,
+    darg: &str,
+) -> CliResult<Make> {
+    let block: Vec<u32> = match r.block_size {
+        None => sa.block_size.clone(),
+        Some(b) if b.len() == sa.ndim() => b
+            .iter()
+            .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
+            .collect(),
+        Some(b) => {
+            return Err(CliError::usage(
+                sarg,
+                format!(
+                    "--block-size has {} values but this dataset has {} dimensions",
+                    b.len(),
+                    sa.ndim()
+                ),
+            ))
+        }
+    };
+    if r.format != Format::N5 && !sa.data_type.is_numeric() {
+        return Err(CliError::new(
+            sarg,
+            format!(
+                "{} datasets cannot be stored in {} (Zarr arrays are numeric; string, object and varlength blocks are N5's)",
+                sa.data_type,
+                r.format.name()
+            ),
+        ));
+    }
+    if r.format != Format::N5 && r.src.format() == Format::N5 {
+        check_no_varlength(&r.src.open_dataset(sp).at(sarg)?, sarg, r.format, r.g)?;
+    }
+    let by_region =
+        block != sa.block_size || r.src.format() != Format::N5 || r.format != Format::N5;
+    if by_region && !sa.data_type.is_numeric() {
+        return Err(CliError::usage(
+            sarg,
+            format!("{} datasets cannot be re-chunked", sa.data_type),
+        ));
+    }
+    let shard = match r.shard {
+        Some(s) => Some(checked_shard(s, &block, sarg)?),
+        None => inherited_shard(r.src, sp, sarg, r.format, &block)?,
+    };
+    let attrs = DatasetAttributes::new(
+        sa.dimensions.clone(),
+        block,
+        sa.data_type,
+        r.compression
+            .cloned()
+            .unwrap_or_else(|| sa.compression.clone()),
+    )
+    .map_err(|e| CliError::usage(darg, e.message()))?;
+    // A Zarr source keeps its fill value and dimension names in Zarr; N5
+    // has zeros.
+    let source = (r.src.format() != Format::N5)
+        .then(|| r.src.open_dataset(sp))
+        .transpose()
+        .at(sarg)?;
+    let fill = match (&source, r.format) {
+        (Some(s), Format::Zarr2 | Format::Zarr3) => s.fill_value(),
+        _ => vec![0u8; sa.data_type.size()],
+    };
+    let dimension_names = match (&source, r.format) {
+        (Some(s), Format::Zarr3) if r.src.format() == Format::Zarr3 => {
+            s.metadata().at(sarg)?.get("dimension_names").cloned()
+        }
+        _ => None,
+    };
+    let document = new_document(
+        r.format,
+        &attrs,
+        &NewArray {
+            shard: shard.as_deref(),
+            fill: &fill,
+            dimension_names,
+        },
+    )
+    .at(darg)?;
+    Ok(Make::Dataset {
+        attrs,
+        document,
+        by_region,
+    })
 }
 
 /// `n5 cp SRC DST`.
@@ -190,9 +537,15 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .as_deref()
         .map(|t| spec::list("--block-size", t))
         .transpose()?;
+    let shard: Option<Vec<u64>> = a
+        .shard
+        .as_deref()
+        .map(|t| spec::list("--shard", t))
+        .transpose()?;
     let sloc = Location::parse(&a.src, g)?;
     let dloc = Location::parse(&a.dst, g)?;
-    let src = sloc.open_n5(Mode::Read, 1, "cp")?;
+    let threads = work::threads(g.threads);
+    let src = sloc.open(Mode::Read, threads)?;
     if !src.exists(&sloc.inner).at(&sloc.arg)? {
         return Err(CliError::new(&sloc.arg, "no such group or dataset"));
     }
@@ -206,6 +559,17 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             format!("cannot copy {} into itself", sloc.arg),
         ));
     }
+    let format = destination_format(a, &dloc, src.format())?;
+    if shard.is_some() && format != Format::Zarr3 {
+        return Err(CliError::usage(
+            "--shard",
+            format!(
+                "makes sharded Zarr v3 arrays, and the destination {} is {} (give --format zarr3, or a zarr3: or .zarr destination)",
+                dloc.arg,
+                format.name()
+            ),
+        ));
+    }
     let mut rels = vec![String::new()];
     match node(&src, &sloc.inner) {
         Node::Broken(m) => return Err(CliError::new(&sloc.arg, m)),
@@ -213,87 +577,118 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         Node::Group if !can_list(&src) => return Err(cannot_list(&sloc)),
         Node::Group => rels.extend(src.deep_list(&sloc.inner).at(&sloc.arg)?),
     }
-    let dst = dloc.open_n5(Mode::Create, 1, "cp")?;
 
-    let mut plans: Vec<Plan> = Vec::new();
+    // Everything the copy makes, checked before anything is written.
+    let request = Request {
+        src: &src,
+        format,
+        compression: compression.as_ref(),
+        block_size: block_size.as_deref(),
+        shard: shard.as_deref(),
+        g,
+    };
+    let mut nodes: Vec<Planned> = Vec::new();
     for rel in &rels {
         let sp = join(&sloc.inner, rel);
         let dp = join(&dloc.inner, rel);
         let sarg = sloc.child(rel).arg;
         let darg = dloc.child(rel).arg;
         let doc = src.attributes(&sp).at(&sarg)?;
-        match node(&src, &sp) {
+        let drop_version =
+            dp.is_empty() || (src.format() == Format::N5 && sp.is_empty() && format != Format::N5);
+        let attributes = carried(&doc, drop_version);
+        let make = match node(&src, &sp) {
             Node::Broken(m) => return Err(CliError::new(&sarg, m)),
-            Node::Group => {
-                dst.create_group(&dp).at(&darg)?;
-            }
-            Node::Dataset(sa) => {
-                let block: Vec<u32> = match &block_size {
-                    None => sa.block_size.clone(),
-                    Some(b) if b.len() == sa.ndim() => b
-                        .iter()
-                        .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
-                        .collect(),
-                    Some(b) => {
-                        return Err(CliError::usage(
-                            &sarg,
-                            format!(
-                                "--block-size has {} values but this dataset has {} dimensions",
-                                b.len(),
-                                sa.ndim()
-                            ),
-                        ))
-                    }
+            Node::Group => Make::Group,
+            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &sarg, &darg)?,
+        };
+        nodes.push(Planned {
+            rel: rel.clone(),
+            make,
+            attributes,
+        });
+    }
+
+    let dst = dloc.open_for_copy(Mode::Create, threads, format, true)?;
+    if dst.format() != format {
+        return Err(CliError::new(
+            &dloc.arg,
+            format!(
+                "is a {} container, not {}",
+                dst.format().name(),
+                format.name()
+            ),
+        ));
+    }
+    // Region writes leave out what equals the fill value.
+    let sparse = dloc.open_for_copy(Mode::ReadWrite, threads, format, false)?;
+    // Datasets already there must be what the copy would make.
+    for n in &nodes {
+        let dp = join(&dloc.inner, &n.rel);
+        let darg = dloc.child(&n.rel).arg;
+        if let Make::Dataset {
+            attrs, document, ..
+        } = &n.make
+        {
+            if dst.dataset_exists(&dp).at(&darg)? {
+                let existing = dst.open_dataset(&dp).at(&darg)?;
+                let same = if format == Format::N5 {
+                    *existing.attributes() == *attrs
+                } else {
+                    same_document(&existing.metadata().at(&darg)?, document)
                 };
-                let rechunk = block != sa.block_size;
-                if rechunk && !sa.data_type.is_numeric() {
-                    return Err(CliError::usage(
-                        &sarg,
-                        format!("{} datasets cannot be re-chunked", sa.data_type),
+                if !same {
+                    return Err(CliError::new(
+                        &darg,
+                        "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
                     ));
                 }
-                let want = DatasetAttributes::new(
-                    sa.dimensions.clone(),
-                    block,
-                    sa.data_type,
-                    compression
-                        .clone()
-                        .unwrap_or_else(|| sa.compression.clone()),
-                )
-                .map_err(|e| CliError::usage(&darg, e.message()))?;
-                let dds = if dst.dataset_exists(&dp).at(&darg)? {
-                    let existing = dst.open_dataset(&dp).at(&darg)?;
-                    if *existing.attributes() != want {
-                        return Err(CliError::new(
-                            &darg,
-                            "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
-                        ));
-                    }
-                    existing
-                } else {
-                    dst.create_dataset(&dp, want).at(&darg)?
-                };
-                plans.push(Plan {
-                    src: src.open_dataset(&sp).at(&sarg)?,
-                    dst: dds,
-                    rechunk,
-                });
             }
-        }
-        let attrs = carried(&doc, dp.is_empty());
-        if !attrs.is_empty() {
-            dst.set_attributes(&dp, &attrs).at(&darg)?;
         }
     }
 
-    // The block jobs of every dataset.
+    let mut plans: Vec<Plan> = Vec::new();
+    for n in &nodes {
+        let sp = join(&sloc.inner, &n.rel);
+        let dp = join(&dloc.inner, &n.rel);
+        let sarg = sloc.child(&n.rel).arg;
+        let darg = dloc.child(&n.rel).arg;
+        match &n.make {
+            Make::Group => {
+                dst.create_group(&dp).at(&darg)?;
+            }
+            Make::Dataset {
+                attrs,
+                document,
+                by_region,
+            } => {
+                if !dst.dataset_exists(&dp).at(&darg)? {
+                    if format == Format::N5 {
+                        dst.create_dataset(&dp, attrs.clone()).at(&darg)?;
+                    } else {
+                        dst.create_dataset_json(&dp, document).at(&darg)?;
+                    }
+                }
+                let on: &Container = if *by_region { &sparse } else { &dst };
+                plans.push(Plan {
+                    src: src.open_dataset(&sp).at(&sarg)?,
+                    dst: on.open_dataset(&dp).at(&darg)?,
+                    by_region: *by_region,
+                });
+            }
+        }
+        if !n.attributes.is_empty() {
+            dst.set_attributes(&dp, &n.attributes).at(&darg)?;
+        }
+    }
+
+    // The jobs of every dataset: blocks, or units of region copies.
     let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let sarg = plan.src.path().to_string();
-        if plan.rechunk {
-            for pos in grid_positions(&plan.dst.attributes().grid_shape()) {
-                jobs.push((i, pos));
-            }
+        if plan.by_region {
+            let units = units_to_visit(plan, &sarg, plan.dst.path())?;
+            jobs.extend(units.into_iter().map(|p| (i, p)));
         } else if !can_list(&src) {
             // The source cannot list (plain HTTP(S)): probe its whole grid.
             if let Blocks::Probe(all) = blocks_to_visit(&plan.src, &sarg)? {
@@ -313,12 +708,39 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             jobs.extend(all.into_iter().map(|p| (i, p)));
         }
     }
+    // Region jobs hold a unit of the source and of the destination in
+    // memory: at most about 2 GiB of them at once.
+    let unit_bytes = plans
+        .iter()
+        .filter(|p| p.by_region)
+        .map(|p| p.dst.shard_shape().iter().product::<u64>() * p.dst.data_type().size() as u64)
+        .max()
+        .unwrap_or(0);
+    let mut parallel = workers(g, &src).max(workers(g, &dst));
+    if unit_bytes > 0 {
+        parallel = parallel.min(((2u64 << 30) / (2 * unit_bytes)).max(1) as usize);
+    }
     let bar = progress(jobs.len() as u64, "cp", g.quiet);
-    let results = work::map(&jobs, workers(g, &src).max(workers(g, &dst)), |(i, pos)| {
+    let results = work::map(&jobs, parallel, |(i, pos)| {
         let plan = &plans[*i];
-        let r = copy_block(plan, pos).map_err(|e| {
+        let r = if plan.by_region {
+            copy_unit(plan, pos)
+        } else {
+            copy_block(plan, pos)
+        };
+        let r = r.map_err(|e| {
+            let first: Vec<u64> = if plan.by_region {
+                let attrs = plan.dst.attributes();
+                pos.iter()
+                    .zip(plan.dst.shard_shape())
+                    .zip(&attrs.block_size)
+                    .map(|((&p, u), &b)| p * u / b as u64)
+                    .collect()
+            } else {
+                pos.clone()
+            };
             CliError::new(
-                dloc.describe(dst.store(), &plan.dst.block_key(pos)),
+                dloc.describe(dst.store(), &plan.dst.block_key(&first)),
                 e.message(),
             )
         });
@@ -327,6 +749,19 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     })?;
     bar.finish_and_clear();
     let count = |d: Done| results.iter().filter(|r| **r == d).count();
+    let sharded = plans.iter().any(|p| {
+        let block = &p.dst.attributes().block_size;
+        p.dst
+            .shard_shape()
+            .iter()
+            .zip(block)
+            .any(|(&s, &b)| s != b as u64)
+    });
+    let noun = match (format, sharded) {
+        (Format::N5, _) => "block",
+        (_, true) => "shard",
+        _ => "chunk",
+    };
     let mut out = Out::new();
     if !g.quiet {
         out.line(&format!(
@@ -334,7 +769,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             sloc.arg,
             dloc.arg,
             count_of(plans.len(), "dataset"),
-            count_of(count(Done::Copied), "block"),
+            count_of(count(Done::Copied), noun),
             count(Done::Skipped),
             count(Done::Removed)
         ))?;

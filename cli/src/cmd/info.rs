@@ -4,19 +4,27 @@
 //! minimum, maximum and mean of its elements, read in parallel. Where the
 //! store cannot list (plain HTTP(S)), the block statistics are left out
 //! with a note, unless `--stats` reads every grid position anyway.
+//!
+//! A Zarr array is described in its format's terms: format, shape and chunk
+//! (inner chunk) shape in N5 order and in the format's own C order, shard
+//! shape, data type, codec chain or compressor, fill value, dimension
+//! names, chunk key encoding, the native metadata document (`--json`),
+//! and chunks and shards stored; a Zarr group by its document, children
+//! and attributes.
 
 use clap::Args;
-use n5::{BlockMode, DataType, Dataset, Mode};
+use n5::{BlockMode, Container, DataType, Dataset, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, dataset_json, open_dataset, stored_size, user_attributes, workers,
-    Blocks,
+    blocks_of, blocks_to_visit, can_list, dataset_json, node, open_dataset, read_shard_slabs,
+    shard_grid, stored_blocks, stored_shards, stored_size, user_attributes, workers, Blocks, Node,
+    Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
-use crate::location::Location;
-use crate::output::{compression, dims, progress, size, Out};
-use crate::{work, Global};
+use crate::location::{join, Location};
+use crate::output::{compression, count as count_of, dims, progress, size, Out};
+use crate::{work, zarr, Global};
 
 /// What info says when the store cannot list and `--stats` was not given.
 const NO_LISTING: &str = "plain HTTP(S) cannot list: block statistics need a listable store \
@@ -25,7 +33,7 @@ const NO_LISTING: &str = "plain HTTP(S) cannot list: block statistics need a lis
 /// Arguments of `n5 info`.
 #[derive(Args, Debug)]
 pub struct InfoArgs {
-    /// The dataset (CONTAINER/PATH/TO/DATASET).
+    /// The dataset (CONTAINER/PATH/TO/DATASET), or a Zarr group.
     pub path: String,
     /// Also read every stored block and report min, max and mean (missing
     /// blocks count as zeros, NaNs are counted apart).
@@ -94,6 +102,19 @@ impl Stats {
             s.min_f = 0.0;
             s.max_f = 0.0;
         }
+        s
+    }
+
+    /// `n` elements of the value `one` (native order; the fill value of
+    /// chunks that are not stored).
+    fn repeated(t: DataType, one: &[u8], n: u64) -> Stats {
+        let mut s = Stats::of(t, one);
+        if n == 0 {
+            return Stats::new();
+        }
+        s.count *= n;
+        s.nan *= n;
+        s.sum *= n as f64;
         s
     }
 
@@ -246,9 +267,18 @@ fn block_info(
 /// `n5 info PATH/DATASET`.
 pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
-    let c = loc.open_n5(Mode::Read, 1, "info")?;
+    let c = loc.open(Mode::Read, 1)?;
     let threads = workers(g, &c);
+    if c.format() != n5::format::Format::N5
+        && matches!(node(&c, &loc.inner), Node::Group)
+        && c.exists(&loc.inner).at(&loc.arg)?
+    {
+        return zarr_group_info(a, &loc, &c);
+    }
     let ds = open_dataset(&c, &loc)?;
+    if c.format() != n5::format::Format::N5 {
+        return zarr_info(a, g, &loc, &ds);
+    }
     let attrs = ds.attributes();
     if a.stats && !attrs.data_type.is_numeric() {
         return Err(CliError::new(
@@ -446,4 +476,351 @@ fn n5_display(p: &str) -> &str {
     } else {
         p
     }
+}
+
+/// `n5 info` of a Zarr group: its format, its own document (zarr.json or
+/// .zgroup; none for an implicit group), its children and its user
+/// attributes.
+fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8> {
+    let format = c.format();
+    let name = if format == n5::format::Format::Zarr3 {
+        "zarr.json"
+    } else {
+        ".zgroup"
+    };
+    let key = join(&loc.inner, name);
+    let document: Value = match c.store().get(&key).at(&loc.arg)? {
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| CliError::new(loc.describe(c.store(), &key), e))?,
+        None => Value::Null,
+    };
+    let attributes = c.attributes(&loc.inner).at(&loc.arg)?;
+    let children = if can_list(c) {
+        let (mut groups, mut arrays) = (0usize, 0usize);
+        for child in c.list(&loc.inner).at(&loc.arg)? {
+            match node(c, &join(&loc.inner, &child)) {
+                Node::Dataset(_) => arrays += 1,
+                _ => groups += 1,
+            }
+        }
+        Some((groups, arrays))
+    } else {
+        None
+    };
+    let mut out = Out::new();
+    if a.json {
+        out.json(&json!({
+            "path": loc.inner,
+            "container": loc.root,
+            "format": format.name(),
+            "nodeType": "group",
+            "metadata": document,
+            "children": children.map(|(g, a)| json!({"groups": g, "arrays": a})),
+            "attributes": attributes,
+        }))?;
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
+    let mut rows: Vec<(String, String)> = vec![
+        (
+            "group".into(),
+            format!("{} in {}", n5_display(&loc.inner), loc.root),
+        ),
+        ("format".into(), format.name().into()),
+        (
+            "document".into(),
+            if document.is_null() {
+                format!("none (an implicit group: no {name})")
+            } else {
+                name.to_string()
+            },
+        ),
+        (
+            "children".into(),
+            match children {
+                Some((g, a)) => format!("{}, {}", count_of(g, "group"), count_of(a, "array")),
+                None => "not known (plain HTTP(S) cannot list)".into(),
+            },
+        ),
+    ];
+    if attributes.as_object().is_some_and(|m| !m.is_empty()) {
+        rows.push(("attributes".into(), attributes.to_string()));
+    }
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        out.line(&format!("{k:<width$}  {v}"))?;
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+/// The number of elements of the region of `shard` in `ds` (clipped at
+/// the array's end) and their statistics.
+fn region_stats(ds: &Dataset, shard: &Shard) -> n5::Result<(u64, Stats)> {
+    let t = ds.data_type();
+    let mut stats = Stats::new();
+    let n = read_shard_slabs(ds, shard, |slab| stats.merge(&Stats::of(t, slab)))?;
+    Ok((n, stats))
+}
+
+/// `n5 info` of a Zarr array `ds` at `loc`: its metadata in the format's
+/// terms, the chunks (inner chunks) and shards stored, bytes stored and
+/// the compression ratio, user attributes, and with `--stats` the
+/// elements' statistics (chunks not stored count as the fill value).
+fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResult<u8> {
+    let c = ds.container();
+    let format = c.format();
+    let threads = workers(g, c);
+    let attrs = ds.attributes();
+    let doc = ds.metadata().at(&loc.arg)?;
+    let user = c.attributes(&loc.inner).at(&loc.arg)?;
+    let shard = ds.shard_shape();
+    let block: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
+    let sharded = shard != block;
+    let grid = attrs.grid_shape();
+    let sgrid = shard_grid(ds);
+    let expected: u64 = grid.iter().product();
+    let expected_shards: u64 = sgrid.iter().product();
+    let c_order = |v: &[u64]| v.iter().rev().copied().collect::<Vec<u64>>();
+    let fill = ds.fill_value();
+    let fill_value = doc
+        .get("fill_value")
+        .cloned()
+        .unwrap_or_else(|| zarr::fill_json(format, attrs.data_type, &fill));
+    let dimension_names = doc.get("dimension_names").cloned().unwrap_or(Value::Null);
+    let codecs = zarr::codecs_line(format, &doc);
+    let keys = zarr::key_encoding_line(format, &doc);
+
+    // The shards (chunks) stored, and the blocks (inner chunks) in them:
+    // from the listing and each shard's index, or probed one by one where
+    // the store cannot list.
+    let listed = can_list(c) || a.stats;
+    let shards = if listed {
+        stored_shards(ds, &loc.arg)?
+    } else {
+        Vec::new()
+    };
+    let blocks: Vec<Vec<u64>> = if !listed {
+        Vec::new()
+    } else if can_list(c) {
+        stored_blocks(ds, &loc.arg)?.0
+    } else {
+        work::map(&shards, threads, |shard| {
+            let mut found = Vec::new();
+            for pos in blocks_of(ds, shard) {
+                if ds
+                    .block_exists(&pos)
+                    .at(loc.describe(c.store(), &shard.key))?
+                {
+                    found.push(pos);
+                }
+            }
+            Ok::<_, CliError>(found)
+        })?
+        .concat()
+    };
+    let stored_blocks_n = blocks.len() as u64;
+    let elements: u64 = blocks
+        .iter()
+        .map(|p| {
+            attrs
+                .block_shape(p)
+                .map_or(0, |s| s.iter().product::<u64>())
+        })
+        .sum();
+    let bar = progress(
+        shards.len() as u64,
+        "info",
+        g.quiet || (!a.stats && can_list(c)),
+    );
+    // Per stored shard: its bytes, and with --stats the elements of its
+    // region (inner chunks not stored read as the fill value) and their
+    // statistics.
+    type ShardInfo = (u64, u64, Option<Stats>);
+    let per_shard: Vec<Option<ShardInfo>> = work::map(&shards, threads, |shard| {
+        let file = || loc.describe(c.store(), &shard.key);
+        let Some(bytes) = c.store().size(&shard.key).at(file())? else {
+            bar.inc(1);
+            return Ok::<_, CliError>(None);
+        };
+        let (region, stats) = if a.stats {
+            let (n, s) = region_stats(ds, shard).at(file())?;
+            (n, Some(s))
+        } else {
+            (0, None)
+        };
+        bar.inc(1);
+        Ok(Some((bytes, region, stats)))
+    })?;
+    bar.finish_and_clear();
+    let per_shard: Vec<ShardInfo> = per_shard.into_iter().flatten().collect();
+    let stored_shards_n = per_shard.len();
+    let stored_bytes: u64 = per_shard.iter().map(|s| s.0).sum();
+    let stored_blocks = stored_blocks_n;
+    let covered: u64 = per_shard.iter().map(|s| s.1).sum();
+    let logical = elements * attrs.data_type.size() as u64;
+    let ratio = (stored_bytes > 0).then(|| logical as f64 / stored_bytes as f64);
+    let stats = a.stats.then(|| {
+        let mut s = Stats::new();
+        for i in &per_shard {
+            if let Some(b) = &i.2 {
+                s.merge(b);
+            }
+        }
+        let total: u64 = attrs.dimensions.iter().product();
+        s.merge(&Stats::repeated(
+            attrs.data_type,
+            &fill,
+            total.saturating_sub(covered),
+        ));
+        s.to_json(attrs.data_type)
+    });
+
+    let mut out = Out::new();
+    if a.json {
+        let mut v = json!({
+            "path": loc.inner,
+            "container": loc.root,
+            "format": format.name(),
+            "dataType": attrs.data_type.name(),
+            "dimensions": attrs.dimensions,
+            "blockSize": block,
+            "shardShape": shard,
+            "sharded": sharded,
+            "shape": c_order(&attrs.dimensions),
+            "chunkShape": c_order(&block),
+            "shardShapeC": if sharded { json!(c_order(&shard)) } else { Value::Null },
+            "codecs": codecs,
+            "compression": zarr::compression_of(format, &doc).to_json(),
+            "fillValue": fill_value,
+            "dimensionNames": dimension_names,
+            "chunkKeyEncoding": keys,
+            "gridShape": grid,
+            "shardGridShape": sgrid,
+            "metadata": doc,
+        });
+        if listed {
+            v["blocks"] = json!({"expected": expected, "stored": stored_blocks});
+            v["shards"] = json!({"expected": expected_shards, "stored": stored_shards_n});
+            v["bytesStored"] = json!(stored_bytes);
+            v["bytesUncompressed"] = json!(logical);
+            v["compressionRatio"] = json!(ratio);
+        } else {
+            v["blocks"] = json!({"expected": expected, "stored": null});
+            v["shards"] = json!({"expected": expected_shards, "stored": null});
+            for k in ["bytesStored", "bytesUncompressed", "compressionRatio"] {
+                v[k] = Value::Null;
+            }
+            v["note"] = json!(NO_LISTING);
+        }
+        v["attributes"] = user;
+        if let Some(s) = stats {
+            v["stats"] = s;
+        }
+        out.json(&v)?;
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
+    let unit = if sharded { "inner chunks" } else { "chunks" };
+    let mut rows: Vec<(String, String)> = vec![
+        (
+            "dataset".into(),
+            format!("{} in {}", n5_display(&loc.inner), loc.root),
+        ),
+        ("format".into(), format.name().into()),
+        ("dataType".into(), attrs.data_type.name().into()),
+        (
+            "dimensions".into(),
+            format!(
+                "{} (N5 order; shape {} in C order)",
+                dims(&attrs.dimensions),
+                dims(&c_order(&attrs.dimensions))
+            ),
+        ),
+        (
+            "blockSize".into(),
+            format!(
+                "{} (N5 order; {} {} in C order)",
+                dims(&block),
+                if sharded {
+                    "inner chunk shape"
+                } else {
+                    "chunk shape"
+                },
+                dims(&c_order(&block))
+            ),
+        ),
+    ];
+    if sharded {
+        rows.push((
+            "shardShape".into(),
+            format!(
+                "{} (N5 order; {} in C order)",
+                dims(&shard),
+                dims(&c_order(&shard))
+            ),
+        ));
+    }
+    rows.push(("codecs".into(), codecs));
+    rows.push(("fill value".into(), fill_value.to_string()));
+    if !dimension_names.is_null() {
+        rows.push(("dimension names".into(), dimension_names.to_string()));
+    }
+    rows.push(("chunk keys".into(), keys));
+    rows.push((
+        "grid".into(),
+        format!("{} ({expected} {unit})", dims(&grid)),
+    ));
+    if sharded {
+        rows.push((
+            "shard grid".into(),
+            format!("{} ({expected_shards} shards)", dims(&sgrid)),
+        ));
+    }
+    if !listed {
+        rows.push(("blocks".into(), format!("not known: {NO_LISTING}")));
+    } else {
+        rows.push((
+            "blocks".into(),
+            format!("{stored_blocks} of {expected} {unit} stored"),
+        ));
+        if sharded {
+            rows.push((
+                "shards".into(),
+                format!("{stored_shards_n} of {expected_shards} stored"),
+            ));
+        }
+        rows.push((
+            "stored".into(),
+            match ratio {
+                Some(r) => format!(
+                    "{} ({} uncompressed, ratio {r:.2})",
+                    size(stored_bytes),
+                    size(logical)
+                ),
+                None => size(stored_bytes),
+            },
+        ));
+    }
+    if user.as_object().is_some_and(|m| !m.is_empty()) {
+        rows.push(("attributes".into(), user.to_string()));
+    }
+    if let Some(s) = stats {
+        let text = |k: &str| match &s[k] {
+            Value::String(t) => t.clone(),
+            v => v.to_string(),
+        };
+        rows.push(("min".into(), text("min")));
+        rows.push(("max".into(), text("max")));
+        rows.push(("mean".into(), text("mean")));
+        if let Some(n) = s.get("nan") {
+            rows.push(("NaNs".into(), n.to_string()));
+        }
+    }
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        out.line(&format!("{k:<width$}  {v}"))?;
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
 }

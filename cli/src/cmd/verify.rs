@@ -6,12 +6,20 @@
 //! Blocks are read through the container's store, so this works on every
 //! location kind; where the store cannot list (plain HTTP(S)), a dataset's
 //! grid positions are probed one by one, and a group cannot be walked.
+//! In a Zarr container every stored chunk is decoded, and in a sharded
+//! array every inner chunk of every stored shard; a damaged one is named
+//! by its shard's key and its position in the shard.
+
+use std::collections::HashMap;
 
 use clap::Args;
 use n5::{block, BlockHeader, BlockMode, Compression, DatasetAttributes, Mode};
 use serde_json::{json, Value};
 
-use crate::cmd::common::{blocks_to_visit, can_list, node, workers, Blocks, Node};
+use crate::cmd::common::{
+    blocks_of, blocks_to_visit, can_list, node, read_shard_slabs, stored_shards, workers, Blocks,
+    Node, Shard,
+};
 use crate::error::{At, CliError, CliResult, EXIT_BAD_BLOCKS, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{count, progress, Out};
@@ -40,6 +48,9 @@ struct Problem {
     kind: &'static str,
     /// What is wrong.
     message: String,
+    /// The library's message alone (without where in a shard), to tell
+    /// a shard whose every inner chunk fails the same way.
+    cause: String,
 }
 
 impl Problem {
@@ -148,10 +159,130 @@ pub fn check_block(
     Ok(())
 }
 
+/// Decode the block (chunk, or inner chunk of a sharded array) at `pos` of
+/// the Zarr array `ds`, which lies in `shard`: whether it is stored, or
+/// `Err((kind, where, message))` when it does not decode, `where` naming
+/// the chunk (or the inner chunk's position in its shard, C order, as Zarr
+/// numbers it).
+fn check_zarr_block(
+    ds: &n5::Dataset,
+    shard: &Shard,
+    pos: &[u64],
+) -> Result<bool, (&'static str, String, String)> {
+    let attrs = ds.attributes();
+    let shape = attrs
+        .block_shape(pos)
+        .map_err(|e| ("corrupt", "block".to_string(), e.message().to_string()))?;
+    let n: u64 = shape.iter().product();
+    let mut buf = vec![0u8; n as usize * attrs.data_type.size()];
+    let sharded = ds
+        .shard_shape()
+        .iter()
+        .zip(&attrs.block_size)
+        .any(|(&s, &b)| s != b as u64);
+    let within = if sharded {
+        let per: Vec<u64> = ds
+            .shard_shape()
+            .iter()
+            .zip(&attrs.block_size)
+            .map(|(&s, &b)| s / b as u64)
+            .collect();
+        let inner: Vec<u64> = pos
+            .iter()
+            .zip(&shard.pos)
+            .zip(&per)
+            .map(|((&p, &s), &n)| p - s * n)
+            .rev()
+            .collect();
+        format!("inner chunk {inner:?} of the shard (C order)")
+    } else {
+        let c_order: Vec<u64> = pos.iter().rev().copied().collect();
+        format!("chunk {c_order:?} (C order)")
+    };
+    ds.read_block_into(pos, &mut buf).map_err(|e| {
+        let kind = if looks_truncated(e.message(), buf.len()) {
+            "truncated"
+        } else {
+            "corrupt"
+        };
+        (kind, within, e.message().to_string())
+    })
+}
+
+/// Check the stored shard (or chunk) `shard` of the Zarr array `ds`:
+/// the blocks (inner chunks) stored in it and its problems. `known` are
+/// the blocks its index lists (`None` when the index could not be read
+/// while listing, or the store cannot list). The shard is first read
+/// whole (one index read); only when that fails, or nothing is known of
+/// it, is each block checked alone, to name the damaged ones. When every
+/// block fails the same way (a damaged shard index), that is one problem
+/// of the shard.
+fn check_zarr_shard(
+    loc: &Location,
+    ds: &n5::Dataset,
+    shard: &Shard,
+    known: Option<&[Vec<u64>]>,
+) -> (usize, Vec<Problem>) {
+    if let Some(known) = known {
+        if read_shard_slabs(ds, shard, |_| {}).is_ok() {
+            return (known.len(), Vec::new());
+        }
+    }
+    let path = loc.describe(ds.container().store(), &shard.key);
+    let candidates = match known {
+        Some(k) if !k.is_empty() => k.to_vec(),
+        _ => blocks_of(ds, shard),
+    };
+    let mut blocks = 0;
+    let mut problems: Vec<Problem> = Vec::new();
+    for pos in &candidates {
+        match check_zarr_block(ds, shard, pos) {
+            Ok(found) => blocks += usize::from(found),
+            Err((kind, within, cause)) => {
+                blocks += 1;
+                // The library's message names the inner chunk when it
+                // knows it.
+                let message = if cause.contains("chunk") {
+                    cause.clone()
+                } else {
+                    format!("{within}: {cause}")
+                };
+                problems.push(Problem {
+                    path: path.clone(),
+                    dataset: ds.path().to_string(),
+                    grid: Some(pos.clone()),
+                    kind,
+                    message,
+                    cause,
+                });
+            }
+        }
+    }
+    let same = problems.iter().all(|p| p.cause == problems[0].cause);
+    if problems.len() > 1 && problems.len() == candidates.len() && same {
+        let first = &problems[0];
+        let one = Problem {
+            path: first.path.clone(),
+            dataset: first.dataset.clone(),
+            grid: None,
+            kind: first.kind,
+            message: format!(
+                "every inner chunk of the shard ({}) fails: {}",
+                problems.len(),
+                first.cause
+            ),
+            cause: first.cause.clone(),
+        };
+        return (blocks, vec![one]);
+    }
+    (blocks, problems)
+}
+
 /// `n5 verify PATH`.
 pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
-    let c = loc.open_n5(Mode::Read, 1, "verify")?;
+    let c = loc.open(Mode::Read, 1)?;
+    let zarr = c.format() != n5::format::Format::N5;
     if !c.exists(&loc.inner).at(&loc.arg)? {
         return Err(CliError::new(&loc.arg, "no such group or dataset"));
     }
@@ -175,17 +306,69 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
     // Every stored block of every dataset: (dataset index, grid position).
     let mut datasets = Vec::new();
     let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
+    // In a Zarr container: (dataset index, stored shard, the blocks its
+    // index lists).
+    type ShardJob = (usize, Shard, Option<Vec<Vec<u64>>>);
+    let mut shard_jobs: Vec<ShardJob> = Vec::new();
     let mut outside = 0usize;
     for p in paths {
         match node(&c, &p) {
             Node::Group => {}
             Node::Broken(m) => problems.push(Problem {
-                path: loc.describe(c.store(), &join(&p, "attributes.json")),
+                path: loc.describe(
+                    c.store(),
+                    &join(&p, if zarr { "" } else { "attributes.json" }),
+                ),
                 dataset: p.clone(),
                 grid: None,
                 kind: "metadata",
+                cause: m.clone(),
                 message: m,
             }),
+            Node::Dataset(_) if zarr => {
+                let arg = loc.child(p[loc.inner.len()..].trim_start_matches('/')).arg;
+                let ds = c.open_dataset(&p).at(&arg)?;
+                // The blocks each shard's index lists (one read per shard),
+                // unless an index cannot be read: then block by block.
+                let listed: Option<HashMap<Vec<u64>, Vec<Vec<u64>>>> = if can_list(&c) {
+                    ds.list_blocks().ok().map(|all| {
+                        let unit = ds.shard_shape();
+                        let block = ds.attributes().block_size.clone();
+                        let mut by_shard: HashMap<Vec<u64>, Vec<Vec<u64>>> = HashMap::new();
+                        for pos in all {
+                            let s: Vec<u64> = pos
+                                .iter()
+                                .zip(&block)
+                                .zip(&unit)
+                                .map(|((&p, &b), &u)| p * b as u64 / u)
+                                .collect();
+                            by_shard.entry(s).or_default().push(pos);
+                        }
+                        by_shard
+                    })
+                } else {
+                    None
+                };
+                match stored_shards(&ds, &arg) {
+                    Ok(stored) => {
+                        for shard in stored {
+                            let known = listed
+                                .as_ref()
+                                .map(|l| l.get(&shard.pos).cloned().unwrap_or_default());
+                            shard_jobs.push((datasets.len(), shard, known));
+                        }
+                    }
+                    Err(e) => problems.push(Problem {
+                        path: loc.describe(c.store(), &p),
+                        dataset: p.clone(),
+                        grid: None,
+                        kind: "corrupt",
+                        message: format!("cannot list its chunks: {}", e.message),
+                        cause: e.message,
+                    }),
+                }
+                datasets.push(ds);
+            }
             Node::Dataset(_) => {
                 let ds = c.open_dataset(&p).at(&p)?;
                 let arg = loc.child(p[loc.inner.len()..].trim_start_matches('/')).arg;
@@ -207,6 +390,7 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
                             grid: None,
                             kind: "corrupt",
                             message: format!("cannot list its blocks: {}", e.message),
+                            cause: e.message,
                         }),
                     }
                 }
@@ -214,18 +398,19 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
             }
         }
     }
-    let bar = progress(jobs.len() as u64, "verify", g.quiet);
+    let bar = progress((jobs.len() + shard_jobs.len()) as u64, "verify", g.quiet);
     // (block read, its problem): a probed block that is not stored is neither.
     let found: Result<Vec<(bool, Option<Problem>)>, CliError> =
         work::map(&jobs, workers(g, &c), |(i, pos)| {
             let ds = &datasets[*i];
             let key = ds.block_key(pos);
-            let problem = |kind, message| {
+            let problem = |kind, message: String| {
                 Some(Problem {
                     path: loc.describe(c.store(), &key),
                     dataset: ds.path().to_string(),
                     grid: Some(pos.clone()),
                     kind,
+                    cause: message.clone(),
                     message,
                 })
             };
@@ -244,10 +429,19 @@ pub fn verify(a: &VerifyArgs, g: &Global) -> CliResult<u8> {
             bar.inc(1);
             Ok(r)
         });
-    bar.finish_and_clear();
     let found = found?;
-    let blocks = found.iter().filter(|(read, _)| *read).count();
+    let checked = work::map(&shard_jobs, workers(g, &c), |(i, shard, known)| {
+        let r = check_zarr_shard(&loc, &datasets[*i], shard, known.as_deref());
+        bar.inc(1);
+        Ok::<_, CliError>(r)
+    })?;
+    bar.finish_and_clear();
+    let mut blocks = found.iter().filter(|(read, _)| *read).count();
     problems.extend(found.into_iter().filter_map(|(_, p)| p));
+    for (n, found) in checked {
+        blocks += n;
+        problems.extend(found);
+    }
 
     let ok = problems.is_empty();
     let mut out = Out::new();

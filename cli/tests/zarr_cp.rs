@@ -1,0 +1,812 @@
+//! `n5 cp`, `n5 info` and `n5 verify` across N5, Zarr v2 and Zarr v3 with
+//! the real binary: round trips N5 → Zarr v3 sharded → Zarr v2 → N5 (and
+//! unsharded) giving identical arrays and user attributes for several data
+//! types and ranks, edge chunks and shards that do not divide the array;
+//! the same chain with its Zarr copies on S3 (SeaweedFS from `n5-testkit`
+//! on 127.0.0.1), and a sharded copy on GCS (fake-gcs-server); the peer
+//! Zarr corpus to N5 and back reproducing the manifest's checksums; info
+//! and verify on Zarr (a damaged inner chunk or shard index named);
+//! resuming a copy after a shard was deleted or damaged, or after copies
+//! killed in the middle; and the errors that stop a copy before it writes
+//! anything.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{fails, json, ok, run_env, Run, TempDir};
+use n5::{Container, DataType, Mode};
+use n5_testkit::server_or_skip;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+/// One dataset of the test source: path, type, dimensions and block size
+/// (N5 order).
+struct Spec {
+    path: &'static str,
+    dtype: DataType,
+    dims: &'static [u64],
+    block: &'static [u32],
+}
+
+/// The datasets of the test source, grouped by rank (`r1`..`r4`).
+const SPECS: &[Spec] = &[
+    Spec {
+        path: "r1/i64",
+        dtype: DataType::I64,
+        dims: &[1000],
+        block: &[64],
+    },
+    Spec {
+        path: "r2/u16",
+        dtype: DataType::U16,
+        dims: &[100, 70],
+        block: &[16, 16],
+    },
+    Spec {
+        path: "r2/f64",
+        dtype: DataType::F64,
+        dims: &[33, 65],
+        block: &[16, 16],
+    },
+    Spec {
+        path: "r3/u8",
+        dtype: DataType::U8,
+        dims: &[50, 30, 20],
+        block: &[8, 8, 8],
+    },
+    Spec {
+        path: "r3/f32",
+        dtype: DataType::F32,
+        dims: &[41, 17, 9],
+        block: &[8, 8, 8],
+    },
+    Spec {
+        path: "r3/i32",
+        dtype: DataType::I32,
+        dims: &[20, 20, 20],
+        block: &[10, 10, 5],
+    },
+    Spec {
+        path: "r4/u32",
+        dtype: DataType::U32,
+        dims: &[7, 6, 5, 4],
+        block: &[4, 4, 4, 4],
+    },
+];
+
+/// The sharded copy of each rank group: group, `--shard`, `-b` (N5 order).
+/// No shard shape divides its arrays.
+const SHARDING: &[(&str, &str, &str)] = &[
+    ("r1", "256", "64"),
+    ("r2", "48,32", "16,16"),
+    ("r3", "24,16,16", "8,8,8"),
+    ("r4", "8,4,4,4", "4,4,2,2"),
+];
+
+/// `n` elements of `t` with some structure, native byte order.
+fn values(t: DataType, n: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n as usize * t.size());
+    for i in 0..n {
+        let k = ((i * 7919) % 10007) as i64 - 5000;
+        match t {
+            DataType::U8 => out.push((k & 0xff) as u8),
+            DataType::U16 => out.extend_from_slice(&((k * 13) as u16).to_ne_bytes()),
+            DataType::U32 => out.extend_from_slice(&((k * 100_003) as u32).to_ne_bytes()),
+            DataType::I32 => out.extend_from_slice(&((k * 77) as i32).to_ne_bytes()),
+            DataType::I64 => out.extend_from_slice(&(k * 1_000_000_007).to_ne_bytes()),
+            DataType::F32 => out.extend_from_slice(&(k as f32 / 7.0).to_ne_bytes()),
+            DataType::F64 => out.extend_from_slice(&(k as f64 / 3.0).to_ne_bytes()),
+            _ => unreachable!("numeric types only"),
+        }
+    }
+    out
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+/// The N5 test source at `root`: every dataset of [`SPECS`] written whole,
+/// then one block of each deleted (a missing block), with user attributes
+/// on the root, a group and a dataset.
+fn make_source(root: &str) {
+    let c = Container::open(root, Mode::Create).unwrap();
+    for s in SPECS {
+        let attrs = n5::DatasetAttributes::new(
+            s.dims.to_vec(),
+            s.block.to_vec(),
+            s.dtype,
+            n5::Compression::Gzip {
+                level: 6,
+                use_zlib: false,
+            },
+        )
+        .unwrap();
+        let ds = c.create_dataset(s.path, attrs).unwrap();
+        let n: u64 = s.dims.iter().product();
+        let zeros = vec![0u64; s.dims.len()];
+        ds.write_region(&zeros, s.dims, &values(s.dtype, n))
+            .unwrap();
+        let mut second = zeros.clone();
+        second[0] = 1;
+        assert!(ds.delete_block(&second).unwrap(), "{}", s.path);
+    }
+    c.set_attributes("", &obj(json!({"title": "zarr round trip", "scale": 1.5})))
+        .unwrap();
+    c.set_attributes(
+        "r2",
+        &obj(json!({"unit": "nm", "axes": ["x", "y"], "big": 18446744073709551615u64})),
+    )
+    .unwrap();
+    c.set_attributes(
+        "r2/u16",
+        &obj(json!({"resolution": [4, 4], "nested": {"a": [1, 2.25, null]}})),
+    )
+    .unwrap();
+}
+
+/// The whole array of the dataset `path` of `c` (N5-order region read).
+fn whole(c: &Container, path: &str) -> (DataType, Vec<u64>, Vec<u8>) {
+    let ds = c.open_dataset(path).unwrap();
+    let a = ds.attributes();
+    let n: u64 = a.dimensions.iter().product();
+    let mut buf = vec![0u8; n as usize * a.data_type.size()];
+    ds.read_region(&vec![0; a.ndim()], &a.dimensions, &mut buf)
+        .unwrap();
+    (a.data_type, a.dimensions.clone(), buf)
+}
+
+/// The user attributes of the node `path` of `c`: everything but the N5
+/// dataset keys and version.
+fn user(c: &Container, path: &str) -> Map<String, Value> {
+    let mut m = obj(c.attributes(path).unwrap());
+    for k in ["dimensions", "blockSize", "dataType", "compression", "n5"] {
+        m.remove(k);
+    }
+    m
+}
+
+/// Check that the datasets of [`SPECS`] and the user attributes of `nodes`
+/// are the same in the containers at `a` and `b`.
+fn same_tree(a: &str, b: &str, nodes: &[&str]) {
+    let ca = Container::open(a, Mode::Read).unwrap();
+    let cb = Container::open(b, Mode::Read).unwrap();
+    for s in SPECS {
+        assert!(whole(&ca, s.path) == whole(&cb, s.path), "{b}/{}", s.path);
+    }
+    for n in nodes {
+        assert_eq!(user(&ca, n), user(&cb, n), "{b}/{n}");
+    }
+}
+
+/// Every node with user attributes in the test source but the root.
+const NODES: &[&str] = &["r2", "r2/u16", "r3", "r1/i64"];
+
+#[test]
+fn n5_to_sharded_zarr3_to_zarr2_to_n5_is_exact() {
+    let t = TempDir::new("zarr-chain");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let z3 = t.path("sharded.zarr");
+    for (group, shard, block) in SHARDING {
+        let r = ok(&[
+            "cp",
+            &format!("{src}/{group}"),
+            &format!("{z3}/{group}"),
+            "--format",
+            "zarr3",
+            "--shard",
+            shard,
+            "-b",
+            block,
+            "-c",
+            "zstd",
+        ]);
+        assert!(r.text().contains("shards written"), "{}", r.text());
+    }
+    let c3 = Container::open(&z3, Mode::Read).unwrap();
+    assert_eq!(c3.format(), n5::format::Format::Zarr3);
+    let ds = c3.open_dataset("r2/u16").unwrap();
+    assert_eq!(ds.shard_shape(), vec![48, 32]);
+    assert_eq!(ds.attributes().block_size, vec![16, 16]);
+    let doc = ds.metadata().unwrap();
+    assert_eq!(doc["codecs"][0]["name"], "sharding_indexed", "{doc}");
+    assert_eq!(
+        doc["chunk_grid"]["configuration"]["chunk_shape"],
+        json!([32, 48])
+    );
+    assert_eq!(
+        c3.open_dataset("r3/i32").unwrap().attributes().block_size,
+        vec![8, 8, 8],
+        "re-chunked into the inner chunks"
+    );
+    ok(&["verify", &z3]);
+
+    // Zarr v3 to Zarr v3 keeps the shards.
+    let z3b = t.path("again.zarr");
+    let r = ok(&["cp", &z3, &z3b]);
+    assert!(r.text().contains("shards written"), "{}", r.text());
+    let again = Container::open(&z3b, Mode::Read).unwrap();
+    assert_eq!(
+        again.open_dataset("r2/u16").unwrap().shard_shape(),
+        vec![48, 32]
+    );
+    same_tree(&src, &z3b, NODES);
+
+    let z2 = t.path("v2.zarr");
+    ok(&["cp", &z3, &z2, "--format", "zarr2"]);
+    let c2 = Container::open(&z2, Mode::Read).unwrap();
+    assert_eq!(c2.format(), n5::format::Format::Zarr2);
+    let back = t.path("back.n5");
+    ok(&["cp", &z2, &back]);
+    let cb = Container::open(&back, Mode::Read).unwrap();
+    assert_eq!(cb.format(), n5::format::Format::N5);
+    for copy in [&z3, &z2, &back] {
+        same_tree(&src, copy, NODES);
+    }
+    // The compression carried through the chain: zstd.
+    let info = json(&["info", "--json", &format!("{back}/r2/u16")]);
+    assert_eq!(info["compression"]["type"], "zstd", "{info}");
+
+    // Unsharded, whole containers, root attributes included.
+    let u3 = t.path("u3.zarr");
+    ok(&["cp", &src, &u3, "-c", "gzip"]);
+    let u2 = t.path("u2");
+    ok(&["cp", &u3, &format!("zarr2:{u2}")]);
+    let back2 = t.path("back2");
+    ok(&["cp", &format!("zarr2:{u2}"), &format!("n5:{back2}")]);
+    let mut all = NODES.to_vec();
+    all.push("");
+    for copy in [u3.clone(), format!("zarr2:{u2}"), format!("n5:{back2}")] {
+        same_tree(&src, &copy, &all);
+    }
+}
+
+/// How `n5` reaches an object store: `--endpoint` and credentials (the
+/// signed SeaweedFS, or fake-gcs-server without any).
+struct S3 {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl S3 {
+    fn run(&self, args: &[&str]) -> Run {
+        let mut all: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        run_env(&all, &env, None)
+    }
+
+    fn ok(&self, args: &[&str]) -> Run {
+        let r = self.run(args);
+        assert_eq!(r.code, 0, "n5 {args:?}: {}{}", r.stderr, r.text());
+        r
+    }
+}
+
+#[test]
+fn the_chain_through_s3_and_gcs() {
+    let t = TempDir::new("zarr-s3");
+    let server = server_or_skip!(n5_testkit::s3_signed());
+    let bucket = server.unique_bucket("cli-zarr").unwrap();
+    let c = server.credentials().expect("credentials");
+    let s3 = S3 {
+        args: vec!["--endpoint".into(), server.endpoint()],
+        env: vec![
+            ("AWS_ACCESS_KEY_ID".into(), c.access_key_id.clone()),
+            ("AWS_SECRET_ACCESS_KEY".into(), c.secret_access_key.clone()),
+        ],
+    };
+    let src = t.path("src.n5");
+    make_source(&src);
+    let z3 = format!("s3://{bucket}/data/sharded.zarr");
+    for (group, shard, block) in SHARDING {
+        s3.ok(&[
+            "cp",
+            &format!("{src}/{group}"),
+            &format!("{z3}/{group}"),
+            "--shard",
+            shard,
+            "-b",
+            block,
+            "-c",
+            "zstd",
+        ]);
+    }
+    // Resuming on S3 writes nothing.
+    let r = s3.ok(&[
+        "cp",
+        &format!("{src}/r3"),
+        &format!("{z3}/r3"),
+        "--shard",
+        "24,16,16",
+        "-b",
+        "8,8,8",
+        "-c",
+        "zstd",
+    ]);
+    assert!(r.text().contains(" 0 shards written"), "{}", r.text());
+    let info: Value =
+        serde_json::from_slice(&s3.ok(&["info", "--json", &format!("{z3}/r3/u8")]).stdout).unwrap();
+    assert_eq!(info["format"], "zarr3");
+    assert_eq!(info["shardShape"], json!([24, 16, 16]));
+    assert_eq!(info["shards"]["expected"], json!(3 * 2 * 2));
+    let verify = s3.ok(&["verify", &z3]).text();
+    assert!(verify.contains(": ok"), "{verify}");
+    let z2 = format!("zarr2:s3://{bucket}/data/v2");
+    s3.ok(&["cp", &z3, &z2]);
+    let back = t.path("back.n5");
+    s3.ok(&["cp", &z2, &back]);
+    same_tree(&src, &back, NODES);
+    // The arrays on S3 read as the source does, through the tool.
+    let local = Container::open(&src, Mode::Read).unwrap();
+    for copy in [&z3, &z2] {
+        let got = s3.ok(&["cat", &format!("{copy}/r2/f64")]).stdout;
+        assert!(got == whole(&local, "r2/f64").2, "{copy}");
+    }
+
+    // Google Cloud Storage (fake-gcs-server) too: sharded there and back.
+    let gcs_server = server_or_skip!(n5_testkit::gcs());
+    let gcs_bucket = gcs_server.unique_bucket("cli-zarr").unwrap();
+    let gcs = S3 {
+        args: vec!["--endpoint".into(), gcs_server.endpoint()],
+        env: Vec::new(),
+    };
+    let on_gcs = format!("gs://{gcs_bucket}/sharded.zarr");
+    for (group, shard, block) in SHARDING {
+        gcs.ok(&[
+            "cp",
+            &format!("{src}/{group}"),
+            &format!("{on_gcs}/{group}"),
+            "--shard",
+            shard,
+            "-b",
+            block,
+        ]);
+    }
+    let back = t.path("from-gcs.n5");
+    gcs.ok(&["cp", &on_gcs, &back]);
+    same_tree(&src, &back, NODES);
+}
+
+/// The peer Zarr corpus beside the repository, or `None` with a message.
+fn corpus_zarr() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus-zarr");
+    if p.join("manifest.json").is_file() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: the Zarr corpus is not at {} (clone shared/ beside the repository)",
+            p.display()
+        );
+        None
+    }
+}
+
+/// sha256 of the whole array `path` of the container at `root` (C-order
+/// bytes = the N5-order region read).
+fn array_sha256(root: &str, path: &str) -> String {
+    let c = Container::open(root, Mode::Read).unwrap();
+    let (_, _, bytes) = whole(&c, path);
+    format!("{:x}", Sha256::digest(&bytes))
+}
+
+#[test]
+fn the_zarr_corpus_to_n5_and_back_keeps_every_array() {
+    let Some(corpus) = corpus_zarr() else { return };
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(corpus.join("manifest.json")).unwrap()).unwrap();
+    let t = TempDir::new("zarr-corpus");
+    let mut checked = 0;
+    for (name, info) in manifest["containers"].as_object().unwrap() {
+        let prefix = info["open_prefix"].as_str().unwrap_or("");
+        let source = format!("{prefix}{}", corpus.join(name).display());
+        let version = info["zarr_format"].as_u64().unwrap();
+        let as_n5 = format!("n5:{}", t.path(&format!("{name}.n5")));
+        ok(&["cp", &source, &as_n5]);
+        let again = format!("zarr{version}:{}", t.path(&format!("again-{name}")));
+        ok(&["cp", &as_n5, &again]);
+        for a in manifest["arrays"].as_array().unwrap() {
+            if a["container"] != json!(name) {
+                continue;
+            }
+            let path = a["path"].as_str().unwrap();
+            let want = a["array_sha256"].as_str().unwrap();
+            for copy in [&as_n5, &again] {
+                assert_eq!(array_sha256(copy, path), want, "{copy}/{path}");
+            }
+            // User attributes carried both ways.
+            let attrs = a["attributes"].as_object().cloned().unwrap_or_default();
+            for copy in [&as_n5, &again] {
+                let c = Container::open(copy, Mode::Read).unwrap();
+                assert_eq!(user(&c, path), attrs, "{copy}/{path}");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, manifest["arrays"].as_array().unwrap().len());
+
+    // Zarr v3 to Zarr v3 directly keeps fill values and dimension names;
+    // into Zarr v2 the fill value stays too.
+    let ts = corpus.join("tensorstore-zarr3.zarr");
+    for (array, fill, names) in [
+        ("fill_nan", json!("NaN"), Value::Null),
+        ("unsharded_gzip_fill", json!(-1), Value::Null),
+        ("with_attributes", json!(0), json!(["z", "y", "x"])),
+    ] {
+        let source = format!("{}/{array}", ts.display());
+        for (dest, v3) in [
+            (t.path(&format!("direct.zarr/{array}")), true),
+            (format!("zarr2:{}/{array}", t.path("direct2")), false),
+        ] {
+            ok(&["cp", &source, &dest]);
+            let info = json(&["info", "--json", &dest]);
+            assert_eq!(info["fillValue"], fill, "{dest}");
+            if v3 {
+                assert_eq!(info["dimensionNames"], names, "{dest}");
+            }
+            let want = manifest["arrays"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["container"] == "tensorstore-zarr3.zarr" && a["path"] == array)
+                .unwrap()["array_sha256"]
+                .clone();
+            let (root, path) = dest.rsplit_once('/').unwrap();
+            assert_eq!(json!(array_sha256(root, path)), want, "{dest}");
+        }
+    }
+}
+
+/// The offset and size of each inner chunk of the shard file `bytes`
+/// (index at the end: 16 bytes per inner chunk, then the crc32c).
+fn shard_index(bytes: &[u8], inner: usize) -> Vec<(u64, u64)> {
+    let start = bytes.len() - 4 - 16 * inner;
+    (0..inner)
+        .map(|i| {
+            let at = start + 16 * i;
+            let word = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+            (word(at), word(at + 8))
+        })
+        .collect()
+}
+
+#[test]
+fn info_and_verify_describe_zarr_and_name_damaged_inner_chunks() {
+    let t = TempDir::new("zarr-info");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let z = t.path("v.zarr");
+    ok(&[
+        "cp",
+        &format!("{src}/r2/u16"),
+        &format!("{z}/a"),
+        "--shard",
+        "48,32",
+        "-c",
+        "zstd",
+    ]);
+    let info = json(&["info", "--json", &format!("{z}/a")]);
+    assert_eq!(info["format"], "zarr3");
+    assert_eq!(info["dimensions"], json!([100, 70]));
+    assert_eq!(info["shape"], json!([70, 100]));
+    assert_eq!(info["blockSize"], json!([16, 16]));
+    assert_eq!(info["shardShape"], json!([48, 32]));
+    assert_eq!(info["shardShapeC"], json!([32, 48]));
+    assert_eq!(info["fillValue"], json!(0));
+    assert_eq!(info["shards"], json!({"expected": 9, "stored": 9}));
+    // 7 x 5 inner chunks, one missing in the source.
+    assert_eq!(info["blocks"], json!({"expected": 35, "stored": 34}));
+    assert!(
+        info["codecs"]
+            .as_str()
+            .unwrap()
+            .starts_with("sharding_indexed(")
+            && info["codecs"].as_str().unwrap().contains("zstd"),
+        "{info}"
+    );
+    assert_eq!(info["chunkKeyEncoding"], "default (separator \"/\")");
+    assert_eq!(info["attributes"]["resolution"], json!([4, 4]));
+    assert_eq!(info["metadata"]["node_type"], "array");
+    // --stats reads the shards: the same as the source's.
+    let zs = json(&["info", "--stats", "--json", &format!("{z}/a")]);
+    let ns = json(&["info", "--stats", "--json", &format!("{src}/r2/u16")]);
+    assert_eq!(zs["stats"], ns["stats"]);
+    assert_eq!(zs["stats"]["count"], json!(100 * 70));
+    let text = ok(&["info", &format!("{z}/a")]).text();
+    for needle in [
+        "format      zarr3",
+        "shardShape  [48, 32] (N5 order; [32, 48] in C order)",
+        "34 of 35 inner chunks stored",
+        "9 of 9 stored",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in {text}");
+    }
+    // A Zarr group: its document, children and attributes.
+    let group = json(&["info", "--json", &z]);
+    assert_eq!(group["nodeType"], "group");
+    assert_eq!(group["format"], "zarr3");
+    assert_eq!(group["metadata"]["node_type"], "group");
+    assert_eq!(group["children"], json!({"groups": 0, "arrays": 1}));
+    // A Zarr v2 array with a fill value that is not zero, from the corpus.
+    if let Some(corpus) = corpus_zarr() {
+        let arr = corpus.join("zarr-python3-v2.zarr/fill");
+        let first = std::fs::read_dir(&arr)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.contains("nan"))
+            .expect("a NaN fill array");
+        let info = json(&["info", "--json", &format!("{}/{first}", arr.display())]);
+        assert_eq!(info["format"], "zarr2");
+        assert_eq!(info["fillValue"], "NaN");
+        assert!(
+            info["chunkKeyEncoding"]
+                .as_str()
+                .unwrap()
+                .starts_with("v2 (dimension_separator "),
+            "{info}"
+        );
+    }
+
+    let r = ok(&["verify", &z]);
+    assert!(
+        r.text().contains("1 dataset, 34 blocks: ok"),
+        "{}",
+        r.text()
+    );
+    // Damage the first inner chunk of shard c/0/0 (C order [0, 0]).
+    let shard = Path::new(&z).join("a/c/0/0");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let (offset, size) = shard_index(&bytes, 6)[0];
+    assert!(size > 8);
+    for b in &mut bytes[offset as usize..offset as usize + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&shard, &bytes).unwrap();
+    let r = common::run(&["verify", &z]);
+    assert_eq!(r.code, 3, "{}", r.text());
+    let text = r.text();
+    assert!(
+        text.contains(&format!("{}: corrupt:", shard.display()))
+            && text.contains("inner chunk [0, 0]")
+            && text.contains("1 bad"),
+        "{text}"
+    );
+    let v = json_code(&["verify", "--json", &z], 3);
+    assert_eq!(v["bad"][0]["grid"], json!([0, 0]));
+    assert_eq!(v["bad"][0]["dataset"], "a");
+    // A damaged index: one problem for the whole shard.
+    let other = Path::new(&z).join("a/c/1/0");
+    let mut bytes = std::fs::read(&other).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0xff;
+    std::fs::write(&other, &bytes).unwrap();
+    let text = common::run(&["verify", &z]).text();
+    assert!(
+        text.contains(&format!("{}: corrupt: every inner chunk", other.display()))
+            && text.contains("2 bad"),
+        "{text}"
+    );
+}
+
+/// Run `n5 args...`, check its exit code and parse its output as JSON.
+fn json_code(args: &[&str], code: i32) -> Value {
+    let r = common::run(args);
+    assert_eq!(r.code, code, "{}", r.stderr);
+    serde_json::from_slice(&r.stdout).unwrap()
+}
+
+/// The modification times of the files below `dir`, by path.
+fn mtimes(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(mtimes(&p));
+        } else {
+            out.push((p.clone(), e.metadata().unwrap().modified().unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_copy_resumes_and_rewrites_only_the_shards_that_are_wrong() {
+    let t = TempDir::new("zarr-resume");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let z = t.path("v.zarr");
+    let args = [
+        "cp",
+        &format!("{src}/r3"),
+        &format!("{z}/r3"),
+        "--shard",
+        "24,16,16",
+        "-b",
+        "8,8,8",
+    ];
+    let r = ok(&args);
+    // u8 3 x 2 x 2 shards, f32 2 x 2 x 1, i32 1 x 2 x 2.
+    assert!(r.text().contains("20 shards written"), "{}", r.text());
+    let r = ok(&args);
+    assert!(
+        r.text().contains("0 shards written, 20 already identical"),
+        "{}",
+        r.text()
+    );
+    let dir = Path::new(&z).join("r3/u8/c");
+    let gone = dir.join("0/0/1");
+    let damaged = dir.join("1/1/0");
+    std::fs::remove_file(&gone).unwrap();
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    bytes[n - 1] ^= 0xff;
+    std::fs::write(&damaged, &bytes).unwrap();
+    let before = mtimes(Path::new(&z));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let r = ok(&args);
+    assert!(
+        r.text().contains("2 shards written, 18 already identical"),
+        "{}",
+        r.text()
+    );
+    let after = mtimes(Path::new(&z));
+    let changed: Vec<&PathBuf> = after
+        .iter()
+        .filter(|(p, m)| !before.iter().any(|(q, n)| q == p && n == m))
+        .map(|(p, _)| p)
+        .collect();
+    let mut expected = vec![&gone, &damaged];
+    expected.sort();
+    assert_eq!(changed, expected, "only the two wrong shards are written");
+    let c = Container::open(&z, Mode::Read).unwrap();
+    let s = Container::open(&src, Mode::Read).unwrap();
+    for p in ["r3/u8", "r3/f32", "r3/i32"] {
+        assert!(whole(&c, p).2 == whole(&s, p).2, "{p}");
+    }
+    ok(&["verify", &z]);
+}
+
+#[test]
+fn a_killed_copy_completes_when_run_again() {
+    let t = TempDir::new("zarr-killed");
+    let src = t.path("big.n5");
+    let c = Container::open(&src, Mode::Create).unwrap();
+    let dims = [256u64, 192, 96];
+    let attrs = n5::DatasetAttributes::new(
+        dims.to_vec(),
+        vec![32, 32, 32],
+        DataType::U16,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    let ds = c.create_dataset("v", attrs).unwrap();
+    let n: u64 = dims.iter().product();
+    let data = values(DataType::U16, n);
+    ds.write_region(&[0, 0, 0], &dims, &data).unwrap();
+    let dst = t.path("big.zarr");
+    let args = [
+        "cp",
+        src.as_str(),
+        dst.as_str(),
+        "--shard",
+        "64,64,64",
+        "-b",
+        "16,16,16",
+        "-c",
+        "gzip",
+        "--threads",
+        "2",
+    ];
+    // Kill copies at a few moments, each resuming the one before.
+    for delay in [30u64, 80, 150, 300] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_n5"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    let r = ok(&args);
+    // 4 x 3 x 2 shards in all, written now or by the killed copies.
+    let text = r.text();
+    let written: usize = text
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" shards written"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        text.contains(&format!("{} already identical", 24 - written)),
+        "{text}"
+    );
+    let z = Container::open(&dst, Mode::Read).unwrap();
+    assert!(whole(&z, "v").2 == data);
+    ok(&["verify", &dst]);
+}
+
+#[test]
+fn impossible_copies_fail_before_writing_anything() {
+    let t = TempDir::new("zarr-errors");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let ds = format!("{src}/r2/u16");
+    let n5_dst = t.path("out.n5");
+    fails(&["cp", &ds, &n5_dst, "--shard", "32,32"], 2, "--shard");
+    let r = fails(
+        &[
+            "cp",
+            &ds,
+            &t.path("out.zarr"),
+            "--format",
+            "zarr2",
+            "--shard",
+            "32,32",
+        ],
+        2,
+        "zarr2",
+    );
+    assert!(r.stderr.contains("sharded Zarr v3"), "{}", r.stderr);
+    let r = fails(
+        &["cp", &ds, &t.path("out.zarr"), "--shard", "40,32"],
+        2,
+        "--shard",
+    );
+    assert!(
+        r.stderr.contains("not a multiple of the block size"),
+        "{}",
+        r.stderr
+    );
+    fails(&["cp", &ds, &t.path("out.zarr"), "-c", "bzip2"], 1, "bzip2");
+    fails(&["cp", &ds, &t.path("out.zarr"), "-c", "lz4"], 1, "lz4");
+    fails(
+        &[
+            "cp",
+            &ds,
+            &format!("zarr2:{}", t.path("x")),
+            "--format",
+            "zarr3",
+        ],
+        2,
+        "contradicts",
+    );
+    fails(
+        &["cp", &ds, &t.path("out.zarr"), "--format", "hdf5"],
+        2,
+        "hdf5",
+    );
+    // String data has no Zarr counterpart: named, nothing written.
+    let c = Container::open(&src, Mode::ReadWrite).unwrap();
+    let attrs =
+        n5::DatasetAttributes::new(vec![4], vec![2], DataType::String, n5::Compression::Raw)
+            .unwrap();
+    let strings = c.create_dataset("text", attrs).unwrap();
+    strings.write_string_block(&[0], &[2], &["a", "b"]).unwrap();
+    fails(&["cp", &src, &t.path("all.zarr")], 1, "text");
+    for name in ["out.n5", "out.zarr", "x", "all.zarr"] {
+        assert!(!Path::new(&t.path(name)).exists(), "{name} was written");
+    }
+    // A varlength block has no Zarr counterpart either: the copy names it.
+    let attrs =
+        n5::DatasetAttributes::new(vec![4], vec![2], DataType::U16, n5::Compression::Raw).unwrap();
+    let vl = c.create_dataset("vl", attrs).unwrap();
+    vl.write_varlength_block(&[1], &[2], &[1, 0, 2, 0, 3, 0])
+        .unwrap();
+    let r = fails(
+        &["cp", &format!("{src}/vl"), &t.path("vl.zarr")],
+        1,
+        "varlength",
+    );
+    assert!(r.stderr.contains("vl: block [1]"), "{}", r.stderr);
+    assert!(!Path::new(&t.path("vl.zarr")).exists());
+}
