@@ -461,7 +461,7 @@ impl Container {
     }
 
     fn require_listing(&self) -> Result<()> {
-        if self.store().capabilities().list || self.consolidated()?.is_some() {
+        if self.can_list_nodes()? {
             Ok(())
         } else {
             Err(Error::new(
@@ -472,6 +472,13 @@ impl Container {
                 ),
             ))
         }
+    }
+
+    /// Whether [`Container::list`] and [`Container::deep_list`] work here:
+    /// the store lists, or (on a store that cannot, like plain HTTP) a Zarr
+    /// root holds consolidated metadata that names the nodes.
+    pub fn can_list_nodes(&self) -> Result<bool> {
+        Ok(self.store().capabilities().list || self.consolidated()?.is_some())
     }
 
     /// The nodes the root's consolidated metadata names (Zarr), read once.

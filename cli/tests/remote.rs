@@ -465,6 +465,32 @@ fn read_over_http_and_https() {
         &[&format!("{url}/missing")],
     );
 
+    // A Zarr v3 copy whose root holds consolidated metadata (as
+    // zarr-python writes it) lists over plain HTTP too.
+    let zarr = t.path("site/vol.zarr");
+    local.ok(&["cp", &vol, &zarr, "--format", "zarr3"]);
+    let root = t.0.join("site/vol.zarr/zarr.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&root).unwrap()).unwrap();
+    let mut nodes = serde_json::Map::new();
+    for node in ["raw", "raw/s0"] {
+        let path = t.0.join("site/vol.zarr").join(node).join("zarr.json");
+        nodes.insert(
+            node.to_string(),
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap(),
+        );
+    }
+    doc["consolidated_metadata"] =
+        json!({"kind": "inline", "must_understand": false, "metadata": nodes});
+    std::fs::write(&root, doc.to_string()).unwrap();
+    let zurl = format!("{}vol.zarr", site.url());
+    let tree = local.ok(&["tree", &zurl]).text();
+    assert!(tree.contains("raw") && tree.contains("s0"), "{tree}");
+    let listed = local.ok(&["ls", "-r", &zurl]).text();
+    assert!(listed.contains("raw/s0"), "{listed}");
+    let back = t.path("back.n5");
+    local.ok(&["cp", &zurl, &back]);
+    assert_eq!(local.ok(&["cat", &format!("{back}/raw/s0")]).stdout, want);
+
     // HTTPS: trusted with the test's CA, refused without it.
     let secure = server_or_skip!(n5_testkit::https(&t.0.join("site")));
     let ds = format!("{}vol.n5/raw/s0", secure.url());

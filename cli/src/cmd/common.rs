@@ -139,6 +139,12 @@ pub fn can_list(c: &Container) -> bool {
     c.store().capabilities().list
 }
 
+/// Whether the groups and datasets of `c` can be listed: the store lists,
+/// or a Zarr root's consolidated metadata names them.
+pub fn can_list_nodes(c: &Container) -> bool {
+    c.can_list_nodes().unwrap_or(false)
+}
+
 /// The blocks of `ds` to visit: its stored blocks where the store lists,
 /// else every position of its grid (at most [`MAX_PROBED`]).
 pub fn blocks_to_visit(ds: &Dataset, arg: &str) -> CliResult<Blocks> {

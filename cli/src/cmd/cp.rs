@@ -574,7 +574,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     match node(&src, &sloc.inner) {
         Node::Broken(m) => return Err(CliError::new(&sloc.arg, m)),
         Node::Dataset(_) => {}
-        Node::Group if !can_list(&src) => return Err(cannot_list(&sloc)),
+        Node::Group if !crate::cmd::common::can_list_nodes(&src) => return Err(cannot_list(&sloc)),
         Node::Group => rels.extend(src.deep_list(&sloc.inner).at(&sloc.arg)?),
     }
 

@@ -495,7 +495,7 @@ fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8>
         None => Value::Null,
     };
     let attributes = c.attributes(&loc.inner).at(&loc.arg)?;
-    let children = if can_list(c) {
+    let children = if crate::cmd::common::can_list_nodes(c) {
         let (mut groups, mut arrays) = (0usize, 0usize);
         for child in c.list(&loc.inner).at(&loc.arg)? {
             match node(c, &join(&loc.inner, &child)) {

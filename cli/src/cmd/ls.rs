@@ -7,7 +7,7 @@ use clap::Args;
 use n5::{Container, Mode};
 use serde_json::{json, Map, Value};
 
-use crate::cmd::common::{can_list, dataset_json, node, Node};
+use crate::cmd::common::{can_list_nodes, dataset_json, node, Node};
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{compression, dims, table, Out};
@@ -95,7 +95,7 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
     let c = open_existing(&loc, g)?;
     let here = node(&c, &loc.inner);
     let entries: Vec<(String, Node)> = match here {
-        Node::Group if !can_list(&c) => return Err(cannot_list(&loc)),
+        Node::Group if !can_list_nodes(&c) => return Err(cannot_list(&loc)),
         Node::Group => {
             let names = if a.recursive {
                 c.deep_list(&loc.inner).at(&loc.arg)?
@@ -187,7 +187,7 @@ pub fn tree(a: &TreeArgs, g: &Global) -> CliResult<u8> {
     let name = a.path.trim_end_matches('/').to_string();
     let mut out = Out::new();
     if a.json {
-        if !can_list(&c) && matches!(node(&c, &loc.inner), Node::Group) {
+        if !can_list_nodes(&c) && matches!(node(&c, &loc.inner), Node::Group) {
             return Err(cannot_list(&loc));
         }
         let v = tree_json(&c, &loc.inner, &name)?;
@@ -195,7 +195,7 @@ pub fn tree(a: &TreeArgs, g: &Global) -> CliResult<u8> {
     } else {
         let n = node(&c, &loc.inner);
         match &n {
-            Node::Group if !can_list(&c) => return Err(cannot_list(&loc)),
+            Node::Group if !can_list_nodes(&c) => return Err(cannot_list(&loc)),
             Node::Group => {
                 out.line(&name)?;
                 let mut rows = Vec::new();
