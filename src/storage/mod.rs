@@ -163,7 +163,11 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// The bytes of `range` of the object at `key` (clipped at its end, see
     /// [`ByteRange::resolve`]), `None` when there is none.
-    fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>>;
+    fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_range_versioned(key, range)?
+            .map(|(bytes, _)| bytes))
+    }
 
     /// [`Store::get_range`] with the version of the object the bytes came
     /// from, when the backend tells it with them (`None`: it does not, and
@@ -174,9 +178,7 @@ pub trait Store: Send + Sync + fmt::Debug {
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
-        Ok(self.get_range(key, range)?.map(|bytes| (bytes, None)))
-    }
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>>;
 
     /// Read the object at `key` into `parts`, one after the other, when its
     /// size is exactly their total size; otherwise give it whole. Lets a

@@ -333,12 +333,6 @@ impl Store for WebStore {
         Ok(true)
     }
 
-    fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
-        Ok(self
-            .get_range_versioned(key, range)?
-            .map(|(bytes, _)| bytes))
-    }
-
     fn get_range_versioned(
         &self,
         key: &str,
