@@ -449,22 +449,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
                 serde_json::to_string(&Value::Object(user)).unwrap_or_default(),
             ));
         }
-        if let Some(s) = stats {
-            let text = |k: &str| match &s[k] {
-                Value::String(t) => t.clone(),
-                v => v.to_string(),
-            };
-            rows.push(("min".into(), text("min")));
-            rows.push(("max".into(), text("max")));
-            rows.push(("mean".into(), text("mean")));
-            if let Some(n) = s.get("nan") {
-                rows.push(("NaNs".into(), n.to_string()));
-            }
-        }
-        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-        for (k, v) in rows {
-            out.line(&format!("{k:<width$}  {v}"))?;
-        }
+        print_rows(&mut out, rows, stats.as_ref())?;
     }
     out.flush()?;
     Ok(EXIT_OK)
@@ -805,6 +790,18 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
     if user.as_object().is_some_and(|m| !m.is_empty()) {
         rows.push(("attributes".into(), user.to_string()));
     }
+    print_rows(&mut out, rows, stats.as_ref())?;
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+/// Print `rows` (name, value) as an aligned table, after them the value
+/// statistics `stats` when given.
+fn print_rows(
+    out: &mut Out,
+    mut rows: Vec<(String, String)>,
+    stats: Option<&Value>,
+) -> CliResult<()> {
     if let Some(s) = stats {
         let text = |k: &str| match &s[k] {
             Value::String(t) => t.clone(),
@@ -821,6 +818,5 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
     for (k, v) in rows {
         out.line(&format!("{k:<width$}  {v}"))?;
     }
-    out.flush()?;
-    Ok(EXIT_OK)
+    Ok(())
 }
