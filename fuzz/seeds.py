@@ -159,6 +159,47 @@ def zarr_seeds():
         save("zarr_array", bytes([v2]) + struct.pack("<H", len(doc)) + doc + chunk)
         count += 1
     print(f"seeds.py: {count} Zarr arrays from {source}")
+    shard_seeds()
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli), as the Zarr v3 crc32c codec computes it."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def shard_seeds():
+    """Seeds of zarr_shard: for each layout of fuzz_targets/zarr_shard.rs
+    whose inner chunks are raw or carry their own CRC-32C (selector values
+    0 to 3 and 8 to 11), a valid shard of 4×4 inner chunks of 2×3 uint16
+    (one left empty), and the same shard cut short."""
+    count = 0
+    for selector in list(range(4)) + list(range(8, 12)):
+        at_end, with_crc = selector & 1 == 0, selector & 2 == 0
+        chunks, entries = b"", []
+        index_len = 16 * 16 + (4 if with_crc else 0)
+        base = 0 if at_end else index_len
+        for n in range(16):
+            if n == 5:
+                entries.append((2**64 - 1, 2**64 - 1))
+                continue
+            chunk = struct.pack("<6H", *[(n * 6 + i) % 65536 for i in range(6)])
+            if selector >= 8:
+                chunk += struct.pack("<I", crc32c(chunk))
+            entries.append((base + len(chunks), len(chunk)))
+            chunks += chunk
+        index = b"".join(struct.pack("<QQ", o, k) for o, k in entries)
+        if with_crc:
+            index += struct.pack("<I", crc32c(index))
+        shard = chunks + index if at_end else index + chunks
+        save("zarr_shard", bytes([selector]) + shard)
+        save("zarr_shard", bytes([selector]) + shard[: len(shard) // 2])
+        count += 2
+    print(f"seeds.py: {count} shards for zarr_shard")
 
 
 main()
