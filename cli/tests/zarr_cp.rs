@@ -810,3 +810,43 @@ fn impossible_copies_fail_before_writing_anything() {
     assert!(r.stderr.contains("vl: block [1]"), "{}", r.stderr);
     assert!(!Path::new(&t.path("vl.zarr")).exists());
 }
+
+#[test]
+fn info_counts_grids_beyond_2_to_the_64() {
+    let t = TempDir::new("zarr-huge");
+    let src = t.path("huge.n5");
+    let c = Container::open(&src, Mode::Create).unwrap();
+    let attrs = n5::DatasetAttributes::new(
+        vec![1 << 40, 1 << 40],
+        vec![1, 1],
+        DataType::U8,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    let ds = c.create_dataset("v", attrs).unwrap();
+    ds.write_block(&[5, 7], &[1, 1], &[9]).unwrap();
+    let path = format!("{src}/v");
+    let info = json(&["info", "--json", &path]);
+    assert_eq!(info["blocks"]["expected"], "at least 2^64", "{info}");
+    assert_eq!(info["blocks"]["stored"], 1, "{info}");
+    assert!(ok(&["info", &path]).text().contains("at least 2^64 blocks"));
+    // A sparse copy visits the one stored block only, into Zarr v3
+    // sharded and unsharded.
+    let z = t.path("huge.zarr");
+    ok(&["cp", &path, &format!("{z}/plain")]);
+    ok(&["cp", &path, &format!("{z}/sharded"), "--shard", "2,2"]);
+    for a in ["plain", "sharded"] {
+        let info = json(&["info", "--json", &format!("{z}/{a}")]);
+        assert_eq!(info["blocks"]["expected"], "at least 2^64", "{info}");
+        assert_eq!(info["shards"]["stored"], 1, "{info}");
+        let text = ok(&["info", &format!("{z}/{a}")]).text();
+        assert!(text.contains("at least 2^64"), "{text}");
+    }
+    let zc = Container::open(&z, Mode::Read).unwrap();
+    let mut one = [0u8];
+    zc.open_dataset("sharded")
+        .unwrap()
+        .read_region(&[5, 7], &[1, 1], &mut one)
+        .unwrap();
+    assert_eq!(one, [9]);
+}
