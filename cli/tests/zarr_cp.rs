@@ -850,3 +850,49 @@ fn info_counts_grids_beyond_2_to_the_64() {
         .unwrap();
     assert_eq!(one, [9]);
 }
+
+/// The format of the container at `root`.
+fn format_of(root: &str) -> n5::format::Format {
+    Container::open(root, Mode::Read).unwrap().format()
+}
+
+#[test]
+fn a_zarr_prefix_on_a_new_destination_means_some_zarr() {
+    let t = TempDir::new("zarr-prefix");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let ds = format!("{src}/r2/u16");
+    let local = Container::open(&src, Mode::Read).unwrap();
+    // Without --format: Zarr v3, as the library creates it (the path has
+    // no .zarr component: the whole of it is the root, here an array).
+    let v3 = t.path("newz");
+    ok(&["cp", &ds, &format!("zarr:{v3}")]);
+    assert_eq!(format_of(&format!("zarr3:{v3}")), n5::format::Format::Zarr3);
+    let c = Container::open(format!("zarr:{v3}"), Mode::Read).unwrap();
+    assert!(whole(&c, "") == whole(&local, "r2/u16"));
+    // --format zarr2 and zarr3 decide.
+    for (name, f, want) in [
+        ("two", "zarr2", n5::format::Format::Zarr2),
+        ("three", "zarr3", n5::format::Format::Zarr3),
+    ] {
+        let dst = format!("zarr:{}", t.path(name));
+        let r = ok(&["cp", &ds, &dst, "--format", f]);
+        assert!(r.text().contains("chunks written"), "{}", r.text());
+        let c = Container::open(&dst, Mode::Read).unwrap();
+        assert_eq!(c.format(), want, "{name}");
+        assert!(whole(&c, "") == whole(&local, "r2/u16"), "{name}");
+        // Run again, without --format: the container there decides.
+        let r = ok(&["cp", &ds, &dst]);
+        assert!(r.text().contains(" 0 chunks written"), "{}", r.text());
+    }
+    assert!(Path::new(&t.path("two")).join(".zarray").exists());
+    assert!(!Path::new(&t.path("two")).join("zarr.json").exists());
+    // N5 contradicts zarr:, and nothing is written.
+    let none = t.path("none");
+    fails(
+        &["cp", &ds, &format!("zarr:{none}"), "--format", "n5"],
+        2,
+        "contradicts",
+    );
+    assert!(!Path::new(&none).exists());
+}

@@ -23,7 +23,7 @@ use crate::cmd::common::{
 };
 use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
-use crate::location::{join, Location};
+use crate::location::{join, Location, Prefix};
 use crate::output::{count as count_of, progress, Out};
 use crate::zarr::{new_document, NewArray};
 use crate::{spec, work, Global};
@@ -258,11 +258,17 @@ fn carried(doc: &Value, drop_version: bool) -> Map<String, Value> {
 }
 
 /// The destination's format: `--format`, else the prefix, else the format
-/// of a container already there, else the suffix, else the source's.
+/// of a container already there, else the suffix, else the source's. A
+/// `zarr:` prefix where nothing is there yet means some Zarr: `--format`
+/// zarr2 or zarr3 decides, else Zarr v3 (what the library creates there).
 fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<Format> {
     let existing = dloc.existing_format();
     let prefix = dloc.prefix_format();
+    let any_zarr = dloc.prefix() == Some(Prefix::AnyZarr);
     let Some(text) = &a.format else {
+        if any_zarr && prefix.is_none() {
+            return Ok(Format::Zarr3);
+        }
         return Ok(prefix
             .or(existing)
             .or_else(|| dloc.suffix_format())
@@ -279,14 +285,10 @@ fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<
             ))
         }
     };
-    if let Some(p) = prefix.filter(|&p| p != wanted) {
+    if any_zarr && wanted == Format::N5 {
         return Err(CliError::usage(
             &dloc.arg,
-            format!(
-                "--format {} contradicts the location's {} prefix",
-                wanted.name(),
-                p.name()
-            ),
+            "--format n5 contradicts the location's zarr: prefix",
         ));
     }
     if let Some(e) = existing.filter(|&e| e != wanted) {
@@ -296,6 +298,16 @@ fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<
                 "is an existing {} container; --format {} cannot write into it (copy to a new location)",
                 e.name(),
                 wanted.name()
+            ),
+        ));
+    }
+    if let Some(p) = prefix.filter(|&p| p != wanted) {
+        return Err(CliError::usage(
+            &dloc.arg,
+            format!(
+                "--format {} contradicts the location's {} prefix",
+                wanted.name(),
+                p.name()
             ),
         ));
     }
