@@ -812,7 +812,7 @@ fn impossible_copies_fail_before_writing_anything() {
 }
 
 #[test]
-fn info_counts_grids_beyond_2_to_the_64() {
+fn info_and_cp_count_grids_beyond_2_to_the_64() {
     let t = TempDir::new("zarr-huge");
     let src = t.path("huge.n5");
     let c = Container::open(&src, Mode::Create).unwrap();
@@ -849,6 +849,26 @@ fn info_counts_grids_beyond_2_to_the_64() {
         .read_region(&[5, 7], &[1, 1], &mut one)
         .unwrap();
     assert_eq!(one, [9]);
+    // A fill value that N5 does not have: every chunk would be written,
+    // refused before anything is.
+    let filled = t.path("filled.zarr");
+    let zf = Container::open(format!("zarr3:{filled}"), Mode::Create).unwrap();
+    zf.create_dataset_json(
+        "f",
+        &json!({
+            "shape": [1u64 << 40, 1u64 << 40],
+            "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 1]}},
+            "chunk_key_encoding": {"name": "default"},
+            "fill_value": 7,
+            "codecs": [{"name": "bytes"}],
+        }),
+    )
+    .unwrap();
+    let out = t.path("filled.n5");
+    let r = fails(&["cp", &format!("{filled}/f"), &out], 1, "at least 2^64");
+    assert!(r.stderr.contains("filled.zarr/f: "), "{}", r.stderr);
+    assert!(!Path::new(&out).exists());
 }
 
 /// The format of the container at `root`.
@@ -895,4 +915,32 @@ fn a_zarr_prefix_on_a_new_destination_means_some_zarr() {
         "contradicts",
     );
     assert!(!Path::new(&none).exists());
+}
+
+#[test]
+fn an_oversized_shard_or_block_size_is_refused_before_writing() {
+    let t = TempDir::new("zarr-sizes");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let ds = format!("{src}/r2/u16");
+    // 65536 x 32768 uint16: 4 GiB decoded, more than a shard may hold.
+    let dst = t.path("big.zarr");
+    let r = fails(
+        &["cp", &ds, &dst, "--shard", "65536,32768", "-b", "16,16"],
+        1,
+        "more than 2 GiB",
+    );
+    assert!(r.stderr.contains("big.zarr"), "{}", r.stderr);
+    assert!(!Path::new(&dst).exists());
+    // Zero and 33-bit block sizes, and a zero shard extent.
+    for (args, needle) in [
+        (vec!["-b", "0,16"], "--block-size"),
+        (vec!["-b", "5000000000,16"], "--block-size"),
+        (vec!["--shard", "0,32", "-b", "16,16"], "--shard"),
+    ] {
+        let mut all = vec!["cp", ds.as_str(), dst.as_str()];
+        all.extend(args);
+        fails(&all, 2, needle);
+        assert!(!Path::new(&dst).exists(), "{all:?}");
+    }
 }

@@ -11,15 +11,18 @@
 //! list (plain HTTP(S)), every grid position is visited.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use clap::Args;
 use n5::format::Format;
-use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
+use n5::storage::MemoryStore;
+use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode, Options};
 use serde_json::{Map, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, grid_positions, in_grid, node, read_slabs, shard_grid, shard_region,
-    stored_blocks, stored_shards, workers, Blocks, Node, DATASET_KEYS,
+    blocks_to_visit, can_list, count_text, grid_count, grid_positions, in_grid, node, read_slabs,
+    shard_grid, shard_region, stored_blocks, stored_shards, workers, Blocks, Node, DATASET_KEYS,
+    MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
@@ -199,6 +202,40 @@ fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
     read.is_ok() && same
 }
 
+/// The most units (shards, chunks) a region copy that visits every one of
+/// a dataset's visits; their positions are held in memory.
+const MAX_UNITS: u64 = 1 << 24;
+
+/// Check that a copy that visits every position of the destination's
+/// `grid` (of units, or of blocks) can hold them: at most [`MAX_UNITS`]
+/// where the source lists (its fill value is not the destination's), at
+/// most [`MAX_PROBED`] where it cannot (plain HTTP(S)); else an error
+/// about the source `sarg` that says why.
+fn check_visits(grid: &[u64], listable: bool, sarg: &str) -> CliResult<()> {
+    let n = grid_count(grid);
+    let limit = if listable { MAX_UNITS } else { MAX_PROBED };
+    if n.is_some_and(|n| n <= limit) {
+        return Ok(());
+    }
+    let why = if listable {
+        "the source's fill value is not the destination's, so every chunk (shard) of the destination is written"
+    } else {
+        "plain HTTP(S) cannot list the source's chunks, so every chunk (shard) of the destination is visited"
+    };
+    Err(CliError::new(
+        sarg,
+        format!(
+            "{why}, and its grid {grid:?} has {} of them, more than {limit} (give a larger --shard or -b{})",
+            count_text(n),
+            if listable {
+                ""
+            } else {
+                ", or copy from s3://, gs:// or a local copy"
+            }
+        ),
+    ))
+}
+
 /// The units (shard-grid positions of the destination) a region copy of
 /// `plan` visits: where the source can list and fills chunks it does not
 /// store with the destination's fill value, those that overlap a block
@@ -206,8 +243,10 @@ fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
 /// are cleared); else every one.
 fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>>> {
     let grid = shard_grid(&plan.dst);
-    let sparse = can_list(plan.src.container()) && plan.src.fill_value() == plan.dst.fill_value();
+    let listable = can_list(plan.src.container());
+    let sparse = listable && plan.src.fill_value() == plan.dst.fill_value();
     if !sparse {
+        check_visits(&grid, listable, sarg)?;
         return Ok(grid_positions(&grid));
     }
     let unit = plan.dst.shard_shape();
@@ -337,6 +376,23 @@ struct Planned {
     attributes: Map<String, Value>,
 }
 
+/// Check the values of `--block-size`: each at least 1 and at most
+/// 2^32 - 1 (N5 block sizes are 32-bit).
+fn checked_block_size(block: &[u64]) -> CliResult<()> {
+    for (d, &b) in block.iter().enumerate() {
+        if b == 0 || b > u64::from(u32::MAX) {
+            return Err(CliError::usage(
+                "--block-size",
+                format!(
+                    "{block:?}: dimension {d} is {b}, and a block size is at least 1 and at most {}",
+                    u32::MAX
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The shard shape of `--shard` for a dataset of block size `block` (N5
 /// order), checked: the rank, and a multiple of the block size.
 fn checked_shard(shard: &[u64], block: &[u32], sarg: &str) -> CliResult<Vec<u64>> {
@@ -427,6 +483,28 @@ fn check_no_varlength(ds: &Dataset, sarg: &str, format: Format, g: &Global) -> C
     Ok(())
 }
 
+/// Check the Zarr array document `document` of the new dataset `dp` as
+/// the library checks it when the copy creates it, by creating it in an
+/// empty in-memory container of `format`: what it refuses (a shard or chunk
+/// of more than 2 GiB decoded, among others) then stops the copy before
+/// anything is written.
+fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> CliResult<()> {
+    let scratch = Container::open_store(
+        Arc::new(MemoryStore::new()),
+        "planning",
+        Mode::Create,
+        Options {
+            format: Some(format),
+            ..Options::default()
+        },
+    )
+    .at(darg)?;
+    scratch
+        .create_dataset_json(dp, document)
+        .map(|_| ())
+        .at(darg)
+}
+
 /// What a copy is asked to do to every dataset.
 struct Request<'a> {
     /// The source container.
@@ -450,15 +528,14 @@ fn plan_dataset(
     r: &Request,
     sa: &DatasetAttributes,
     sp: &str,
+    dp: &str,
     sarg: &str,
     darg: &str,
 ) -> CliResult<Make> {
     let block: Vec<u32> = match r.block_size {
         None => sa.block_size.clone(),
-        Some(b) if b.len() == sa.ndim() => b
-            .iter()
-            .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
-            .collect(),
+        // Each value is at most u32::MAX (see checked_block_size).
+        Some(b) if b.len() == sa.ndim() => b.iter().map(|&x| x as u32).collect(),
         Some(b) => {
             return Err(CliError::usage(
                 sarg,
@@ -530,6 +607,29 @@ fn plan_dataset(
         },
     )
     .at(darg)?;
+    if r.format != Format::N5 {
+        check_document(r.format, dp, &document, darg)?;
+    }
+    // Copies that visit every unit of the grid: the positions must fit.
+    let listable = can_list(r.src);
+    let source_fill = match &source {
+        Some(s) => s.fill_value(),
+        None => vec![0u8; sa.data_type.size()],
+    };
+    if !listable || (by_region && source_fill != fill) {
+        let unit: Vec<u64> = match (&shard, by_region) {
+            (Some(s), _) => s.clone(),
+            (None, true) => attrs.block_size.iter().map(|&b| b as u64).collect(),
+            (None, false) => sa.block_size.iter().map(|&b| b as u64).collect(),
+        };
+        let grid: Vec<u64> = sa
+            .dimensions
+            .iter()
+            .zip(&unit)
+            .map(|(&d, &u)| d.div_ceil(u))
+            .collect();
+        check_visits(&grid, listable, sarg)?;
+    }
     Ok(Make::Dataset {
         attrs,
         document,
@@ -554,6 +654,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .as_deref()
         .map(|t| spec::list("--shard", t))
         .transpose()?;
+    if let Some(b) = &block_size {
+        checked_block_size(b)?;
+    }
     let sloc = Location::parse(&a.src, g)?;
     let dloc = Location::parse(&a.dst, g)?;
     let threads = work::threads(g.threads);
@@ -612,7 +715,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let make = match node(&src, &sp) {
             Node::Broken(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
-            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &sarg, &darg)?,
+            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &dp, &sarg, &darg)?,
         };
         nodes.push(Planned {
             rel: rel.clone(),
@@ -720,8 +823,10 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             jobs.extend(all.into_iter().map(|p| (i, p)));
         }
     }
-    // Region jobs hold a unit of the source and of the destination in
-    // memory: at most about 2 GiB of them at once.
+    // A region job holds about three units' worth of memory: the unit read
+    // from the source, the library's buffer of the destination's shard, and
+    // its encoded bytes. Jobs run in parallel while that stays under about
+    // 2 GiB (one job at a time past it).
     let unit_bytes = plans
         .iter()
         .filter(|p| p.by_region)
@@ -730,7 +835,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .unwrap_or(0);
     let mut parallel = workers(g, &src).max(workers(g, &dst));
     if unit_bytes > 0 {
-        parallel = parallel.min(((2u64 << 30) / (2 * unit_bytes)).max(1) as usize);
+        parallel = parallel.min(((2u64 << 30) / (3 * unit_bytes)).max(1) as usize);
     }
     let bar = progress(jobs.len() as u64, "cp", g.quiet);
     let results = work::map(&jobs, parallel, |(i, pos)| {
