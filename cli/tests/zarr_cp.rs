@@ -157,12 +157,20 @@ fn whole(c: &Container, path: &str) -> (DataType, Vec<u64>, Vec<u8>) {
     (a.data_type, a.dimensions.clone(), buf)
 }
 
-/// The user attributes of the node `path` of `c`: everything but the N5
-/// dataset keys and version.
+/// The user attributes of the node `path` of `c`: its attributes but, in
+/// N5, the version of the root and the dataset keys of a dataset (its
+/// metadata there). A Zarr node's attributes are all user attributes.
 fn user(c: &Container, path: &str) -> Map<String, Value> {
     let mut m = obj(c.attributes(path).unwrap());
-    for k in ["dimensions", "blockSize", "dataType", "compression", "n5"] {
-        m.remove(k);
+    if c.format() == n5::format::Format::N5 {
+        if path.is_empty() {
+            m.remove("n5");
+        }
+        if c.dataset_exists(path).unwrap() {
+            for k in ["dimensions", "blockSize", "dataType", "compression"] {
+                m.remove(k);
+            }
+        }
     }
     m
 }
@@ -943,4 +951,60 @@ fn an_oversized_shard_or_block_size_is_refused_before_writing() {
         fails(&all, 2, needle);
         assert!(!Path::new(&dst).exists(), "{all:?}");
     }
+}
+
+/// A new Zarr v3 container at `root` (a path) with an array `a` of
+/// `shape` (N5 order) and a group `g`.
+fn zarr3_with_array(root: &str, shape: &[u64], block: &[u32]) -> Container {
+    let c = Container::open(format!("zarr3:{root}"), Mode::Create).unwrap();
+    let attrs = n5::DatasetAttributes::new(
+        shape.to_vec(),
+        block.to_vec(),
+        DataType::U8,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    c.create_dataset("a", attrs).unwrap();
+    c.create_group("g").unwrap();
+    c
+}
+
+#[test]
+fn user_attributes_named_like_n5_dataset_keys_are_kept_or_refused() {
+    let t = TempDir::new("zarr-keys");
+    let z = t.path("src.zarr");
+    let c = zarr3_with_array(&z, &[4, 4], &[2, 2]);
+    let array_attrs = obj(json!({"dimensions": "xyz", "compression": "custom", "unit": "nm"}));
+    let group_attrs = obj(json!({"blockSize": [3], "dataType": "label"}));
+    c.set_attributes("a", &array_attrs).unwrap();
+    c.set_attributes("g", &group_attrs).unwrap();
+    // Zarr to Zarr: every attribute goes.
+    let z2 = format!("zarr2:{}", t.path("v2"));
+    ok(&["cp", &z, &z2]);
+    let c2 = Container::open(&z2, Mode::Read).unwrap();
+    assert_eq!(user(&c2, "a"), array_attrs);
+    assert_eq!(user(&c2, "g"), group_attrs);
+    // Into N5, the array's 'dimensions' would be its metadata: refused,
+    // nothing written.
+    let n5_dst = t.path("out.n5");
+    let r = fails(&["cp", &z, &n5_dst], 1, "'dimensions'");
+    assert!(r.stderr.contains("out.n5/a:"), "{}", r.stderr);
+    assert!(!Path::new(&n5_dst).exists());
+    // A group keeps them in N5 while it cannot read as a dataset...
+    ok(&["cp", &format!("{z}/g"), &format!("{n5_dst}/g")]);
+    let cn = Container::open(&n5_dst, Mode::Read).unwrap();
+    assert_eq!(user(&cn, "g"), group_attrs);
+    assert!(!cn.dataset_exists("g").unwrap());
+    // ... and back to Zarr they stay (an N5 group's keys are its user
+    // attributes).
+    let z3 = t.path("back.zarr");
+    ok(&["cp", &format!("{n5_dst}/g"), &format!("{z3}/g")]);
+    let c3 = Container::open(&z3, Mode::Read).unwrap();
+    assert_eq!(user(&c3, "g"), group_attrs);
+    // ... but not with dimensions, blockSize and dataType together.
+    c.set_attributes("g", &obj(json!({"dimensions": [2]})))
+        .unwrap();
+    let other = t.path("other.n5");
+    fails(&["cp", &format!("{z}/g"), &other], 1, "read as a dataset");
+    assert!(!Path::new(&other).exists());
 }

@@ -280,20 +280,53 @@ fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>
     Ok(set.into_iter().filter(|p| in_grid(p, &grid)).collect())
 }
 
-/// The attributes of `doc` that a copy carries over: all but the N5
-/// dataset keys, and but the `"n5"` version when the copy is the
+/// The attributes of `doc` (the node's attributes as the source's
+/// container gives them) that a copy carries over: all of them but, for a
+/// dataset of an N5 source, the N5 dataset keys (its metadata there, not
+/// user attributes), and but the `"n5"` version when the copy is the
 /// destination's root (whose version the destination keeps) or the
 /// source's N5 root goes to another format.
-fn carried(doc: &Value, drop_version: bool) -> Map<String, Value> {
+fn carried(doc: &Value, drop_version: bool, n5_dataset: bool) -> Map<String, Value> {
     doc.as_object()
         .map(|m| {
             m.iter()
                 .filter(|(k, _)| !(drop_version && k.as_str() == "n5"))
-                .filter(|(k, _)| !DATASET_KEYS.contains(&k.as_str()))
+                .filter(|(k, _)| !(n5_dataset && DATASET_KEYS.contains(&k.as_str())))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Check that the user attributes of a node can go into N5 as they are,
+/// before anything is written: a dataset's user attributes cannot use an
+/// N5 dataset key (they share attributes.json with its metadata), and a
+/// group's cannot hold all of `dimensions`, `blockSize` and `dataType`
+/// (N5 readers would take the group for a dataset).
+fn check_n5_attributes(
+    attributes: &Map<String, Value>,
+    dataset: bool,
+    darg: &str,
+) -> CliResult<()> {
+    if dataset {
+        if let Some(k) = DATASET_KEYS.iter().find(|k| attributes.contains_key(**k)) {
+            return Err(CliError::new(
+                darg,
+                format!(
+                    "the user attribute '{k}' cannot go into an N5 dataset, whose attributes.json holds its metadata under that key (rename or remove the attribute at the source)"
+                ),
+            ));
+        }
+    } else if ["dimensions", "blockSize", "dataType"]
+        .iter()
+        .all(|k| attributes.contains_key(*k))
+    {
+        return Err(CliError::new(
+            darg,
+            "this group's user attributes 'dimensions', 'blockSize' and 'dataType' would make it read as a dataset in N5 (rename or remove them at the source)",
+        ));
+    }
+    Ok(())
 }
 
 /// The destination's format: `--format`, else the prefix, else the format
@@ -711,12 +744,16 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let doc = src.attributes(&sp).at(&sarg)?;
         let drop_version =
             dp.is_empty() || (src.format() == Format::N5 && sp.is_empty() && format != Format::N5);
-        let attributes = carried(&doc, drop_version);
         let make = match node(&src, &sp) {
             Node::Broken(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
             Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &dp, &sarg, &darg)?,
         };
+        let dataset = matches!(make, Make::Dataset { .. });
+        let attributes = carried(&doc, drop_version, dataset && src.format() == Format::N5);
+        if format == Format::N5 {
+            check_n5_attributes(&attributes, dataset, &darg)?;
+        }
         nodes.push(Planned {
             rel: rel.clone(),
             make,
