@@ -1008,3 +1008,47 @@ fn user_attributes_named_like_n5_dataset_keys_are_kept_or_refused() {
     fails(&["cp", &format!("{z}/g"), &other], 1, "read as a dataset");
     assert!(!Path::new(&other).exists());
 }
+
+#[test]
+fn a_copy_onto_a_node_of_the_other_kind_is_refused_before_writing() {
+    let t = TempDir::new("zarr-kinds");
+    let src = t.path("src.n5");
+    make_source(&src);
+    for dst in [t.path("dst.zarr"), t.path("dst.n5")] {
+        // An array "a" and a group "g" with a child.
+        ok(&["cp", &format!("{src}/r2/u16"), &format!("{dst}/a")]);
+        ok(&["cp", &format!("{src}/r1"), &format!("{dst}/g")]);
+        let before = mtimes(Path::new(&dst));
+        // A group onto the array.
+        let r = fails(
+            &["cp", &format!("{src}/r2"), &format!("{dst}/a")],
+            1,
+            "a dataset is already there",
+        );
+        assert!(r.stderr.contains(&format!("{dst}/a:")), "{}", r.stderr);
+        // An array onto the group.
+        let r = fails(
+            &["cp", &format!("{src}/r2/f64"), &format!("{dst}/g")],
+            1,
+            "a group is already there",
+        );
+        assert!(r.stderr.contains(&format!("{dst}/g:")), "{}", r.stderr);
+        // Anything inside the array.
+        fails(
+            &["cp", &format!("{src}/r2/f64"), &format!("{dst}/a/x")],
+            1,
+            "'a' is a dataset",
+        );
+        assert_eq!(mtimes(Path::new(&dst)), before, "{dst} was written");
+        // A whole tree whose group "r2" is an array at the destination.
+        let tree = format!("{dst}/t");
+        ok(&["cp", &format!("{src}/r2/u16"), &format!("{tree}/r2")]);
+        let before_tree = mtimes(Path::new(&dst));
+        fails(&["cp", &src, &tree], 1, "a dataset is already there");
+        assert_eq!(mtimes(Path::new(&dst)), before_tree, "{dst} was written");
+        let c = Container::open(&dst, Mode::Read).unwrap();
+        assert!(c.dataset_exists("a").unwrap());
+        assert!(!c.dataset_exists("g").unwrap());
+        assert!(c.dataset_exists("g/i64").unwrap());
+    }
+}

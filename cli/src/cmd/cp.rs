@@ -538,6 +538,77 @@ fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> Cli
         .at(darg)
 }
 
+/// Check what the container `dst` already holds where the copy of `nodes`
+/// to `dloc` goes: nothing above the copy is a dataset; a group goes onto
+/// nothing or a group; a dataset onto nothing, an empty group (no
+/// children, no user attributes), or a dataset with the metadata the copy
+/// makes (a copy resumed with the same options).
+fn check_destination(dst: &Container, dloc: &Location, nodes: &[Planned]) -> CliResult<()> {
+    let names: Vec<&str> = dloc.inner.split('/').filter(|s| !s.is_empty()).collect();
+    for i in 0..names.len() {
+        let above = names[..i].join("/");
+        if dst.dataset_exists(&above).at(&dloc.arg)? {
+            let what = if above.is_empty() {
+                "the container's root".to_string()
+            } else {
+                format!("'{above}'")
+            };
+            return Err(CliError::new(
+                &dloc.arg,
+                format!("{what} is a dataset, and a copy cannot go inside a dataset"),
+            ));
+        }
+    }
+    for n in nodes {
+        let dp = join(&dloc.inner, &n.rel);
+        let darg = dloc.child(&n.rel).arg;
+        if !dst.exists(&dp).at(&darg)? {
+            continue;
+        }
+        let dataset_there = dst.dataset_exists(&dp).at(&darg)?;
+        match &n.make {
+            Make::Group if dataset_there => {
+                return Err(CliError::new(
+                    &darg,
+                    "a dataset is already there, and the copy makes a group here (remove it, or copy to another path)",
+                ));
+            }
+            Make::Group => {}
+            Make::Dataset { .. } if !dataset_there => {
+                let mut user = dst.attributes(&dp).at(&darg)?;
+                if let Some(m) = user.as_object_mut() {
+                    m.remove("n5");
+                }
+                let empty = user.as_object().is_none_or(|m| m.is_empty())
+                    && dst.list(&dp).at(&darg)?.is_empty();
+                if !empty {
+                    return Err(CliError::new(
+                        &darg,
+                        "a group is already there, and the copy makes a dataset here (remove it, or copy to another path)",
+                    ));
+                }
+            }
+            Make::Dataset {
+                attrs, document, ..
+            } => {
+                let existing = dst.open_dataset(&dp).at(&darg)?;
+                let same = if dst.format() == Format::N5 {
+                    *existing.attributes() == *attrs
+                } else {
+                    same_document(&existing.metadata().at(&darg)?, document)
+                };
+                if !same {
+                    return Err(CliError::new(
+                        &darg,
+                        "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What a copy is asked to do to every dataset.
 struct Request<'a> {
     /// The source container.
@@ -761,6 +832,22 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         });
     }
 
+    // What is already at the destination must be what the copy makes:
+    // checked by reading it, before anything is written.
+    if dloc.existing_format().is_some() {
+        let there = dloc.open_for_copy(Mode::Read, threads, format, true)?;
+        if there.format() != format {
+            return Err(CliError::new(
+                &dloc.arg,
+                format!(
+                    "is a {} container, not {}",
+                    there.format().name(),
+                    format.name()
+                ),
+            ));
+        }
+        check_destination(&there, &dloc, &nodes)?;
+    }
     let dst = dloc.open_for_copy(Mode::Create, threads, format, true)?;
     if dst.format() != format {
         return Err(CliError::new(
@@ -774,30 +861,6 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     }
     // Region writes leave out what equals the fill value.
     let sparse = dloc.open_for_copy(Mode::ReadWrite, threads, format, false)?;
-    // Datasets already there must be what the copy would make.
-    for n in &nodes {
-        let dp = join(&dloc.inner, &n.rel);
-        let darg = dloc.child(&n.rel).arg;
-        if let Make::Dataset {
-            attrs, document, ..
-        } = &n.make
-        {
-            if dst.dataset_exists(&dp).at(&darg)? {
-                let existing = dst.open_dataset(&dp).at(&darg)?;
-                let same = if format == Format::N5 {
-                    *existing.attributes() == *attrs
-                } else {
-                    same_document(&existing.metadata().at(&darg)?, document)
-                };
-                if !same {
-                    return Err(CliError::new(
-                        &darg,
-                        "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
-                    ));
-                }
-            }
-        }
-    }
 
     let mut plans: Vec<Plan> = Vec::new();
     for n in &nodes {
