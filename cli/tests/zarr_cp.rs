@@ -1052,3 +1052,32 @@ fn a_copy_onto_a_node_of_the_other_kind_is_refused_before_writing() {
         assert!(c.dataset_exists("g/i64").unwrap());
     }
 }
+
+#[test]
+fn a_damaged_source_block_is_named_at_the_source() {
+    let t = TempDir::new("zarr-damaged-source");
+    let src = t.path("src.n5");
+    make_source(&src);
+    // Garble the compressed data of block [0, 0] of r2/u16.
+    let block = Path::new(&src).join("r2/u16/0/0");
+    let mut bytes = std::fs::read(&block).unwrap();
+    let n = bytes.len();
+    for b in &mut bytes[n / 2..] {
+        *b = 0xff;
+    }
+    std::fs::write(&block, &bytes).unwrap();
+    // Block by block (N5 to N5) and by regions (into Zarr).
+    for (dst, named) in [
+        (t.path("out.n5"), block.display().to_string()),
+        (t.path("out.zarr"), format!("{src}/r2/u16")),
+    ] {
+        let r = common::run(&["cp", &format!("{src}/r2/u16"), &dst]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(
+            r.stderr.starts_with(&format!("n5: {named}: ")),
+            "{dst}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains(&dst), "{}", r.stderr);
+    }
+}

@@ -133,6 +133,8 @@ fn write_content(ds: &Dataset, pos: &[u64], content: &Content) -> n5::Result<()>
 struct Plan {
     src: Dataset,
     dst: Dataset,
+    /// The source dataset as messages name it.
+    sarg: String,
     /// Whether the copy goes by regions of the destination's shards (or
     /// chunks, or blocks) rather than block by block: between formats, or
     /// when the block grids differ.
@@ -149,9 +151,18 @@ enum Done {
     Absent,
 }
 
+/// Where a block or unit copy failed: reading the source, or writing the
+/// destination.
+enum Failed {
+    /// Reading the source failed.
+    Source(n5::Error),
+    /// Writing (or comparing with) the destination failed.
+    Destination(n5::Error),
+}
+
 /// Copy (or check) the block at `pos` of both grids of `plan`.
-fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
-    let want = read_content(&plan.src, pos)?;
+fn copy_block(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
+    let want = read_content(&plan.src, pos).map_err(Failed::Source)?;
     // A destination block that cannot be read is simply rewritten.
     let have = read_content(&plan.dst, pos).ok();
     if have.as_ref() == Some(&want) {
@@ -161,7 +172,7 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
             Done::Skipped
         });
     }
-    write_content(&plan.dst, pos, &want)?;
+    write_content(&plan.dst, pos, &want).map_err(Failed::Destination)?;
     Ok(if want == Content::Missing {
         Done::Removed
     } else {
@@ -175,18 +186,26 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
 /// destination holds, and written in one region write when it differs
 /// (which writes each shard once; units equal to the fill value are then
 /// not stored).
-fn copy_unit(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
+fn copy_unit(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
     let (offset, shape) = shard_region(&plan.dst, pos);
     let elem = plan.dst.data_type().size();
     let n: u64 = shape.iter().product();
     let mut want = vec![0u8; n as usize * elem];
-    plan.src.read_region(&offset, &shape, &mut want)?;
+    plan.src
+        .read_region(&offset, &shape, &mut want)
+        .map_err(|e| {
+            Failed::Source(e.context(format!(
+                "reading the region at {offset:?} of shape {shape:?}"
+            )))
+        })?;
     let fill = plan.dst.fill_value();
     let empty = want.chunks_exact(elem).all(|e| e == fill.as_slice());
     if holds(&plan.dst, &offset, &shape, &want) {
         return Ok(if empty { Done::Absent } else { Done::Skipped });
     }
-    plan.dst.write_region(&offset, &shape, &want)?;
+    plan.dst
+        .write_region(&offset, &shape, &want)
+        .map_err(Failed::Destination)?;
     Ok(if empty { Done::Removed } else { Done::Copied })
 }
 
@@ -888,6 +907,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                 plans.push(Plan {
                     src: src.open_dataset(&sp).at(&sarg)?,
                     dst: on.open_dataset(&dp).at(&darg)?,
+                    sarg: sarg.clone(),
                     by_region: *by_region,
                 });
             }
@@ -900,7 +920,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     // The jobs of every dataset: blocks, or units of region copies.
     let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
-        let sarg = plan.src.path().to_string();
+        let sarg = plan.sarg.clone();
         if plan.by_region {
             let units = units_to_visit(plan, &sarg, plan.dst.path())?;
             jobs.extend(units.into_iter().map(|p| (i, p)));
@@ -945,7 +965,19 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         } else {
             copy_block(plan, pos)
         };
-        let r = r.map_err(|e| {
+        let r = r.map_err(|failed| {
+            let e = match failed {
+                Failed::Source(e) if plan.by_region => {
+                    return CliError::new(&plan.sarg, e.message());
+                }
+                Failed::Source(e) => {
+                    return CliError::new(
+                        sloc.describe(src.store(), &plan.src.block_key(pos)),
+                        e.message(),
+                    );
+                }
+                Failed::Destination(e) => e,
+            };
             let first: Vec<u64> = if plan.by_region {
                 let attrs = plan.dst.attributes();
                 pos.iter()
