@@ -683,6 +683,30 @@ fn a_copy_resumes_and_rewrites_only_the_shards_that_are_wrong() {
     ok(&["verify", &z]);
 }
 
+/// The number of shard files below `dir` (the `c/` directory of an
+/// array), temporary files left out.
+fn shard_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                shard_files(&p)
+            } else {
+                usize::from(
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit()),
+                )
+            }
+        })
+        .sum()
+}
+
 #[test]
 fn a_killed_copy_completes_when_run_again() {
     let t = TempDir::new("zarr-killed");
@@ -714,8 +738,19 @@ fn a_killed_copy_completes_when_run_again() {
         "--threads",
         "2",
     ];
-    // Kill copies at a few moments, each resuming the one before.
-    for delay in [30u64, 80, 150, 300] {
+    // Kill copies until one is killed in the middle: some shards written,
+    // not all. Each attempt resumes what the one before left; one killed
+    // too late (every shard there) starts again from nothing, and the
+    // delays close in on the copy's duration (bounded in attempts and time).
+    let shards_dir = Path::new(&dst).join("v/c");
+    let (mut early, mut late) = (0u64, None::<u64>);
+    let mut delay = 40u64;
+    let mut killed_with = None;
+    let start = std::time::Instant::now();
+    for _ in 0..20 {
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            break;
+        }
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_n5"))
             .args(args)
             .stdout(std::process::Stdio::null())
@@ -725,15 +760,35 @@ fn a_killed_copy_completes_when_run_again() {
         std::thread::sleep(std::time::Duration::from_millis(delay));
         let _ = child.kill();
         child.wait().unwrap();
+        let there = shard_files(&shards_dir);
+        if there > 0 && there < 24 {
+            killed_with = Some(there);
+            break;
+        }
+        if there == 0 {
+            early = delay;
+        } else {
+            late = Some(delay);
+            std::fs::remove_dir_all(&dst).unwrap();
+        }
+        delay = match late {
+            Some(l) => (early + l) / 2,
+            None => delay * 2,
+        };
     }
+    let Some(there) = killed_with else {
+        panic!("no copy was killed in the middle (last delay {delay} ms, too early at {early} ms, too late at {late:?} ms)");
+    };
     let r = ok(&args);
-    // 4 x 3 x 2 shards in all, written now or by the killed copies.
+    // 4 x 3 x 2 shards in all: those the killed copy left (each written
+    // whole, or not at all) are not written again.
     let text = r.text();
     let written: usize = text
         .split(", ")
         .find_map(|p| p.strip_suffix(" shards written"))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(written, 24 - there, "{there} there: {text}");
     assert!(
         text.contains(&format!("{} already identical", 24 - written)),
         "{text}"
