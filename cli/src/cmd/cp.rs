@@ -20,9 +20,9 @@ use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode, Opt
 use serde_json::{Map, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, count_text, grid_count, grid_positions, in_grid, node, read_slabs,
-    shard_grid, shard_region, stored_blocks, stored_shards, workers, Blocks, Node, DATASET_KEYS,
-    MAX_PROBED,
+    blocks_to_visit, can_list, count_text, grid_count, grid_iter, grid_positions, in_grid, node,
+    read_slabs, shard_grid, shard_region, stored_blocks, stored_shards, workers, Blocks, Node,
+    DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
@@ -221,8 +221,8 @@ fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
     read.is_ok() && same
 }
 
-/// The most units (shards, chunks) a region copy that visits every one of
-/// a dataset's visits; their positions are held in memory.
+/// The most units (shards, chunks) of one dataset that a region copy
+/// visits: their positions are held in memory.
 const MAX_UNITS: u64 = 1 << 24;
 
 /// Check that a copy that visits every position of the destination's
@@ -286,8 +286,16 @@ fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>
             .map(|d| (((p[d] + 1) * sblock[d]).min(dims[d]) - 1) / unit[d])
             .collect();
         let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
-        for k in grid_positions(&extent) {
+        for k in grid_iter(&extent) {
             set.insert(k.iter().zip(&lo).map(|(&k, &l)| k + l).collect());
+        }
+        if set.len() as u64 > MAX_UNITS {
+            return Err(CliError::new(
+                sarg,
+                format!(
+                    "its stored blocks cover more than {MAX_UNITS} chunks (shards) of the destination, more than one copy visits (give a larger --shard or -b)"
+                ),
+            ));
         }
     }
     if plan.dst.container().format() == Format::N5 {
