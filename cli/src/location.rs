@@ -23,6 +23,17 @@ use n5::{Container, Mode, Options};
 use crate::error::{At, CliError, CliResult};
 use crate::global::Global;
 
+/// What a location's format prefix asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefix {
+    /// `n5:`, `zarr2:` or `zarr3:`: that format.
+    Exactly(n5::format::Format),
+    /// `zarr:`: Zarr, v3 when the root has zarr.json and v2 otherwise for
+    /// a container that is there; for a new one, `--format` (or the
+    /// `format` option) decides, else v3.
+    AnyZarr,
+}
+
 /// A container root and a path inside it, with the argument as typed.
 #[derive(Clone, Debug)]
 pub struct Location {
@@ -214,7 +225,9 @@ impl Location {
 
     /// [`Location::open`] with the options a copy writes with: `format`
     /// for a container that [`Mode::Create`] makes (an existing one keeps
-    /// its own), and whether blocks equal to the fill value are stored.
+    /// its own), and whether blocks equal to the fill value are stored. A
+    /// `zarr:` prefix becomes `zarr2:` or `zarr3:` after `format`, so that
+    /// the container the library creates (or opens) is the one asked for.
     pub fn open_for_copy(
         &self,
         mode: Mode,
@@ -222,7 +235,21 @@ impl Location {
         format: n5::format::Format,
         write_empty_blocks: bool,
     ) -> CliResult<Container> {
+        use n5::format::Format;
+        use n5::storage::location::{split_format, FormatHint};
+        let root = match split_format(&self.root) {
+            (Some(FormatHint::Zarr), rest) if format != Format::N5 => {
+                let explicit = if format == Format::Zarr2 {
+                    "zarr2:"
+                } else {
+                    "zarr3:"
+                };
+                format!("{explicit}{rest}")
+            }
+            _ => self.root.clone(),
+        };
         Location {
+            root,
             options: Options {
                 format: Some(format),
                 write_empty_blocks,
@@ -252,19 +279,26 @@ impl Location {
         (marked || children).then(|| c.format())
     }
 
-    /// The format the location's prefix names (`n5:`, `zarr2:`, `zarr3:`;
-    /// `zarr:` is Zarr v3 when the root has zarr.json, else v2), if any.
-    pub fn prefix_format(&self) -> Option<n5::format::Format> {
+    /// What the location's prefix says about its format, if it has one.
+    pub fn prefix(&self) -> Option<Prefix> {
         use n5::format::Format;
         use n5::storage::location::FormatHint;
-        match n5::storage::location::split_format(&self.root).0? {
-            FormatHint::N5 => Some(Format::N5),
-            FormatHint::Zarr2 => Some(Format::Zarr2),
-            FormatHint::Zarr3 => Some(Format::Zarr3),
-            FormatHint::Zarr => Some(
-                self.open(Mode::Read, 1)
-                    .map_or(Format::Zarr2, |c| c.format()),
-            ),
+        Some(match n5::storage::location::split_format(&self.root).0? {
+            FormatHint::N5 => Prefix::Exactly(Format::N5),
+            FormatHint::Zarr2 => Prefix::Exactly(Format::Zarr2),
+            FormatHint::Zarr3 => Prefix::Exactly(Format::Zarr3),
+            FormatHint::Zarr => Prefix::AnyZarr,
+        })
+    }
+
+    /// The format the location's prefix names (`n5:`, `zarr2:`, `zarr3:`;
+    /// `zarr:` is Zarr v3 when the root has zarr.json, else v2, for a
+    /// container that is there), if any: `None` for `zarr:` where nothing
+    /// is there yet (see [`Location::prefix`]).
+    pub fn prefix_format(&self) -> Option<n5::format::Format> {
+        match self.prefix()? {
+            Prefix::Exactly(f) => Some(f),
+            Prefix::AnyZarr => self.existing_format(),
         }
     }
 
@@ -465,6 +499,11 @@ mod tests {
         assert_eq!(l.root, "zarr2:s3://bucket/v.ZARR");
         assert_eq!(l.inner, "a");
         assert_eq!(l.prefix_format(), Some(n5::format::Format::Zarr2));
+        // zarr: where nothing is there yet: some Zarr, no version.
+        let l = parse("zarr:/nonexistent/place/newz");
+        assert_eq!(l.prefix(), Some(Prefix::AnyZarr));
+        assert_eq!(l.prefix_format(), None);
+        assert_eq!(parse("/nonexistent/place/newz").prefix(), None);
         assert_eq!(
             parse("out.zarr").suffix_format(),
             Some(n5::format::Format::Zarr3)

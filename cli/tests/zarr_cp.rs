@@ -157,12 +157,20 @@ fn whole(c: &Container, path: &str) -> (DataType, Vec<u64>, Vec<u8>) {
     (a.data_type, a.dimensions.clone(), buf)
 }
 
-/// The user attributes of the node `path` of `c`: everything but the N5
-/// dataset keys and version.
+/// The user attributes of the node `path` of `c`: its attributes but, in
+/// N5, the version of the root and the dataset keys of a dataset (its
+/// metadata there). A Zarr node's attributes are all user attributes.
 fn user(c: &Container, path: &str) -> Map<String, Value> {
     let mut m = obj(c.attributes(path).unwrap());
-    for k in ["dimensions", "blockSize", "dataType", "compression", "n5"] {
-        m.remove(k);
+    if c.format() == n5::format::Format::N5 {
+        if path.is_empty() {
+            m.remove("n5");
+        }
+        if c.dataset_exists(path).unwrap() {
+            for k in ["dimensions", "blockSize", "dataType", "compression"] {
+                m.remove(k);
+            }
+        }
     }
     m
 }
@@ -675,6 +683,30 @@ fn a_copy_resumes_and_rewrites_only_the_shards_that_are_wrong() {
     ok(&["verify", &z]);
 }
 
+/// The number of shard files below `dir` (the `c/` directory of an
+/// array), temporary files left out.
+fn shard_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                shard_files(&p)
+            } else {
+                usize::from(
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit()),
+                )
+            }
+        })
+        .sum()
+}
+
 #[test]
 fn a_killed_copy_completes_when_run_again() {
     let t = TempDir::new("zarr-killed");
@@ -706,8 +738,19 @@ fn a_killed_copy_completes_when_run_again() {
         "--threads",
         "2",
     ];
-    // Kill copies at a few moments, each resuming the one before.
-    for delay in [30u64, 80, 150, 300] {
+    // Kill copies until one is killed in the middle: some shards written,
+    // not all. Each attempt resumes what the one before left; one killed
+    // too late (every shard there) starts again from nothing, and the
+    // delays close in on the copy's duration (bounded in attempts and time).
+    let shards_dir = Path::new(&dst).join("v/c");
+    let (mut early, mut late) = (0u64, None::<u64>);
+    let mut delay = 40u64;
+    let mut killed_with = None;
+    let start = std::time::Instant::now();
+    for _ in 0..20 {
+        if start.elapsed() > std::time::Duration::from_secs(120) {
+            break;
+        }
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_n5"))
             .args(args)
             .stdout(std::process::Stdio::null())
@@ -717,15 +760,35 @@ fn a_killed_copy_completes_when_run_again() {
         std::thread::sleep(std::time::Duration::from_millis(delay));
         let _ = child.kill();
         child.wait().unwrap();
+        let there = shard_files(&shards_dir);
+        if there > 0 && there < 24 {
+            killed_with = Some(there);
+            break;
+        }
+        if there == 0 {
+            early = delay;
+        } else {
+            late = Some(delay);
+            std::fs::remove_dir_all(&dst).unwrap();
+        }
+        delay = match late {
+            Some(l) => (early + l) / 2,
+            None => delay * 2,
+        };
     }
+    let Some(there) = killed_with else {
+        panic!("no copy was killed in the middle (last delay {delay} ms, too early at {early} ms, too late at {late:?} ms)");
+    };
     let r = ok(&args);
-    // 4 x 3 x 2 shards in all, written now or by the killed copies.
+    // 4 x 3 x 2 shards in all: those the killed copy left (each written
+    // whole, or not at all) are not written again.
     let text = r.text();
     let written: usize = text
         .split(", ")
         .find_map(|p| p.strip_suffix(" shards written"))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(written, 24 - there, "{there} there: {text}");
     assert!(
         text.contains(&format!("{} already identical", 24 - written)),
         "{text}"
@@ -809,4 +872,267 @@ fn impossible_copies_fail_before_writing_anything() {
     );
     assert!(r.stderr.contains("vl: block [1]"), "{}", r.stderr);
     assert!(!Path::new(&t.path("vl.zarr")).exists());
+}
+
+#[test]
+fn info_and_cp_count_grids_beyond_2_to_the_64() {
+    let t = TempDir::new("zarr-huge");
+    let src = t.path("huge.n5");
+    let c = Container::open(&src, Mode::Create).unwrap();
+    let attrs = n5::DatasetAttributes::new(
+        vec![1 << 40, 1 << 40],
+        vec![1, 1],
+        DataType::U8,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    let ds = c.create_dataset("v", attrs).unwrap();
+    ds.write_block(&[5, 7], &[1, 1], &[9]).unwrap();
+    let path = format!("{src}/v");
+    let info = json(&["info", "--json", &path]);
+    assert_eq!(info["blocks"]["expected"], "at least 2^64", "{info}");
+    assert_eq!(info["blocks"]["stored"], 1, "{info}");
+    assert!(ok(&["info", &path]).text().contains("at least 2^64 blocks"));
+    // A sparse copy visits the one stored block only, into Zarr v3
+    // sharded and unsharded.
+    let z = t.path("huge.zarr");
+    ok(&["cp", &path, &format!("{z}/plain")]);
+    ok(&["cp", &path, &format!("{z}/sharded"), "--shard", "2,2"]);
+    for a in ["plain", "sharded"] {
+        let info = json(&["info", "--json", &format!("{z}/{a}")]);
+        assert_eq!(info["blocks"]["expected"], "at least 2^64", "{info}");
+        assert_eq!(info["shards"]["stored"], 1, "{info}");
+        let text = ok(&["info", &format!("{z}/{a}")]).text();
+        assert!(text.contains("at least 2^64"), "{text}");
+    }
+    let zc = Container::open(&z, Mode::Read).unwrap();
+    let mut one = [0u8];
+    zc.open_dataset("sharded")
+        .unwrap()
+        .read_region(&[5, 7], &[1, 1], &mut one)
+        .unwrap();
+    assert_eq!(one, [9]);
+    // A fill value that N5 does not have: every chunk would be written,
+    // refused before anything is.
+    let filled = t.path("filled.zarr");
+    let zf = Container::open(format!("zarr3:{filled}"), Mode::Create).unwrap();
+    zf.create_dataset_json(
+        "f",
+        &json!({
+            "shape": [1u64 << 40, 1u64 << 40],
+            "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 1]}},
+            "chunk_key_encoding": {"name": "default"},
+            "fill_value": 7,
+            "codecs": [{"name": "bytes"}],
+        }),
+    )
+    .unwrap();
+    let out = t.path("filled.n5");
+    let r = fails(&["cp", &format!("{filled}/f"), &out], 1, "at least 2^64");
+    assert!(r.stderr.contains("filled.zarr/f: "), "{}", r.stderr);
+    assert!(!Path::new(&out).exists());
+}
+
+/// The format of the container at `root`.
+fn format_of(root: &str) -> n5::format::Format {
+    Container::open(root, Mode::Read).unwrap().format()
+}
+
+#[test]
+fn a_zarr_prefix_on_a_new_destination_means_some_zarr() {
+    let t = TempDir::new("zarr-prefix");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let ds = format!("{src}/r2/u16");
+    let local = Container::open(&src, Mode::Read).unwrap();
+    // Without --format: Zarr v3, as the library creates it (the path has
+    // no .zarr component: the whole of it is the root, here an array).
+    let v3 = t.path("newz");
+    ok(&["cp", &ds, &format!("zarr:{v3}")]);
+    assert_eq!(format_of(&format!("zarr3:{v3}")), n5::format::Format::Zarr3);
+    let c = Container::open(format!("zarr:{v3}"), Mode::Read).unwrap();
+    assert!(whole(&c, "") == whole(&local, "r2/u16"));
+    // --format zarr2 and zarr3 decide.
+    for (name, f, want) in [
+        ("two", "zarr2", n5::format::Format::Zarr2),
+        ("three", "zarr3", n5::format::Format::Zarr3),
+    ] {
+        let dst = format!("zarr:{}", t.path(name));
+        let r = ok(&["cp", &ds, &dst, "--format", f]);
+        assert!(r.text().contains("chunks written"), "{}", r.text());
+        let c = Container::open(&dst, Mode::Read).unwrap();
+        assert_eq!(c.format(), want, "{name}");
+        assert!(whole(&c, "") == whole(&local, "r2/u16"), "{name}");
+        // Run again, without --format: the container there decides.
+        let r = ok(&["cp", &ds, &dst]);
+        assert!(r.text().contains(" 0 chunks written"), "{}", r.text());
+    }
+    assert!(Path::new(&t.path("two")).join(".zarray").exists());
+    assert!(!Path::new(&t.path("two")).join("zarr.json").exists());
+    // N5 contradicts zarr:, and nothing is written.
+    let none = t.path("none");
+    fails(
+        &["cp", &ds, &format!("zarr:{none}"), "--format", "n5"],
+        2,
+        "contradicts",
+    );
+    assert!(!Path::new(&none).exists());
+}
+
+#[test]
+fn an_oversized_shard_or_block_size_is_refused_before_writing() {
+    let t = TempDir::new("zarr-sizes");
+    let src = t.path("src.n5");
+    make_source(&src);
+    let ds = format!("{src}/r2/u16");
+    // 65536 x 32768 uint16: 4 GiB decoded, more than a shard may hold.
+    let dst = t.path("big.zarr");
+    let r = fails(
+        &["cp", &ds, &dst, "--shard", "65536,32768", "-b", "16,16"],
+        1,
+        "more than 2 GiB",
+    );
+    assert!(r.stderr.contains("big.zarr"), "{}", r.stderr);
+    assert!(!Path::new(&dst).exists());
+    // Zero and 33-bit block sizes, and a zero shard extent.
+    for (args, needle) in [
+        (vec!["-b", "0,16"], "--block-size"),
+        (vec!["-b", "5000000000,16"], "--block-size"),
+        (vec!["--shard", "0,32", "-b", "16,16"], "--shard"),
+    ] {
+        let mut all = vec!["cp", ds.as_str(), dst.as_str()];
+        all.extend(args);
+        fails(&all, 2, needle);
+        assert!(!Path::new(&dst).exists(), "{all:?}");
+    }
+}
+
+/// A new Zarr v3 container at `root` (a path) with an array `a` of
+/// `shape` (N5 order) and a group `g`.
+fn zarr3_with_array(root: &str, shape: &[u64], block: &[u32]) -> Container {
+    let c = Container::open(format!("zarr3:{root}"), Mode::Create).unwrap();
+    let attrs = n5::DatasetAttributes::new(
+        shape.to_vec(),
+        block.to_vec(),
+        DataType::U8,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    c.create_dataset("a", attrs).unwrap();
+    c.create_group("g").unwrap();
+    c
+}
+
+#[test]
+fn user_attributes_named_like_n5_dataset_keys_are_kept_or_refused() {
+    let t = TempDir::new("zarr-keys");
+    let z = t.path("src.zarr");
+    let c = zarr3_with_array(&z, &[4, 4], &[2, 2]);
+    let array_attrs = obj(json!({"dimensions": "xyz", "compression": "custom", "unit": "nm"}));
+    let group_attrs = obj(json!({"blockSize": [3], "dataType": "label"}));
+    c.set_attributes("a", &array_attrs).unwrap();
+    c.set_attributes("g", &group_attrs).unwrap();
+    // Zarr to Zarr: every attribute goes.
+    let z2 = format!("zarr2:{}", t.path("v2"));
+    ok(&["cp", &z, &z2]);
+    let c2 = Container::open(&z2, Mode::Read).unwrap();
+    assert_eq!(user(&c2, "a"), array_attrs);
+    assert_eq!(user(&c2, "g"), group_attrs);
+    // Into N5, the array's 'dimensions' would be its metadata: refused,
+    // nothing written.
+    let n5_dst = t.path("out.n5");
+    let r = fails(&["cp", &z, &n5_dst], 1, "'dimensions'");
+    assert!(r.stderr.contains("out.n5/a:"), "{}", r.stderr);
+    assert!(!Path::new(&n5_dst).exists());
+    // A group keeps them in N5 while it cannot read as a dataset...
+    ok(&["cp", &format!("{z}/g"), &format!("{n5_dst}/g")]);
+    let cn = Container::open(&n5_dst, Mode::Read).unwrap();
+    assert_eq!(user(&cn, "g"), group_attrs);
+    assert!(!cn.dataset_exists("g").unwrap());
+    // ... and back to Zarr they stay (an N5 group's keys are its user
+    // attributes).
+    let z3 = t.path("back.zarr");
+    ok(&["cp", &format!("{n5_dst}/g"), &format!("{z3}/g")]);
+    let c3 = Container::open(&z3, Mode::Read).unwrap();
+    assert_eq!(user(&c3, "g"), group_attrs);
+    // ... but not with dimensions, blockSize and dataType together.
+    c.set_attributes("g", &obj(json!({"dimensions": [2]})))
+        .unwrap();
+    let other = t.path("other.n5");
+    fails(&["cp", &format!("{z}/g"), &other], 1, "read as a dataset");
+    assert!(!Path::new(&other).exists());
+}
+
+#[test]
+fn a_copy_onto_a_node_of_the_other_kind_is_refused_before_writing() {
+    let t = TempDir::new("zarr-kinds");
+    let src = t.path("src.n5");
+    make_source(&src);
+    for dst in [t.path("dst.zarr"), t.path("dst.n5")] {
+        // An array "a" and a group "g" with a child.
+        ok(&["cp", &format!("{src}/r2/u16"), &format!("{dst}/a")]);
+        ok(&["cp", &format!("{src}/r1"), &format!("{dst}/g")]);
+        let before = mtimes(Path::new(&dst));
+        // A group onto the array.
+        let r = fails(
+            &["cp", &format!("{src}/r2"), &format!("{dst}/a")],
+            1,
+            "a dataset is already there",
+        );
+        assert!(r.stderr.contains(&format!("{dst}/a:")), "{}", r.stderr);
+        // An array onto the group.
+        let r = fails(
+            &["cp", &format!("{src}/r2/f64"), &format!("{dst}/g")],
+            1,
+            "a group is already there",
+        );
+        assert!(r.stderr.contains(&format!("{dst}/g:")), "{}", r.stderr);
+        // Anything inside the array.
+        fails(
+            &["cp", &format!("{src}/r2/f64"), &format!("{dst}/a/x")],
+            1,
+            "'a' is a dataset",
+        );
+        assert_eq!(mtimes(Path::new(&dst)), before, "{dst} was written");
+        // A whole tree whose group "r2" is an array at the destination.
+        let tree = format!("{dst}/t");
+        ok(&["cp", &format!("{src}/r2/u16"), &format!("{tree}/r2")]);
+        let before_tree = mtimes(Path::new(&dst));
+        fails(&["cp", &src, &tree], 1, "a dataset is already there");
+        assert_eq!(mtimes(Path::new(&dst)), before_tree, "{dst} was written");
+        let c = Container::open(&dst, Mode::Read).unwrap();
+        assert!(c.dataset_exists("a").unwrap());
+        assert!(!c.dataset_exists("g").unwrap());
+        assert!(c.dataset_exists("g/i64").unwrap());
+    }
+}
+
+#[test]
+fn a_damaged_source_block_is_named_at_the_source() {
+    let t = TempDir::new("zarr-damaged-source");
+    let src = t.path("src.n5");
+    make_source(&src);
+    // Garble the compressed data of block [0, 0] of r2/u16.
+    let block = Path::new(&src).join("r2/u16/0/0");
+    let mut bytes = std::fs::read(&block).unwrap();
+    let n = bytes.len();
+    for b in &mut bytes[n / 2..] {
+        *b = 0xff;
+    }
+    std::fs::write(&block, &bytes).unwrap();
+    // Block by block (N5 to N5) and by regions (into Zarr).
+    for (dst, named) in [
+        (t.path("out.n5"), block.display().to_string()),
+        (t.path("out.zarr"), format!("{src}/r2/u16")),
+    ] {
+        let r = common::run(&["cp", &format!("{src}/r2/u16"), &dst]);
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(
+            r.stderr.starts_with(&format!("n5: {named}: ")),
+            "{dst}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains(&dst), "{}", r.stderr);
+    }
 }

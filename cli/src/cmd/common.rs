@@ -81,29 +81,60 @@ pub fn open_dataset(c: &Container, loc: &Location) -> CliResult<Dataset> {
     c.open_dataset(&loc.inner).at(&loc.arg)
 }
 
-/// Every grid position of `grid`, dimension 0 fastest.
-pub fn grid_positions(grid: &[u64]) -> Vec<Vec<u64>> {
-    let total: u64 = grid.iter().product();
-    let mut out = Vec::with_capacity(total.min(1 << 24) as usize);
-    if total == 0 {
-        return out;
-    }
-    let mut pos = vec![0u64; grid.len()];
-    loop {
-        out.push(pos.clone());
-        let mut d = 0;
-        loop {
-            if d == grid.len() {
-                return out;
-            }
+/// The number of positions of `grid` (the product of its extents), `None`
+/// when it is 2^64 or more.
+pub fn grid_count(grid: &[u64]) -> Option<u64> {
+    grid.iter().try_fold(1u64, |acc, &g| acc.checked_mul(g))
+}
+
+/// A count from [`grid_count`] as text: the number, or "at least 2^64".
+pub fn count_text(n: Option<u64>) -> String {
+    n.map_or_else(|| "at least 2^64".to_string(), |n| n.to_string())
+}
+
+/// A count from [`grid_count`] as JSON: the number, or the string
+/// "at least 2^64".
+pub fn count_json(n: Option<u64>) -> Value {
+    n.map_or_else(|| json!("at least 2^64"), |n| json!(n))
+}
+
+/// The positions of a grid one after another, dimension 0 fastest, without
+/// holding them all (see [`grid_iter`]).
+pub struct GridIter {
+    grid: Vec<u64>,
+    next: Option<Vec<u64>>,
+}
+
+impl Iterator for GridIter {
+    type Item = Vec<u64>;
+
+    fn next(&mut self) -> Option<Vec<u64>> {
+        let current = self.next.take()?;
+        let mut pos = current.clone();
+        for d in 0..self.grid.len() {
             pos[d] += 1;
-            if pos[d] < grid[d] {
-                break;
+            if pos[d] < self.grid[d] {
+                self.next = Some(pos);
+                return Some(current);
             }
             pos[d] = 0;
-            d += 1;
         }
+        Some(current)
     }
+}
+
+/// Every grid position of `grid`, dimension 0 fastest, one at a time.
+pub fn grid_iter(grid: &[u64]) -> GridIter {
+    GridIter {
+        grid: grid.to_vec(),
+        next: (!grid.contains(&0)).then(|| vec![0; grid.len()]),
+    }
+}
+
+/// Every grid position of `grid`, dimension 0 fastest: for grids known
+/// to be small (callers bound the count with [`grid_count`] first).
+pub fn grid_positions(grid: &[u64]) -> Vec<Vec<u64>> {
+    grid_iter(grid).collect()
 }
 
 /// Whether `pos` lies inside `grid`.
@@ -153,10 +184,7 @@ pub fn blocks_to_visit(ds: &Dataset, arg: &str) -> CliResult<Blocks> {
         return Ok(Blocks::Listed(inside, outside));
     }
     let grid = ds.attributes().grid_shape();
-    let n = grid
-        .iter()
-        .try_fold(1u64, |acc, &g| acc.checked_mul(g))
-        .unwrap_or(u64::MAX);
+    let n = grid_count(&grid).unwrap_or(u64::MAX);
     if n > MAX_PROBED {
         return Err(CliError::new(
             arg,
@@ -296,10 +324,7 @@ pub fn read_shard_slabs(ds: &Dataset, shard: &Shard, mut f: impl FnMut(&[u8])) -
 /// probed.
 pub fn stored_shards(ds: &Dataset, arg: &str) -> CliResult<Vec<Shard>> {
     let grid = shard_grid(ds);
-    let n = grid
-        .iter()
-        .try_fold(1u64, |acc, &g| acc.checked_mul(g))
-        .unwrap_or(u64::MAX);
+    let n = grid_count(&grid).unwrap_or(u64::MAX);
     let sharded = ds
         .shard_shape()
         .iter()
@@ -310,41 +335,52 @@ pub fn stored_shards(ds: &Dataset, arg: &str) -> CliResult<Vec<Shard>> {
         let (inside, _) = stored_blocks(ds, arg)?;
         return Ok(inside.iter().map(|p| shard_at(ds, p)).collect());
     }
-    let listed = if can_list(ds.container()) {
+    if can_list(ds.container()) {
+        // Each listed key that is the key of a shard of the grid, read
+        // back from its numbers (the last ones, C order), so that only the
+        // stored shards are visited however large the grid.
         let prefix = if ds.path().is_empty() {
             String::new()
         } else {
             format!("{}/", ds.path())
         };
-        let keys: std::collections::HashSet<String> = ds
+        let rank = grid.len();
+        let mut found: Vec<Shard> = ds
             .container()
             .store()
             .list_keys(ds.path())
             .at(arg)?
             .into_iter()
-            .map(|k| format!("{prefix}{k}"))
+            .filter_map(|k| {
+                let numbers: Vec<&str> = k.split(['/', '.']).collect();
+                let tail = numbers.get(numbers.len().checked_sub(rank)?..)?;
+                let pos: Vec<u64> = tail
+                    .iter()
+                    .rev()
+                    .map(|n| n.parse::<u64>().ok())
+                    .collect::<Option<_>>()?;
+                let shard = in_grid(&pos, &grid).then(|| shard_at(ds, &pos))?;
+                (shard.key == format!("{prefix}{k}")).then_some(shard)
+            })
             .collect();
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        Some(keys)
-    } else {
-        if n > MAX_PROBED {
-            return Err(CliError::new(
-                arg,
-                format!(
-                    "plain HTTP(S) cannot list the stored chunks, and probing all {n} of them \
-                     one by one is too many (at most {MAX_PROBED}); read the data through s3://, \
-                     gs:// or a local copy"
-                ),
-            ));
-        }
-        None
-    };
+        // In grid order, dimension 0 fastest.
+        found.sort_by_key(|s| s.pos.iter().rev().copied().collect::<Vec<u64>>());
+        found.dedup();
+        return Ok(found);
+    }
+    if n > MAX_PROBED {
+        return Err(CliError::new(
+            arg,
+            format!(
+                "plain HTTP(S) cannot list the stored chunks, and probing all {n} of them \
+                 one by one is too many (at most {MAX_PROBED}); read the data through s3://, \
+                 gs:// or a local copy"
+            ),
+        ));
+    }
     Ok(grid_positions(&grid)
         .into_iter()
         .map(|p| shard_at(ds, &p))
-        .filter(|s| listed.as_ref().is_none_or(|k| k.contains(&s.key)))
         .collect())
 }
 
@@ -388,6 +424,11 @@ mod tests {
             vec![vec![0, 0], vec![1, 0], vec![0, 1], vec![1, 1]]
         );
         assert!(grid_positions(&[3, 0]).is_empty());
+        assert_eq!(grid_positions(&[]), vec![Vec::<u64>::new()]);
+        assert_eq!(grid_iter(&[3, 2]).count(), 6);
+        assert_eq!(grid_count(&[1 << 40, 1 << 40]), None);
+        assert_eq!(count_text(grid_count(&[1 << 40, 1 << 40])), "at least 2^64");
+        assert_eq!(grid_count(&[1 << 31, 3]), Some(3 << 31));
         assert!(in_grid(&[1, 2], &[2, 3]));
         assert!(!in_grid(&[2, 0], &[2, 3]));
     }

@@ -11,19 +11,22 @@
 //! list (plain HTTP(S)), every grid position is visited.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use clap::Args;
 use n5::format::Format;
-use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
+use n5::storage::MemoryStore;
+use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode, Options};
 use serde_json::{Map, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, grid_positions, in_grid, node, read_slabs, shard_grid, shard_region,
-    stored_blocks, stored_shards, workers, Blocks, Node, DATASET_KEYS,
+    blocks_to_visit, can_list, count_text, grid_count, grid_iter, grid_positions, in_grid, node,
+    read_slabs, shard_grid, shard_region, stored_blocks, stored_shards, workers, Blocks, Node,
+    DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
 use crate::error::{At, CliError, CliResult, EXIT_OK};
-use crate::location::{join, Location};
+use crate::location::{join, Location, Prefix};
 use crate::output::{count as count_of, progress, Out};
 use crate::zarr::{new_document, NewArray};
 use crate::{spec, work, Global};
@@ -130,6 +133,8 @@ fn write_content(ds: &Dataset, pos: &[u64], content: &Content) -> n5::Result<()>
 struct Plan {
     src: Dataset,
     dst: Dataset,
+    /// The source dataset as messages name it.
+    sarg: String,
     /// Whether the copy goes by regions of the destination's shards (or
     /// chunks, or blocks) rather than block by block: between formats, or
     /// when the block grids differ.
@@ -146,9 +151,18 @@ enum Done {
     Absent,
 }
 
+/// Where a block or unit copy failed: reading the source, or writing the
+/// destination.
+enum Failed {
+    /// Reading the source failed.
+    Source(n5::Error),
+    /// Writing (or comparing with) the destination failed.
+    Destination(n5::Error),
+}
+
 /// Copy (or check) the block at `pos` of both grids of `plan`.
-fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
-    let want = read_content(&plan.src, pos)?;
+fn copy_block(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
+    let want = read_content(&plan.src, pos).map_err(Failed::Source)?;
     // A destination block that cannot be read is simply rewritten.
     let have = read_content(&plan.dst, pos).ok();
     if have.as_ref() == Some(&want) {
@@ -158,7 +172,7 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
             Done::Skipped
         });
     }
-    write_content(&plan.dst, pos, &want)?;
+    write_content(&plan.dst, pos, &want).map_err(Failed::Destination)?;
     Ok(if want == Content::Missing {
         Done::Removed
     } else {
@@ -172,18 +186,26 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
 /// destination holds, and written in one region write when it differs
 /// (which writes each shard once; units equal to the fill value are then
 /// not stored).
-fn copy_unit(plan: &Plan, pos: &[u64]) -> n5::Result<Done> {
+fn copy_unit(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
     let (offset, shape) = shard_region(&plan.dst, pos);
     let elem = plan.dst.data_type().size();
     let n: u64 = shape.iter().product();
     let mut want = vec![0u8; n as usize * elem];
-    plan.src.read_region(&offset, &shape, &mut want)?;
+    plan.src
+        .read_region(&offset, &shape, &mut want)
+        .map_err(|e| {
+            Failed::Source(e.context(format!(
+                "reading the region at {offset:?} of shape {shape:?}"
+            )))
+        })?;
     let fill = plan.dst.fill_value();
     let empty = want.chunks_exact(elem).all(|e| e == fill.as_slice());
     if holds(&plan.dst, &offset, &shape, &want) {
         return Ok(if empty { Done::Absent } else { Done::Skipped });
     }
-    plan.dst.write_region(&offset, &shape, &want)?;
+    plan.dst
+        .write_region(&offset, &shape, &want)
+        .map_err(Failed::Destination)?;
     Ok(if empty { Done::Removed } else { Done::Copied })
 }
 
@@ -199,6 +221,40 @@ fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
     read.is_ok() && same
 }
 
+/// The most units (shards, chunks) of one dataset that a region copy
+/// visits: their positions are held in memory.
+const MAX_UNITS: u64 = 1 << 24;
+
+/// Check that a copy that visits every position of the destination's
+/// `grid` (of units, or of blocks) can hold them: at most [`MAX_UNITS`]
+/// where the source lists (its fill value is not the destination's), at
+/// most [`MAX_PROBED`] where it cannot (plain HTTP(S)); else an error
+/// about the source `sarg` that says why.
+fn check_visits(grid: &[u64], listable: bool, sarg: &str) -> CliResult<()> {
+    let n = grid_count(grid);
+    let limit = if listable { MAX_UNITS } else { MAX_PROBED };
+    if n.is_some_and(|n| n <= limit) {
+        return Ok(());
+    }
+    let why = if listable {
+        "the source's fill value is not the destination's, so every chunk (shard) of the destination is written"
+    } else {
+        "plain HTTP(S) cannot list the source's chunks, so every chunk (shard) of the destination is visited"
+    };
+    Err(CliError::new(
+        sarg,
+        format!(
+            "{why}, and its grid {grid:?} has {} of them, more than {limit} (give a larger --shard or -b{})",
+            count_text(n),
+            if listable {
+                ""
+            } else {
+                ", or copy from s3://, gs:// or a local copy"
+            }
+        ),
+    ))
+}
+
 /// The units (shard-grid positions of the destination) a region copy of
 /// `plan` visits: where the source can list and fills chunks it does not
 /// store with the destination's fill value, those that overlap a block
@@ -206,8 +262,10 @@ fn holds(ds: &Dataset, offset: &[u64], shape: &[u64], want: &[u8]) -> bool {
 /// are cleared); else every one.
 fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>>> {
     let grid = shard_grid(&plan.dst);
-    let sparse = can_list(plan.src.container()) && plan.src.fill_value() == plan.dst.fill_value();
+    let listable = can_list(plan.src.container());
+    let sparse = listable && plan.src.fill_value() == plan.dst.fill_value();
     if !sparse {
+        check_visits(&grid, listable, sarg)?;
         return Ok(grid_positions(&grid));
     }
     let unit = plan.dst.shard_shape();
@@ -228,8 +286,16 @@ fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>
             .map(|d| (((p[d] + 1) * sblock[d]).min(dims[d]) - 1) / unit[d])
             .collect();
         let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
-        for k in grid_positions(&extent) {
+        for k in grid_iter(&extent) {
             set.insert(k.iter().zip(&lo).map(|(&k, &l)| k + l).collect());
+        }
+        if set.len() as u64 > MAX_UNITS {
+            return Err(CliError::new(
+                sarg,
+                format!(
+                    "its stored blocks cover more than {MAX_UNITS} chunks (shards) of the destination, more than one copy visits (give a larger --shard or -b)"
+                ),
+            ));
         }
     }
     if plan.dst.container().format() == Format::N5 {
@@ -241,28 +307,67 @@ fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>
     Ok(set.into_iter().filter(|p| in_grid(p, &grid)).collect())
 }
 
-/// The attributes of `doc` that a copy carries over: all but the N5
-/// dataset keys, and but the `"n5"` version when the copy is the
+/// The attributes of `doc` (the node's attributes as the source's
+/// container gives them) that a copy carries over: all of them but, for a
+/// dataset of an N5 source, the N5 dataset keys (its metadata there, not
+/// user attributes), and but the `"n5"` version when the copy is the
 /// destination's root (whose version the destination keeps) or the
 /// source's N5 root goes to another format.
-fn carried(doc: &Value, drop_version: bool) -> Map<String, Value> {
+fn carried(doc: &Value, drop_version: bool, n5_dataset: bool) -> Map<String, Value> {
     doc.as_object()
         .map(|m| {
             m.iter()
                 .filter(|(k, _)| !(drop_version && k.as_str() == "n5"))
-                .filter(|(k, _)| !DATASET_KEYS.contains(&k.as_str()))
+                .filter(|(k, _)| !(n5_dataset && DATASET_KEYS.contains(&k.as_str())))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
         .unwrap_or_default()
 }
 
+/// Check that the user attributes of a node can go into N5 as they are,
+/// before anything is written: a dataset's user attributes cannot use an
+/// N5 dataset key (they share attributes.json with its metadata), and a
+/// group's cannot hold all of `dimensions`, `blockSize` and `dataType`
+/// (N5 readers would take the group for a dataset).
+fn check_n5_attributes(
+    attributes: &Map<String, Value>,
+    dataset: bool,
+    darg: &str,
+) -> CliResult<()> {
+    if dataset {
+        if let Some(k) = DATASET_KEYS.iter().find(|k| attributes.contains_key(**k)) {
+            return Err(CliError::new(
+                darg,
+                format!(
+                    "the user attribute '{k}' cannot go into an N5 dataset, whose attributes.json holds its metadata under that key (rename or remove the attribute at the source)"
+                ),
+            ));
+        }
+    } else if ["dimensions", "blockSize", "dataType"]
+        .iter()
+        .all(|k| attributes.contains_key(*k))
+    {
+        return Err(CliError::new(
+            darg,
+            "this group's user attributes 'dimensions', 'blockSize' and 'dataType' would make it read as a dataset in N5 (rename or remove them at the source)",
+        ));
+    }
+    Ok(())
+}
+
 /// The destination's format: `--format`, else the prefix, else the format
-/// of a container already there, else the suffix, else the source's.
+/// of a container already there, else the suffix, else the source's. A
+/// `zarr:` prefix where nothing is there yet means some Zarr: `--format`
+/// zarr2 or zarr3 decides, else Zarr v3 (what the library creates there).
 fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<Format> {
     let existing = dloc.existing_format();
     let prefix = dloc.prefix_format();
+    let any_zarr = dloc.prefix() == Some(Prefix::AnyZarr);
     let Some(text) = &a.format else {
+        if any_zarr && prefix.is_none() {
+            return Ok(Format::Zarr3);
+        }
         return Ok(prefix
             .or(existing)
             .or_else(|| dloc.suffix_format())
@@ -279,14 +384,10 @@ fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<
             ))
         }
     };
-    if let Some(p) = prefix.filter(|&p| p != wanted) {
+    if any_zarr && wanted == Format::N5 {
         return Err(CliError::usage(
             &dloc.arg,
-            format!(
-                "--format {} contradicts the location's {} prefix",
-                wanted.name(),
-                p.name()
-            ),
+            "--format n5 contradicts the location's zarr: prefix",
         ));
     }
     if let Some(e) = existing.filter(|&e| e != wanted) {
@@ -296,6 +397,16 @@ fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<
                 "is an existing {} container; --format {} cannot write into it (copy to a new location)",
                 e.name(),
                 wanted.name()
+            ),
+        ));
+    }
+    if let Some(p) = prefix.filter(|&p| p != wanted) {
+        return Err(CliError::usage(
+            &dloc.arg,
+            format!(
+                "--format {} contradicts the location's {} prefix",
+                wanted.name(),
+                p.name()
             ),
         ));
     }
@@ -323,6 +434,23 @@ struct Planned {
     make: Make,
     /// The user attributes it carries.
     attributes: Map<String, Value>,
+}
+
+/// Check the values of `--block-size`: each at least 1 and at most
+/// 2^32 - 1 (N5 block sizes are 32-bit).
+fn checked_block_size(block: &[u64]) -> CliResult<()> {
+    for (d, &b) in block.iter().enumerate() {
+        if b == 0 || b > u64::from(u32::MAX) {
+            return Err(CliError::usage(
+                "--block-size",
+                format!(
+                    "{block:?}: dimension {d} is {b}, and a block size is at least 1 and at most {}",
+                    u32::MAX
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The shard shape of `--shard` for a dataset of block size `block` (N5
@@ -415,6 +543,99 @@ fn check_no_varlength(ds: &Dataset, sarg: &str, format: Format, g: &Global) -> C
     Ok(())
 }
 
+/// Check the Zarr array document `document` of the new dataset `dp` as
+/// the library checks it when the copy creates it, by creating it in an
+/// empty in-memory container of `format`: what it refuses (a shard or chunk
+/// of more than 2 GiB decoded, among others) then stops the copy before
+/// anything is written.
+fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> CliResult<()> {
+    let scratch = Container::open_store(
+        Arc::new(MemoryStore::new()),
+        "planning",
+        Mode::Create,
+        Options {
+            format: Some(format),
+            ..Options::default()
+        },
+    )
+    .at(darg)?;
+    scratch
+        .create_dataset_json(dp, document)
+        .map(|_| ())
+        .at(darg)
+}
+
+/// Check what the container `dst` already holds where the copy of `nodes`
+/// to `dloc` goes: nothing above the copy is a dataset; a group goes onto
+/// nothing or a group; a dataset onto nothing, an empty group (no
+/// children, no user attributes), or a dataset with the metadata the copy
+/// makes (a copy resumed with the same options).
+fn check_destination(dst: &Container, dloc: &Location, nodes: &[Planned]) -> CliResult<()> {
+    let names: Vec<&str> = dloc.inner.split('/').filter(|s| !s.is_empty()).collect();
+    for i in 0..names.len() {
+        let above = names[..i].join("/");
+        if dst.dataset_exists(&above).at(&dloc.arg)? {
+            let what = if above.is_empty() {
+                "the container's root".to_string()
+            } else {
+                format!("'{above}'")
+            };
+            return Err(CliError::new(
+                &dloc.arg,
+                format!("{what} is a dataset, and a copy cannot go inside a dataset"),
+            ));
+        }
+    }
+    for n in nodes {
+        let dp = join(&dloc.inner, &n.rel);
+        let darg = dloc.child(&n.rel).arg;
+        if !dst.exists(&dp).at(&darg)? {
+            continue;
+        }
+        let dataset_there = dst.dataset_exists(&dp).at(&darg)?;
+        match &n.make {
+            Make::Group if dataset_there => {
+                return Err(CliError::new(
+                    &darg,
+                    "a dataset is already there, and the copy makes a group here (remove it, or copy to another path)",
+                ));
+            }
+            Make::Group => {}
+            Make::Dataset { .. } if !dataset_there => {
+                let mut user = dst.attributes(&dp).at(&darg)?;
+                if let Some(m) = user.as_object_mut() {
+                    m.remove("n5");
+                }
+                let empty = user.as_object().is_none_or(|m| m.is_empty())
+                    && dst.list(&dp).at(&darg)?.is_empty();
+                if !empty {
+                    return Err(CliError::new(
+                        &darg,
+                        "a group is already there, and the copy makes a dataset here (remove it, or copy to another path)",
+                    ));
+                }
+            }
+            Make::Dataset {
+                attrs, document, ..
+            } => {
+                let existing = dst.open_dataset(&dp).at(&darg)?;
+                let same = if dst.format() == Format::N5 {
+                    *existing.attributes() == *attrs
+                } else {
+                    same_document(&existing.metadata().at(&darg)?, document)
+                };
+                if !same {
+                    return Err(CliError::new(
+                        &darg,
+                        "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What a copy is asked to do to every dataset.
 struct Request<'a> {
     /// The source container.
@@ -438,15 +659,14 @@ fn plan_dataset(
     r: &Request,
     sa: &DatasetAttributes,
     sp: &str,
+    dp: &str,
     sarg: &str,
     darg: &str,
 ) -> CliResult<Make> {
     let block: Vec<u32> = match r.block_size {
         None => sa.block_size.clone(),
-        Some(b) if b.len() == sa.ndim() => b
-            .iter()
-            .map(|&x| u32::try_from(x).unwrap_or(u32::MAX))
-            .collect(),
+        // Each value is at most u32::MAX (see checked_block_size).
+        Some(b) if b.len() == sa.ndim() => b.iter().map(|&x| x as u32).collect(),
         Some(b) => {
             return Err(CliError::usage(
                 sarg,
@@ -518,6 +738,29 @@ fn plan_dataset(
         },
     )
     .at(darg)?;
+    if r.format != Format::N5 {
+        check_document(r.format, dp, &document, darg)?;
+    }
+    // Copies that visit every unit of the grid: the positions must fit.
+    let listable = can_list(r.src);
+    let source_fill = match &source {
+        Some(s) => s.fill_value(),
+        None => vec![0u8; sa.data_type.size()],
+    };
+    if !listable || (by_region && source_fill != fill) {
+        let unit: Vec<u64> = match (&shard, by_region) {
+            (Some(s), _) => s.clone(),
+            (None, true) => attrs.block_size.iter().map(|&b| b as u64).collect(),
+            (None, false) => sa.block_size.iter().map(|&b| b as u64).collect(),
+        };
+        let grid: Vec<u64> = sa
+            .dimensions
+            .iter()
+            .zip(&unit)
+            .map(|(&d, &u)| d.div_ceil(u))
+            .collect();
+        check_visits(&grid, listable, sarg)?;
+    }
     Ok(Make::Dataset {
         attrs,
         document,
@@ -542,6 +785,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .as_deref()
         .map(|t| spec::list("--shard", t))
         .transpose()?;
+    if let Some(b) = &block_size {
+        checked_block_size(b)?;
+    }
     let sloc = Location::parse(&a.src, g)?;
     let dloc = Location::parse(&a.dst, g)?;
     let threads = work::threads(g.threads);
@@ -596,12 +842,16 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let doc = src.attributes(&sp).at(&sarg)?;
         let drop_version =
             dp.is_empty() || (src.format() == Format::N5 && sp.is_empty() && format != Format::N5);
-        let attributes = carried(&doc, drop_version);
         let make = match node(&src, &sp) {
             Node::Broken(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
-            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &sarg, &darg)?,
+            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &dp, &sarg, &darg)?,
         };
+        let dataset = matches!(make, Make::Dataset { .. });
+        let attributes = carried(&doc, drop_version, dataset && src.format() == Format::N5);
+        if format == Format::N5 {
+            check_n5_attributes(&attributes, dataset, &darg)?;
+        }
         nodes.push(Planned {
             rel: rel.clone(),
             make,
@@ -609,6 +859,22 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         });
     }
 
+    // What is already at the destination must be what the copy makes:
+    // checked by reading it, before anything is written.
+    if dloc.existing_format().is_some() {
+        let there = dloc.open_for_copy(Mode::Read, threads, format, true)?;
+        if there.format() != format {
+            return Err(CliError::new(
+                &dloc.arg,
+                format!(
+                    "is a {} container, not {}",
+                    there.format().name(),
+                    format.name()
+                ),
+            ));
+        }
+        check_destination(&there, &dloc, &nodes)?;
+    }
     let dst = dloc.open_for_copy(Mode::Create, threads, format, true)?;
     if dst.format() != format {
         return Err(CliError::new(
@@ -622,30 +888,6 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     }
     // Region writes leave out what equals the fill value.
     let sparse = dloc.open_for_copy(Mode::ReadWrite, threads, format, false)?;
-    // Datasets already there must be what the copy would make.
-    for n in &nodes {
-        let dp = join(&dloc.inner, &n.rel);
-        let darg = dloc.child(&n.rel).arg;
-        if let Make::Dataset {
-            attrs, document, ..
-        } = &n.make
-        {
-            if dst.dataset_exists(&dp).at(&darg)? {
-                let existing = dst.open_dataset(&dp).at(&darg)?;
-                let same = if format == Format::N5 {
-                    *existing.attributes() == *attrs
-                } else {
-                    same_document(&existing.metadata().at(&darg)?, document)
-                };
-                if !same {
-                    return Err(CliError::new(
-                        &darg,
-                        "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
-                    ));
-                }
-            }
-        }
-    }
 
     let mut plans: Vec<Plan> = Vec::new();
     for n in &nodes {
@@ -673,6 +915,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                 plans.push(Plan {
                     src: src.open_dataset(&sp).at(&sarg)?,
                     dst: on.open_dataset(&dp).at(&darg)?,
+                    sarg: sarg.clone(),
                     by_region: *by_region,
                 });
             }
@@ -685,7 +928,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     // The jobs of every dataset: blocks, or units of region copies.
     let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
-        let sarg = plan.src.path().to_string();
+        let sarg = plan.sarg.clone();
         if plan.by_region {
             let units = units_to_visit(plan, &sarg, plan.dst.path())?;
             jobs.extend(units.into_iter().map(|p| (i, p)));
@@ -708,8 +951,10 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             jobs.extend(all.into_iter().map(|p| (i, p)));
         }
     }
-    // Region jobs hold a unit of the source and of the destination in
-    // memory: at most about 2 GiB of them at once.
+    // A region job holds about three units' worth of memory: the unit read
+    // from the source, the library's buffer of the destination's shard, and
+    // its encoded bytes. Jobs run in parallel while that stays under about
+    // 2 GiB (one job at a time past it).
     let unit_bytes = plans
         .iter()
         .filter(|p| p.by_region)
@@ -718,7 +963,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .unwrap_or(0);
     let mut parallel = workers(g, &src).max(workers(g, &dst));
     if unit_bytes > 0 {
-        parallel = parallel.min(((2u64 << 30) / (2 * unit_bytes)).max(1) as usize);
+        parallel = parallel.min(((2u64 << 30) / (3 * unit_bytes)).max(1) as usize);
     }
     let bar = progress(jobs.len() as u64, "cp", g.quiet);
     let results = work::map(&jobs, parallel, |(i, pos)| {
@@ -728,7 +973,19 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         } else {
             copy_block(plan, pos)
         };
-        let r = r.map_err(|e| {
+        let r = r.map_err(|failed| {
+            let e = match failed {
+                Failed::Source(e) if plan.by_region => {
+                    return CliError::new(&plan.sarg, e.message());
+                }
+                Failed::Source(e) => {
+                    return CliError::new(
+                        sloc.describe(src.store(), &plan.src.block_key(pos)),
+                        e.message(),
+                    );
+                }
+                Failed::Destination(e) => e,
+            };
             let first: Vec<u64> = if plan.by_region {
                 let attrs = plan.dst.attributes();
                 pos.iter()

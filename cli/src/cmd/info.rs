@@ -17,9 +17,9 @@ use n5::{BlockMode, Container, DataType, Dataset, Mode};
 use serde_json::{json, Value};
 
 use crate::cmd::common::{
-    blocks_of, blocks_to_visit, can_list, dataset_json, node, open_dataset, read_shard_slabs,
-    shard_grid, stored_blocks, stored_shards, stored_size, user_attributes, workers, Blocks, Node,
-    Shard,
+    blocks_of, blocks_to_visit, can_list, count_json, count_text, dataset_json, grid_count, node,
+    open_dataset, read_shard_slabs, shard_grid, stored_blocks, stored_shards, stored_size,
+    user_attributes, workers, Blocks, Node, Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
@@ -288,7 +288,8 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
     }
     let doc = c.attributes(&loc.inner).at(&loc.arg)?;
     let grid = attrs.grid_shape();
-    let expected: u64 = grid.iter().product();
+    let expected_json = count_json(grid_count(&grid));
+    let expected = count_text(grid_count(&grid));
     // Without a listing and without --stats, there is nothing to visit.
     let visit = if can_list(&c) || a.stats {
         Some(blocks_to_visit(&ds, &loc.arg)?)
@@ -347,7 +348,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
                 s.merge(b);
             }
         }
-        let total: u64 = attrs.dimensions.iter().product();
+        let total = grid_count(&attrs.dimensions).unwrap_or(u64::MAX);
         let covered: u64 = infos.iter().map(|i| i.nominal_elements).sum();
         s.merge(&Stats::zeros(total.saturating_sub(covered)));
         s.to_json(attrs.data_type)
@@ -365,8 +366,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
         }
         v["gridShape"] = json!(grid);
         if listed {
-            v["blocks"] =
-                json!({"expected": expected, "stored": stored_count, "outsideGrid": outside_count});
+            v["blocks"] = json!({"expected": expected_json, "stored": stored_count, "outsideGrid": outside_count});
             v["bytesStored"] = json!(stored_bytes + outside_bytes);
             v["bytesUncompressed"] = json!(numeric.then_some(logical));
             v["compressionRatio"] = json!(ratio);
@@ -374,7 +374,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
             v["edgeBlockCounts"] =
                 json!({"truncated": truncated, "padded": padded, "other": other});
         } else {
-            v["blocks"] = json!({"expected": expected, "stored": null, "outsideGrid": null});
+            v["blocks"] = json!({"expected": expected_json, "stored": null, "outsideGrid": null});
             for k in [
                 "bytesStored",
                 "bytesUncompressed",
@@ -564,8 +564,10 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
     let sharded = shard != block;
     let grid = attrs.grid_shape();
     let sgrid = shard_grid(ds);
-    let expected: u64 = grid.iter().product();
-    let expected_shards: u64 = sgrid.iter().product();
+    let expected_json = count_json(grid_count(&grid));
+    let expected = count_text(grid_count(&grid));
+    let expected_shards_json = count_json(grid_count(&sgrid));
+    let expected_shards = count_text(grid_count(&sgrid));
     let c_order = |v: &[u64]| v.iter().rev().copied().collect::<Vec<u64>>();
     let fill = ds.fill_value();
     let fill_value = doc
@@ -652,7 +654,7 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
                 s.merge(b);
             }
         }
-        let total: u64 = attrs.dimensions.iter().product();
+        let total = grid_count(&attrs.dimensions).unwrap_or(u64::MAX);
         s.merge(&Stats::repeated(
             attrs.data_type,
             &fill,
@@ -685,14 +687,14 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
             "metadata": doc,
         });
         if listed {
-            v["blocks"] = json!({"expected": expected, "stored": stored_blocks});
-            v["shards"] = json!({"expected": expected_shards, "stored": stored_shards_n});
+            v["blocks"] = json!({"expected": expected_json, "stored": stored_blocks});
+            v["shards"] = json!({"expected": expected_shards_json, "stored": stored_shards_n});
             v["bytesStored"] = json!(stored_bytes);
             v["bytesUncompressed"] = json!(logical);
             v["compressionRatio"] = json!(ratio);
         } else {
-            v["blocks"] = json!({"expected": expected, "stored": null});
-            v["shards"] = json!({"expected": expected_shards, "stored": null});
+            v["blocks"] = json!({"expected": expected_json, "stored": null});
+            v["shards"] = json!({"expected": expected_shards_json, "stored": null});
             for k in ["bytesStored", "bytesUncompressed", "compressionRatio"] {
                 v[k] = Value::Null;
             }
