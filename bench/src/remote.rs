@@ -28,6 +28,7 @@ use std::time::Duration;
 use n5_testkit::Proxy;
 use serde_json::{json, Value};
 
+use crate::sharded::Needed;
 use crate::workload::{Codec, Impl, Job, Layout, Outcome, Workload};
 use crate::{run_job, Config, Setup};
 
@@ -56,9 +57,9 @@ pub struct Cell {
     pub bytes: Option<u64>,
     /// GET requests among `requests`.
     pub gets: Option<u64>,
-    /// For libn5's sharded reads: the shards the workload touches, read
-    /// whole (objects, bytes), to compare the requests and bytes with.
-    pub whole_shards: Option<(u64, u64)>,
+    /// For libn5's sharded reads: the inner chunks the workload touches and
+    /// its shards read whole, to compare the requests and bytes with.
+    pub needed: Option<Needed>,
 }
 
 /// The codecs of the object-store part (the four; lz4 has no
@@ -80,20 +81,28 @@ fn peers(layout: Layout) -> &'static [Impl] {
     }
 }
 
-/// The objects and bytes of the shards `job` (a sharded read of libn5's
-/// array) touches, each read whole; `None` when a size cannot be had.
-fn whole_shards(job: &Job) -> Option<(u64, u64)> {
-    let options = job.options().ok()?;
-    let url = job.container.to_str()?;
-    let store = n5::storage::Location::parse(url)
-        .and_then(|l| l.open(&options.storage))
-        .ok()?;
-    let shards = crate::sharded::touched_shards(job);
-    let mut bytes = 0;
-    for (p, _) in &shards {
-        bytes += store.size(&crate::sharded::shard_key(*p)).ok()??;
+/// What `job` (a sharded read of libn5's array) needs at least, read from
+/// the store (untimed, after the measurement); `None`, said, on failure.
+fn needed(job: &Job) -> Option<Needed> {
+    let store = job
+        .options()
+        .and_then(|options| {
+            let url = job.container.to_str().ok_or("the location is not UTF-8")?;
+            n5::storage::Location::parse(url)
+                .and_then(|l| l.open(&options.storage))
+                .map_err(|e| e.to_string())
+        })
+        .and_then(|store| crate::sharded::needed(job, store.as_ref()));
+    match store {
+        Ok(n) => Some(n),
+        Err(e) => {
+            say!(
+                "the touched inner chunks of {}: {e}",
+                job.container.display()
+            );
+            None
+        }
     }
-    Some((shards.len() as u64, bytes))
 }
 
 /// Runs the object-store part; returns its cells.
@@ -191,10 +200,10 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                         .unwrap_or((Outcome::Failed("not run".into()), None));
                     // Requests of a measurement that did not run mean nothing.
                     let counted = requests.filter(|_| outcome.report().is_some());
-                    let whole = (setup.layout == Layout::Zarr3Sharded
+                    let need = (setup.layout == Layout::Zarr3Sharded
                         && j.imp == Impl::Libn5
                         && workload != Workload::Write)
-                        .then(|| whole_shards(j))
+                        .then(|| needed(j))
                         .flatten();
                     cells.push(Cell {
                         latency_ms,
@@ -206,7 +215,7 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                         requests: counted.map(|c| c.0),
                         bytes: counted.map(|c| c.1),
                         gets: counted.map(|c| c.2),
-                        whole_shards: whole,
+                        needed: need,
                     });
                 }
             }
@@ -294,7 +303,11 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
     }
     let _ = writeln!(
         s,
-        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing and advised to use huge pages, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
+        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's {driver} driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing and advised to use huge pages, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB.",
+        driver = match layout {
+            Layout::N5 => "n5",
+            Layout::Zarr3Sharded => "zarr3",
+        }
     );
     let bw = bandwidth(cells, &config.threads);
     if let Some(bw) = bw {
@@ -419,13 +432,16 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
 fn requests_table(s: &mut String, config: &Config, latency: u64, cells: &[Cell]) {
     let _ = writeln!(
         s,
-        "\nGET requests and MiB received per read (the proxy's count for one measuring process; libn5's include opening the array: its zarr.json), and the shards the read touches if each were read whole:\n"
+        "\nGET requests and MiB received per read (the proxy's count for one measuring process; libn5's include opening the array: its zarr.json and the like), the inner chunks the read touches (their stored bytes, from the shards' indexes; the fetched ranges also hold the gaps of ≤256 KiB coalescing bridges, and the indexes), and the shards it touches if each were read whole:\n"
     );
     let _ = writeln!(
         s,
-        "| workload | codec | threads | libn5 GETs | libn5 MiB | floor GETs | floor MiB | tensorstore GETs | tensorstore MiB | zarr-python GETs | zarr-python MiB | touched shards whole: GETs | MiB |"
+        "| workload | codec | threads | libn5 GETs | libn5 MiB | floor GETs | floor MiB | tensorstore GETs | tensorstore MiB | zarr-python GETs | zarr-python MiB | touched inner chunks | their MiB | touched shards whole: GETs | MiB |"
     );
-    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let _ = writeln!(
+        s,
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    );
     let mib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 20) as f64);
     for &w in &config.workloads {
         if w == Workload::Write {
@@ -450,13 +466,19 @@ fn requests_table(s: &mut String, config: &Config, latency: u64, cells: &[Cell])
                 let (fg, fb) = count(floor_imp);
                 let (tg, tb) = count(Impl::Tensorstore);
                 let (zg, zb) = count(Impl::ZarrPython);
-                let whole = find(cells, latency, Impl::Libn5, w, c, t).and_then(|x| x.whole_shards);
-                let (wg, wb) = whole.map_or(("—".to_string(), "—".to_string()), |(n, b)| {
-                    (n.to_string(), mib(b))
+                let need = find(cells, latency, Impl::Libn5, w, c, t).and_then(|x| x.needed);
+                let dash = || "—".to_string();
+                let (nc, nb, wg, wb) = need.map_or((dash(), dash(), dash(), dash()), |n| {
+                    (
+                        n.chunks.to_string(),
+                        mib(n.chunk_bytes),
+                        n.shards.to_string(),
+                        mib(n.shard_bytes),
+                    )
                 });
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {t} | {lg} | {lb} | {fg} | {fb} | {tg} | {tb} | {zg} | {zb} | {wg} | {wb} |",
+                    "| {} | {} | {t} | {lg} | {lb} | {fg} | {fb} | {tg} | {tb} | {zg} | {zb} | {nc} | {nb} | {wg} | {wb} |",
                     w.name(),
                     c.name()
                 );
@@ -480,7 +502,9 @@ pub fn to_json(cells: &[Cell]) -> Value {
                     "requests": c.requests,
                     "bytes_to_client": c.bytes,
                     "get_requests": c.gets,
-                    "touched_shards_whole": c.whole_shards.map(|(n, b)| json!({"objects": n, "bytes": b})),
+                    "needed": c.needed.map(|n| json!({
+                        "inner_chunks": n.chunks, "inner_chunk_bytes": n.chunk_bytes,
+                        "shards": n.shards, "shard_bytes": n.shard_bytes})),
                     "outcome": c.outcome.to_json(),
                 })
             })

@@ -265,14 +265,21 @@ impl Run {
         if self.layout == Layout::Zarr3Sharded {
             let _ = writeln!(
                 s,
-                "# Sharded Zarr v3\n\nThe same volume, workloads and codecs (lz4 left out) as a Zarr v3 array with `sharding_indexed`: shards of {} holding inner chunks of {} (bytes little endian + the codec; index bytes + crc32c at the end). Blocks are the inner chunks. libn5 opens it with `{{\"format\": \"zarr3\"}}`; the peers are tensorstore's zarr3 driver and zarr-python 3. floor: the same bytes read as the same ranges with plain std::fs (read_all: every shard whole; single blocks: the index range, then the inner chunk's range; region: the index range of every shard it covers in part, then the inner chunks it touches, neighbours ≤256 KiB apart coalesced into ranges of ≤8 MiB; a shard covered whole in one read), plus decoding every inner chunk read; write: every inner chunk encoded, each shard assembled with its index and written once. dataset size / raw: {}\n",
+                "# Sharded Zarr v3\n\nThe same volume, workloads and codecs (lz4 left out) as a Zarr v3 array with `sharding_indexed`: shards of {} holding inner chunks of {} (bytes little endian + the codec; index bytes + crc32c at the end). Blocks are the inner chunks. libn5 opens it with `{{\"format\": \"zarr3\"}}`; the peers are tensorstore's zarr3 driver and zarr-python 3. floor: the same bytes read as the same ranges with plain std::fs (read_all: every shard whole; single blocks: the index range, then the inner chunk's range; region: the index range of every shard it covers in part, then the inner chunks it touches, neighbours ≤256 KiB apart coalesced into ranges of ≤8 MiB; a shard covered whole in one read), plus decoding every inner chunk read; write: every inner chunk encoded, each shard assembled with its index and written once.{}\n",
                 dims_text(self.shard),
                 dims_text(self.block),
-                self.ratios
-                    .iter()
-                    .map(|(c, r)| format!("{} {:.3}", c.name(), r))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                if self.ratios.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " Array size / raw: {}.",
+                        self.ratios
+                            .iter()
+                            .map(|(c, r)| format!("{} {:.3}", c.name(), r))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
             );
         }
 

@@ -156,6 +156,59 @@ pub fn touched_shards(job: &Job) -> Vec<([u64; 3], bool)> {
     out
 }
 
+/// What a read workload of the sharded array needs at least, for the
+/// report's request table.
+#[derive(Clone, Copy, Debug)]
+pub struct Needed {
+    /// Inner chunks the workload touches (per call, repetitions included).
+    pub chunks: u64,
+    /// Their stored bytes (from the shards' indexes).
+    pub chunk_bytes: u64,
+    /// Shards it touches (per call for single blocks).
+    pub shards: u64,
+    /// Their bytes, each shard read whole.
+    pub shard_bytes: u64,
+}
+
+/// [`Needed`] of `job` (a read of the array at `store`), from the shards'
+/// sizes and indexes.
+pub fn needed(job: &Job, store: &dyn Store) -> Result<Needed, String> {
+    let mut indexes: std::collections::HashMap<[u64; 3], (u64, Index)> = Default::default();
+    let mut shard = |s: [u64; 3]| -> Result<(u64, Index), String> {
+        if let Some(known) = indexes.get(&s) {
+            return Ok(known.clone());
+        }
+        let key = shard_key(s);
+        let size = store
+            .size(&key)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{}: missing", store.describe(&key)))?;
+        let bytes = store
+            .get_range(&key, ByteRange::Suffix(index_len(job)))
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{}: missing", store.describe(&key)))?;
+        let known = (size, parse_index(job, &bytes)?);
+        indexes.insert(s, known.clone());
+        Ok(known)
+    };
+    let mut n = Needed {
+        chunks: 0,
+        chunk_bytes: 0,
+        shards: 0,
+        shard_bytes: 0,
+    };
+    for c in job.touched_blocks() {
+        let (_, index) = shard(shard_of(job, c))?;
+        n.chunks += 1;
+        n.chunk_bytes += index[entry_number(job, c)].map_or(0, |e| e.1);
+    }
+    for (s, _) in touched_shards(job) {
+        n.shards += 1;
+        n.shard_bytes += shard(s)?.0;
+    }
+    Ok(n)
+}
+
 /// Inner chunks fetched as one range of a shard.
 struct Run {
     offset: u64,
