@@ -67,9 +67,8 @@ class ZarrPython:
                 import s3fs  # noqa: F401
             except ImportError:
                 raise peers.NotApplicable(
-                    "s3fs is not installed in .venv-zarr3 (tests/peers/requirements-zarr3.txt "
-                    "has zarr, numcodecs and numpy only); zarr-python 3 reaches S3 only through "
-                    "fsspec/s3fs or obstore")
+                    "s3fs is not installed in .venv-zarr3 (tests/peers/requirements-zarr3.txt), "
+                    "and zarr-python 3 reaches S3 only through fsspec/s3fs or obstore")
             s3 = storage.get("s3", {})
             settings["async.concurrency"] = storage.get("io_concurrency", 32)
             self.url = job["container"] + "/" + job["dataset"]

@@ -42,7 +42,8 @@ use workload::{Codec, Impl, Job, Layout, Outcome, Region, Workload};
 
 /// The `--help` text.
 const USAGE: &str = "\
-n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore, z5py)
+n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore,
+z5py; zarr-python 3 for the sharded Zarr v3 layout)
 
 usage: cargo run --release -p n5-bench -- [options]     (from the repository root)
 
@@ -64,7 +65,7 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --storage WHERE    fs (default: the local disk), s3 (S3 on SeaweedFS on
                      127.0.0.1 behind a latency proxy; lz4 left out) or all
   --latency LIST     ms added per request on S3, comma-separated (default 0,20)
-  --no-peers         skip tensorstore and z5py
+  --no-peers         skip the peers (tensorstore, z5py, zarr-python)
   --python PATH      Python with the peers (default: <repo>/.venv/bin/python,
                      made by ./tests/run.sh or bench/run.sh)
   --python-zarr3 PATH  Python with zarr-python 3, for --format zarr3-sharded

@@ -370,7 +370,11 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
                     let mut peer_cells = String::new();
                     for &p in peers {
                         let pt = time(cells, latency, p, w, c, t);
-                        let _ = write!(peer_cells, " {} | {} |", ms(pt), ratio(l, pt));
+                        let shown = match find(cells, latency, p, w, c, t).map(|x| &x.outcome) {
+                            Some(Outcome::NotApplicable(_)) => "n/a".to_string(),
+                            _ => ms(pt),
+                        };
+                        let _ = write!(peer_cells, " {shown} | {} |", ratio(l, pt));
                     }
                     let each = |f: &dyn Fn(Impl) -> String| {
                         peers.iter().map(|&p| f(p)).collect::<Vec<_>>().join(" / ")
@@ -395,6 +399,16 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
                         each(&cpu),
                     );
                 }
+            }
+        }
+        // Why a peer's cells say n/a (the first reason of each peer).
+        for &p in peers {
+            let why = cells.iter().find_map(|x| match &x.outcome {
+                Outcome::NotApplicable(why) if x.imp == p && x.latency_ms == latency => Some(why),
+                _ => None,
+            });
+            if let Some(why) = why {
+                let _ = writeln!(s, "\nn/a for {}: {why}.", p.name());
             }
         }
         if layout == Layout::Zarr3Sharded {
