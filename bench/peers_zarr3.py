@@ -23,7 +23,9 @@ threading.max_workers; on S3 also async.concurrency = libn5's
 io_concurrency.
 
 On S3 zarr-python needs fsspec and s3fs (FsspecStore, anonymous, the
-job's endpoint); without s3fs the measurement is n/a with that reason.
+job's endpoint: the benchmark's proxy in front of SeaweedFS); without s3fs
+(.venv-zarr3 has none) the measurement is n/a with that reason, and
+n5-bench --python-zarr3 can name a Python that has it.
 """
 
 import json
