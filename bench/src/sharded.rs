@@ -26,7 +26,9 @@
 //! read, and the output floor (FloorOut) also copies every inner chunk to
 //! its place in the output box. Local files are read with
 //! `File::read_exact_at`, objects with libn5's own `Store` (`get_range`,
-//! `get_into`, `put`), as many at once as libn5's `io_concurrency`.
+//! `get_into`, `put`), as many at once as libn5's `io_concurrency` (4 on a
+//! local disk, 32 on an object store; single blocks one at a time), the
+//! codec work and copies on at most the job's threads.
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
@@ -400,8 +402,9 @@ impl Sink<'_> {
                 Ok::<(), String>(())
             })
         } else {
+            // Raw: the stored bytes are the chunk; the copy is CPU work too.
             if let Some((region, planes)) = self.out {
-                place(job, region, c, payload, planes, i);
+                self.gate.run(|| place(job, region, c, payload, planes, i));
             }
             Ok(())
         }
@@ -451,12 +454,13 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
     }
     let out_floor = job.imp == Impl::FloorOut;
     let decode = job.codec != Codec::Raw && (job.imp == Impl::FloorCodec || out_floor);
+    // As many reads or writes in flight as libn5 has (its io_concurrency:
+    // 4 on a local disk, 32 on an object store), the codec work on at most
+    // the job's threads (the gate).
     let workers = if job.workload == Workload::ReadBlocks {
         1
-    } else if job.is_remote() {
-        job.options()?.storage.io_concurrency_for(true)
     } else {
-        job.threads
+        job.options()?.storage.io_concurrency_for(job.is_remote())
     };
     let gate = Gate::new(job.threads);
     let source = Shards::open(job, &job.container)?;
