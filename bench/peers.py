@@ -34,6 +34,12 @@ endpoint, anonymously, with s3_request_concurrency set to libn5's
 io_concurrency; nothing is evicted, and a write starts from a deleted
 dataset (delete_existing). z5py has no object-store backend: n/a.
 
+A job with "format": "zarr3-sharded" is a sharded Zarr v3 array instead:
+tensorstore's zarr3 driver creates it with the job's "zarr3_metadata"
+(the zarr.json libn5 writes) and reads it; z5py: n/a. zarr-python 3 lives
+in another venv and runs through bench/peers_zarr3.py, which reuses this
+script's timing loop (run) with its own peer class.
+
 Report: {"status": "ok", "times": [s...], "cpu": [CPU s...], "maxrss_kib", "baseline_kib"} or
 {"status": "n/a", "reason"} for what a peer cannot do (lz4) or
 {"status": "error", "message"}. The last read is compared with the volume
@@ -55,6 +61,10 @@ UNSUPPORTED = {
     ("tensorstore", "lz4"): "tensorstore's n5 driver has no lz4 codec",
     ("z5py", "lz4"): "z5's N5 lz4 is a bare LZ4 block, not N5's LZ4Block stream (another format)",
 }
+
+
+class NotApplicable(Exception):
+    """A peer cannot make this measurement; the message says why."""
 
 
 def cpu_seconds():
@@ -96,7 +106,10 @@ def c_slices(offset, shape):
 
 
 class TensorStore:
-    """tensorstore's n5 driver, viewed transposed (.T) so arrays are x-fastest C order."""
+    """tensorstore's n5 driver (zarr3 for the sharded layout), viewed
+    transposed (.T) so arrays are x-fastest C order."""
+
+    REMOTE = True
 
     def __init__(self, job):
         import tensorstore as ts
@@ -119,9 +132,13 @@ class TensorStore:
         else:
             path = os.path.join(job["container"], job["dataset"]) + "/"
             kvstore = {"driver": "file", "path": path}
-        self.spec = {"driver": "n5", "kvstore": kvstore}
-        self.metadata = {"dimensions": job["dims"], "blockSize": job["block"],
-                         "dataType": "uint16", "compression": job["compression"]}
+        if job.get("format") == "zarr3-sharded":
+            self.spec = {"driver": "zarr3", "kvstore": kvstore}
+            self.metadata = job["zarr3_metadata"]
+        else:
+            self.spec = {"driver": "n5", "kvstore": kvstore}
+            self.metadata = {"dimensions": job["dims"], "blockSize": job["block"],
+                             "dataType": "uint16", "compression": job["compression"]}
 
     def create(self):
         spec = dict(self.spec, metadata=self.metadata)
@@ -140,7 +157,11 @@ class TensorStore:
 class Z5py:
     """z5py (C++ z5) on an N5 container; axes reversed."""
 
+    REMOTE = False
+
     def __init__(self, job):
+        if job.get("format", "n5") != "n5":
+            raise NotApplicable("z5py has no sharded Zarr v3")
         import z5py
         self.z5py = z5py
         self.job = job
@@ -201,9 +222,12 @@ def run(job):
     if (peer, codec) in UNSUPPORTED:
         return {"status": "n/a", "reason": UNSUPPORTED[(peer, codec)]}
     remote = bool(job.get("storage"))
-    if remote and peer != "tensorstore":
+    if remote and not PEERS[peer].REMOTE:
         return {"status": "n/a", "reason": "%s has no object-store backend" % peer}
-    impl = PEERS[peer](job)
+    try:
+        impl = PEERS[peer](job)
+    except NotApplicable as e:
+        return {"status": "n/a", "reason": str(e)}
     dims = job["dims"]
     container = job["container"]
     times, cpu, baseline = [], [], 0

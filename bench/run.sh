@@ -5,7 +5,8 @@
 #   bench/run.sh --markdown bench/RESULTS.md   # 512³, the table for the repository
 #
 # Installs what it needs with tests/setup.sh (the project's Python venv
-# .venv with tensorstore and z5py, the peers, as ./tests/run.sh does), then
+# .venv with tensorstore and z5py, the peers, as ./tests/run.sh does; with
+# --format zarr3-sharded or all also .venv-zarr3 with zarr-python 3), then
 # runs `cargo run --release -p n5-bench -- "$@"` from the repository root.
 set -euo pipefail
 
@@ -13,5 +14,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$ROOT/build/tools/bin:$PATH"
 "$ROOT/tests/setup.sh" venv
+prev=""
+for arg in "$@"; do
+    if [ "$prev" = "--format" ] && { [ "$arg" = zarr3-sharded ] || [ "$arg" = all ]; }; then
+        "$ROOT/tests/setup.sh" zarr3py
+    fi
+    prev="$arg"
+done
 
 exec cargo run --release -p n5-bench -- "$@"

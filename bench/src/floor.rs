@@ -33,6 +33,9 @@
 //! their floor is sequential. Not in any floor: the byte swapping to and
 //! from big-endian; not in the I/O and codec floors: the copy between
 //! blocks and the region buffer.
+//!
+//! The floors of the sharded Zarr v3 layout are in [`crate::sharded`],
+//! which uses this file's codecs, threads and copies.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::fs::{self, File};
@@ -45,7 +48,7 @@ use n5::storage::Store;
 
 use crate::sys;
 use crate::workload::{
-    box_bytes, measure, remove_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
+    box_bytes, measure, remove_tree, Codec, Impl, Job, Layout, Region, Report, Workload, DATASET,
 };
 
 // Linked by the blosc-src dependency (the same c-blosc build libn5 uses).
@@ -92,13 +95,13 @@ const LZ4_PIECE_HEADER: usize = 21;
 const LZ4_PIECE: usize = 65536;
 
 /// An error mapper that names the path.
-fn io_err(what: &Path) -> impl Fn(io::Error) -> String + '_ {
+pub(crate) fn io_err(what: &Path) -> impl Fn(io::Error) -> String + '_ {
     move |e| format!("{}: {e}", what.display())
 }
 
 /// Runs `work(state, i)` for every `i` in `0..n` on `threads` threads, each
 /// with its own `init()` state; blocks are handed out one at a time.
-fn parallel<S>(
+pub(crate) fn parallel<S>(
     n: usize,
     threads: usize,
     init: impl Fn() -> S + Sync,
@@ -136,7 +139,7 @@ fn parallel<S>(
 
 /// Writes `data` to `path` as libn5's storage does: a temporary file in the
 /// same directory (created on demand), then a rename; no fsync.
-fn write_atomic(path: &Path, data: &[u8], unique: usize) -> Result<(), String> {
+pub(crate) fn write_atomic(path: &Path, data: &[u8], unique: usize) -> Result<(), String> {
     let dir = path.parent().expect("block files have a parent");
     let name = path.file_name().expect("block files have a name");
     let tmp = dir.join(format!(
@@ -175,7 +178,7 @@ fn block_header(shape: [u64; 3]) -> Vec<u8> {
 }
 
 /// A codec's per-thread state.
-enum Coder {
+pub(crate) enum Coder {
     Raw,
     Gzip(libdeflater::Compressor, libdeflater::Decompressor),
     Lz4(Vec<u8>),
@@ -188,7 +191,7 @@ enum Coder {
 
 impl Coder {
     /// Fresh state for `codec`.
-    fn new(codec: Codec) -> Coder {
+    pub(crate) fn new(codec: Codec) -> Coder {
         match codec {
             Codec::Raw => Coder::Raw,
             Codec::Gzip => Coder::Gzip(
@@ -205,7 +208,7 @@ impl Coder {
     }
 
     /// Appends the compressed `data` to `out`.
-    fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub(crate) fn encode(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
         match self {
             Coder::Raw => out.extend_from_slice(data),
             Coder::Gzip(c, _) => {
@@ -279,7 +282,7 @@ impl Coder {
     }
 
     /// Decompresses `payload` into exactly `out`.
-    fn decode(&mut self, payload: &[u8], out: &mut [u8]) -> Result<(), String> {
+    pub(crate) fn decode(&mut self, payload: &[u8], out: &mut [u8]) -> Result<(), String> {
         match self {
             Coder::Raw => out.copy_from_slice(
                 payload
@@ -372,7 +375,7 @@ fn header_len(bytes: &[u8]) -> Result<usize, String> {
 }
 
 /// The shape of the block at grid position `p`.
-fn block_shape(job: &Job, p: [u64; 3]) -> [u64; 3] {
+pub(crate) fn block_shape(job: &Job, p: [u64; 3]) -> [u64; 3] {
     [0, 1, 2].map(|d| job.block[d].min(job.dims[d] - p[d] * job.block[d]))
 }
 
@@ -463,13 +466,14 @@ impl Blocks {
 
 /// Lets at most a fixed number of threads run codec work at once: on an
 /// object store the floor's I/O threads outnumber the job's threads.
-struct Gate {
+pub(crate) struct Gate {
     free: Mutex<usize>,
     freed: Condvar,
 }
 
 impl Gate {
-    fn new(n: usize) -> Gate {
+    /// A gate that lets `n` threads (at least one) through at once.
+    pub(crate) fn new(n: usize) -> Gate {
         Gate {
             free: Mutex::new(n.max(1)),
             freed: Condvar::new(),
@@ -477,7 +481,7 @@ impl Gate {
     }
 
     /// Runs `f` once a place is free.
-    fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn run<T>(&self, f: impl FnOnce() -> T) -> T {
         let mut free = self.free.lock().expect("gate");
         while *free == 0 {
             free = self.freed.wait(free).expect("gate");
@@ -493,6 +497,9 @@ impl Gate {
 
 /// Runs a floor job (FloorIo, FloorCodec or FloorOut) in this (child) process.
 pub fn run_floor(job: &Job) -> Result<Report, String> {
+    if job.layout == Layout::Zarr3Sharded {
+        return crate::sharded::run_floor(job);
+    }
     let out_floor = job.imp == Impl::FloorOut;
     if out_floor && !Impl::FloorOut.measures(job.workload, job.codec) {
         return Err(format!(
@@ -625,7 +632,7 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
 /// that lies in `region` to its place in the output, whose z planes are
 /// `planes`; the `i`-th block starts at plane `i * 37` (modulo its depth)
 /// so that threads copying neighbouring blocks rarely wait for a plane.
-fn place(
+pub(crate) fn place(
     job: &Job,
     region: &Region,
     p: [u64; 3],

@@ -8,20 +8,24 @@
 //! ways, and prints a markdown table comparing libn5, measured in the same
 //! run, with two floors (plain file I/O; the codec library alone plus file
 //! I/O) and with the peers tensorstore and z5py (bench/peers.py in the
-//! project's venv). `--help` lists the options.
+//! project's venv). `--format zarr3-sharded` (or `all`) measures a sharded
+//! Zarr v3 array the same way, against tensorstore's zarr3 driver and
+//! zarr-python 3 (bench/peers_zarr3.py in `.venv-zarr3`). `--help` lists
+//! the options.
 //!
 //! This file owns the command line, the working directory and the order of
 //! the measurements; each measurement runs in a child process: this binary
 //! again with the hidden `--one JOB` (libn5 and the floors), or peers.py.
 //! Modules: [`data`] (volume and PRNG), [`workload`] (codecs, workloads,
-//! jobs, libn5's measurements), [`floor`], [`peers`], [`report`], [`sys`]
-//! (page cache, memory, machine), [`remote`] (the same on S3, `--storage
-//! s3`).
+//! jobs, libn5's measurements), [`floor`], [`sharded`] (the floors of the
+//! sharded layout), [`peers`], [`report`], [`sys`] (page cache, memory,
+//! machine), [`remote`] (the same on S3, `--storage s3`).
 
 mod data;
 mod floor;
 mod peers;
 mod report;
+mod sharded;
 mod sys;
 mod workload;
 
@@ -34,11 +38,12 @@ use std::time::Instant;
 
 use report::{Run, ScalingRow};
 use sys::CacheMode;
-use workload::{Codec, Impl, Job, Outcome, Region, Workload};
+use workload::{Codec, Impl, Job, Layout, Outcome, Region, Workload};
 
 /// The `--help` text.
 const USAGE: &str = "\
-n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore, z5py)
+n5-bench: libn5 against its I/O and codec floors and the peers (tensorstore,
+z5py; zarr-python 3 for the sharded Zarr v3 layout)
 
 usage: cargo run --release -p n5-bench -- [options]     (from the repository root)
 
@@ -46,6 +51,10 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --repeats N        times each measurement is timed, each in its own process,
                      in round-robin rounds; the median is reported (default 3)
   --threads LIST     thread counts, comma-separated (default 1,2)
+  --format WHAT      n5 (default: N5 datasets in 64³ blocks), zarr3-sharded (a
+                     Zarr v3 array of shards of half the volume per dimension
+                     holding 64³ inner chunks; lz4 left out; peers
+                     tensorstore's zarr3 driver and zarr-python 3) or all
   --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
   --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
   --cache MODE       page cache before reads: fadvise (default: fsync and
@@ -56,9 +65,12 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --storage WHERE    fs (default: the local disk), s3 (S3 on SeaweedFS on
                      127.0.0.1 behind a latency proxy; lz4 left out) or all
   --latency LIST     ms added per request on S3, comma-separated (default 0,20)
-  --no-peers         skip tensorstore and z5py
+  --no-peers         skip the peers (tensorstore, z5py, zarr-python)
   --python PATH      Python with the peers (default: <repo>/.venv/bin/python,
                      made by ./tests/run.sh or bench/run.sh)
+  --python-zarr3 PATH  Python with zarr-python 3, for --format zarr3-sharded
+                     (default: <repo>/.venv-zarr3/bin/python, made by
+                     tests/setup.sh zarr3py)
   --scaling          also libn5 whole-volume write and read at 256³, 512³ and
                      1024×1024×512 (raw and gzip, 2 threads; needs ~3 GiB disk)
   --dir DIR          work in a fresh subdirectory of DIR (default: $TMPDIR or
@@ -78,9 +90,11 @@ struct Config {
     threads: Vec<usize>,
     codecs: Vec<Codec>,
     workloads: Vec<Workload>,
+    layouts: Vec<Layout>,
     cache: CacheMode,
     peers: bool,
     python: PathBuf,
+    python_zarr3: PathBuf,
     scaling: bool,
     dir: Option<PathBuf>,
     keep: bool,
@@ -107,9 +121,11 @@ impl Config {
             threads: vec![1, 2],
             codecs: Codec::ALL.to_vec(),
             workloads: Workload::ALL.to_vec(),
+            layouts: vec![Layout::N5],
             cache: CacheMode::Fadvise,
             peers: true,
             python: peers::default_python(),
+            python_zarr3: peers::default_python_zarr3(),
             scaling: false,
             dir: None,
             keep: false,
@@ -142,6 +158,15 @@ impl Config {
                 }
                 "--codecs" => c.codecs = list(&value()?, Codec::parse)?,
                 "--workloads" => c.workloads = list(&value()?, Workload::parse)?,
+                "--format" => {
+                    let v = value()?;
+                    c.layouts = match v.as_str() {
+                        "all" => Layout::ALL.to_vec(),
+                        name => {
+                            vec![Layout::parse(name).ok_or("--format: n5, zarr3-sharded or all")?]
+                        }
+                    }
+                }
                 "--cache" => {
                     c.cache = CacheMode::parse(&value()?).ok_or("--cache: fadvise, drop or warm")?
                 }
@@ -160,6 +185,7 @@ impl Config {
                 }
                 "--no-peers" => c.peers = false,
                 "--python" => c.python = value()?.into(),
+                "--python-zarr3" => c.python_zarr3 = value()?.into(),
                 "--scaling" => c.scaling = true,
                 "--dir" => c.dir = Some(value()?.into()),
                 "--keep" => c.keep = true,
@@ -263,7 +289,9 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     // Every measuring process finds as much memory backed by the host as
     // the largest buffer it fills (see sys::prime_memory).
     sys::prime_memory((job.dims.iter().product::<u64>() * Job::ELEM) as usize);
-    let outcome = if job.imp.is_peer() {
+    let outcome = if job.imp == Impl::ZarrPython {
+        peers::run(&config.python_zarr3, job)
+    } else if job.imp.is_peer() {
         peers::run(&config.python, job)
     } else {
         match std::env::current_exe().and_then(|exe| {
@@ -292,8 +320,12 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     } else {
         ""
     };
+    let layout = match job.layout {
+        Layout::N5 => "",
+        Layout::Zarr3Sharded => " sharded",
+    };
     say!(
-        "{:<11} {:<11} {:<5} {} thread(s){warm}: {result}",
+        "{:<11} {:<11} {:<5} {} thread(s){layout}{warm}: {result}",
         job.imp.name(),
         job.workload.name(),
         job.codec.name(),
@@ -362,13 +394,14 @@ fn write_volume(dims: [u64; 3], raw: &Path) -> Result<f64, String> {
     Ok(foreground)
 }
 
-/// The container of an implementation for a codec (floors read libn5's).
-fn container_of(work: &Path, imp: Impl, codec: Codec) -> PathBuf {
+/// The container of an implementation for a codec and layout (floors
+/// read libn5's).
+fn container_of(work: &Path, imp: Impl, codec: Codec, layout: Layout) -> PathBuf {
     let owner = match imp {
         Impl::Libn5 | Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => "libn5",
         other => other.name(),
     };
-    work.join(format!("{owner}-{}.n5", codec.name()))
+    work.join(format!("{owner}-{}.{}", codec.name(), layout.suffix()))
 }
 
 /// Runs the whole benchmark.
@@ -390,6 +423,9 @@ struct Setup<'a> {
     raw: PathBuf,
     dims: [u64; 3],
     block: [u64; 3],
+    layout: Layout,
+    /// The shards of the sharded layout: half the volume per dimension.
+    shard: [u64; 3],
     region: Region,
     positions: Vec<[u64; 3]>,
 }
@@ -407,7 +443,9 @@ impl Setup<'_> {
             raw: self.raw.clone(),
             dims: self.dims,
             block: self.block,
-            container: container_of(self.work, imp, codec),
+            layout: self.layout,
+            shard: self.shard,
+            container: container_of(self.work, imp, codec, self.layout),
             scratch: self.work.join(format!("floor-{}", codec.name())),
             region: self.region.clone(),
             positions: self.positions.clone(),
@@ -456,19 +494,51 @@ fn page_cache(config: &Config) -> Result<(String, Result<(), String>), String> {
     Ok((text, drop_caches))
 }
 
-/// The peers' versions and the implementations to measure.
-fn implementations(config: &Config) -> (Result<serde_json::Value, String>, Vec<Impl>) {
-    let versions = if config.peers {
-        peers::versions(&config.python)
+/// The peers' versions (with zarr-python 3's as `zarr_python` when the
+/// sharded layout is measured).
+fn peer_versions(config: &Config) -> Result<serde_json::Value, String> {
+    let mut versions = if config.peers {
+        peers::versions(&config.python, &peers::script())
     } else {
         Err("skipped (--no-peers)".into())
     };
+    if config.peers && config.layouts.contains(&Layout::Zarr3Sharded) {
+        let zarr3 = peers::versions(&config.python_zarr3, &peers::script_zarr3());
+        if let Err(e) = &zarr3 {
+            say!("zarr-python 3 unavailable: {e}");
+        }
+        if let (Err(e), Ok(_)) = (&versions, &zarr3) {
+            // zarr-python 3 still runs without the first venv.
+            say!("peers unavailable: {e}");
+            versions = Ok(serde_json::json!({}));
+        }
+        if let Ok(doc) = &mut versions {
+            let zarr = zarr3.as_ref().ok().and_then(|v| v.get("zarr")).cloned();
+            doc["zarr_python"] = zarr.unwrap_or(serde_json::Value::Null);
+            if let Ok(v) = &zarr3 {
+                doc["zarr_python_s3fs"] = v.get("s3fs").cloned().unwrap_or_default();
+            }
+        }
+    }
     match &versions {
         Ok(v) => say!("peers: {v}"),
         Err(e) => say!("peers unavailable: {e}"),
     }
+    versions
+}
+
+/// The implementations to measure in `layout`: libn5, the floors and the
+/// installed peers of the layout.
+fn implementations(versions: &Result<serde_json::Value, String>, layout: Layout) -> Vec<Impl> {
     let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec, Impl::FloorOut];
-    for (imp, name) in [(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")] {
+    let peers: &[(Impl, &str)] = match layout {
+        Layout::N5 => &[(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")],
+        Layout::Zarr3Sharded => &[
+            (Impl::Tensorstore, "tensorstore"),
+            (Impl::ZarrPython, "zarr_python"),
+        ],
+    };
+    for &(imp, name) in peers {
         let installed = versions
             .as_ref()
             .is_ok_and(|v| v.get(name).is_some_and(|x| x.is_string()));
@@ -476,7 +546,7 @@ fn implementations(config: &Config) -> (Result<serde_json::Value, String>, Vec<I
             imps.push(imp);
         }
     }
-    (versions, imps)
+    imps
 }
 
 /// What measuring one codec found besides the measurements.
@@ -507,7 +577,10 @@ fn measure_codec(
     } else if !reads.is_empty() {
         // Untimed: the containers the reads need.
         for &imp in imps {
-            if matches!(imp, Impl::Libn5 | Impl::Tensorstore | Impl::Z5py) {
+            if matches!(
+                imp,
+                Impl::Libn5 | Impl::Tensorstore | Impl::Z5py | Impl::ZarrPython
+            ) {
                 run_job(
                     config,
                     &setup.job(imp, Workload::Write, codec, config.threads[0]),
@@ -516,7 +589,8 @@ fn measure_codec(
         }
     }
     let vol_bytes = setup.dims.iter().product::<u64>() * Job::ELEM;
-    let dataset = container_of(setup.work, Impl::Libn5, codec).join(workload::DATASET);
+    let dataset =
+        container_of(setup.work, Impl::Libn5, codec, setup.layout).join(workload::DATASET);
     let ratio = sys::bytes_below(&dataset)
         .ok()
         .map(|b| b as f64 / vol_bytes as f64);
@@ -538,8 +612,8 @@ fn measure_codec(
         }
     }
     if !config.keep {
-        for imp in [Impl::Libn5, Impl::Tensorstore, Impl::Z5py] {
-            workload::remove_tree(&container_of(setup.work, imp, codec))?;
+        for imp in [Impl::Libn5, Impl::Tensorstore, Impl::Z5py, Impl::ZarrPython] {
+            workload::remove_tree(&container_of(setup.work, imp, codec, setup.layout))?;
         }
         workload::remove_tree(&setup.work.join(format!("floor-{}", codec.name())))?;
     }
@@ -547,7 +621,7 @@ fn measure_codec(
 }
 
 /// The benchmark in the working directory `work`: checks, data, every
-/// codec, the scaling rows, the report.
+/// layout and codec (local disk, then S3), the scaling rows, the report.
 fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
     let dims: [u64; 3] = if config.quick { [256; 3] } else { [512; 3] };
     let block = [64u64; 3];
@@ -579,108 +653,133 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
     if fs_type == "tmpfs" && config.cache != CacheMode::Warm {
         say!("WARNING: tmpfs keeps files in memory: reads cannot be cold; use --dir on a disk");
     }
-    let (mut cache, drop_caches) = page_cache(config)?;
-    let (peer_versions, imps) = implementations(config);
+    let (cache_text, drop_caches) = page_cache(config)?;
+    let peer_versions = peer_versions(config);
 
     let raw = work.join("volume.raw");
     let foreground = write_volume(dims, &raw)?;
     let grid = [0, 1, 2].map(|d| dims[d].div_ceil(block[d]));
-    let setup = Setup {
-        config,
-        work,
-        raw,
-        dims,
-        block,
-        region: Region {
-            offset: [37, 51, 13],
-            shape: if config.quick { [150; 3] } else { [300; 3] },
-        },
-        positions: data::random_positions(grid, 200),
-    };
+    let positions = data::random_positions(grid, 200);
 
-    let mut results = HashMap::new();
-    let mut ratios = Vec::new();
-    let fs_codecs: &[Codec] = if config.storage_fs {
-        &config.codecs
-    } else {
-        &[]
-    };
-    for &codec in fs_codecs {
-        let extras = measure_codec(&setup, &imps, codec, &mut results)?;
-        ratios.extend(extras.ratio.map(|r| (codec, r)));
-        if let Some((cold, warm)) = extras.warm_check {
+    // One report per layout, each with its object-store cells.
+    let mut runs: Vec<(Run, Vec<remote::Cell>)> = Vec::new();
+    for &layout in &config.layouts {
+        let setup = Setup {
+            config,
+            work,
+            raw: raw.clone(),
+            dims,
+            block,
+            layout,
+            shard: dims.map(|d| d / 2),
+            region: Region {
+                offset: [37, 51, 13],
+                shape: if config.quick { [150; 3] } else { [300; 3] },
+            },
+            positions: positions.clone(),
+        };
+        if layout == Layout::Zarr3Sharded {
+            say!(
+                "zarr3-sharded: shards of {:?} holding {:?} inner chunks",
+                setup.shard,
+                block
+            );
+        }
+        let imps = implementations(&peer_versions, layout);
+        let mut cache = cache_text.clone();
+        let mut results = HashMap::new();
+        let mut ratios = Vec::new();
+        let codecs: Vec<Codec> = config
+            .codecs
+            .iter()
+            .copied()
+            .filter(|&c| config.storage_fs && layout.has_codec(c))
+            .collect();
+        for &codec in &codecs {
+            let extras = measure_codec(&setup, &imps, codec, &mut results)?;
+            ratios.extend(extras.ratio.map(|r| (codec, r)));
+            if let Some((cold, warm)) = extras.warm_check {
+                cache.push_str(&format!(
+                    "; the I/O floor reads the whole raw volume in {:.1} ms cold, {:.1} ms warm ({} thread(s))",
+                    cold * 1000.0,
+                    warm * 1000.0,
+                    config.threads[0]
+                ));
+            }
+        }
+        // How well eviction worked, from mincore in libn5's and the floors' jobs.
+        let resident = results
+            .values()
+            .filter_map(Outcome::report)
+            .map(|r| r.resident_after_evict)
+            .fold(f64::NAN, f64::max);
+        if !resident.is_nan() {
             cache.push_str(&format!(
-                "; the I/O floor reads the whole raw volume in {:.1} ms cold, {:.1} ms warm ({} thread(s))",
-                cold * 1000.0,
-                warm * 1000.0,
-                config.threads[0]
+                "; checked with mincore after each eviction: at most {:.2}% of the container's pages stayed resident",
+                resident * 100.0
             ));
         }
-    }
-    // How well eviction worked, from mincore in libn5's and the floors' jobs.
-    let resident = results
-        .values()
-        .filter_map(Outcome::report)
-        .map(|r| r.resident_after_evict)
-        .fold(f64::NAN, f64::max);
-    if !resident.is_nan() {
-        cache.push_str(&format!(
-            "; checked with mincore after each eviction: at most {:.2}% of the container's pages stayed resident",
-            resident * 100.0
-        ));
-    }
 
-    let remote_cells = if config.storage_s3 {
-        remote::run(config, &setup, &imps)?
-    } else {
-        Vec::new()
-    };
-
-    let scaling = if config.scaling {
-        run_scaling(config, work)?
-    } else {
-        Vec::new()
-    };
-
-    let run = Run {
-        command,
-        date: sys::utc_now(),
-        libn5_version: libn5_version(),
-        peers: peer_versions,
-        machine,
-        fs_type,
-        dir: work.display().to_string(),
-        load: (load_start, sys::load_average()),
-        fresh_memory_ms,
-        storage_fs: config.storage_fs,
-        cache,
-        drop_caches,
-        dims,
-        block,
-        n_blocks: setup.positions.len(),
-        region: setup.region,
-        foreground,
-        ratios,
-        repeats: config.repeats,
-        threads: config.threads.clone(),
-        codecs: fs_codecs.to_vec(),
-        workloads: if config.storage_fs {
-            config.workloads.clone()
+        let remote_cells = if config.storage_s3 {
+            remote::run(config, &setup, &imps)?
         } else {
             Vec::new()
-        },
-        results,
-        scaling,
-    };
-    let mut text = run.markdown();
-    if !config.storage_fs {
-        // The file-system tables are empty: the header only.
-        if let Some(end) = text.find("\n## ") {
-            text.truncate(end + 1);
+        };
+        let run = Run {
+            command: command.clone(),
+            date: sys::utc_now(),
+            libn5_version: libn5_version(),
+            peers: peer_versions.clone(),
+            machine: machine.clone(),
+            fs_type: fs_type.clone(),
+            dir: work.display().to_string(),
+            load: (load_start.clone(), sys::load_average()),
+            fresh_memory_ms,
+            storage_fs: config.storage_fs,
+            cache,
+            drop_caches: drop_caches.clone(),
+            dims,
+            block,
+            layout,
+            shard: setup.shard,
+            n_blocks: setup.positions.len(),
+            region: setup.region,
+            foreground,
+            ratios,
+            repeats: config.repeats,
+            threads: config.threads.clone(),
+            codecs,
+            workloads: if config.storage_fs {
+                config.workloads.clone()
+            } else {
+                Vec::new()
+            },
+            results,
+            scaling: Vec::new(),
+        };
+        runs.push((run, remote_cells));
+    }
+
+    if config.scaling {
+        if let Some((first, _)) = runs.first_mut() {
+            first.scaling = run_scaling(config, work)?;
         }
     }
-    if config.storage_s3 {
-        text.push_str(&remote::markdown(config, &remote_cells));
+
+    let mut text = String::new();
+    for (i, (run, cells)) in runs.iter().enumerate() {
+        let mut part = if i == 0 { run.markdown() } else { run.tables() };
+        if !config.storage_fs {
+            // The file-system tables are empty: the header only.
+            let end = part
+                .find("\n## ")
+                .map_or(if i == 0 { part.len() } else { 0 }, |e| e + 1);
+            part.truncate(end);
+        }
+        text.push_str(&part);
+        if config.storage_s3 {
+            text.push_str(&remote::markdown(config, run.layout, cells));
+        }
     }
     println!("{text}");
     if let Some(path) = &config.markdown {
@@ -688,17 +787,31 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         say!("wrote {}", path.display());
     }
     if let Some(path) = &config.json {
-        let mut doc = run.to_json();
-        doc["object_store"] = remote::to_json(&remote_cells);
+        // The first layout's report at the top, the others below it by name.
+        let mut doc = serde_json::Value::Null;
+        for (run, cells) in &runs {
+            let mut part = run.to_json();
+            part["object_store"] = remote::to_json(cells);
+            if doc.is_null() {
+                doc = part;
+            } else {
+                doc[run.layout.name()] = part;
+            }
+        }
         let doc = serde_json::to_string_pretty(&doc).expect("JSON");
         fs::write(path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
         say!("wrote {}", path.display());
     }
-    let remote_failures = remote_cells
+    let failures: usize = runs
         .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
-        .count();
-    let failures = run.failures().len() + remote_failures;
+        .map(|(run, cells)| {
+            run.failures().len()
+                + cells
+                    .iter()
+                    .filter(|c| matches!(c.outcome, Outcome::Failed(_)))
+                    .count()
+        })
+        .sum();
     if failures > 0 {
         return Err(format!("{failures} measurement(s) failed"));
     }
@@ -725,6 +838,8 @@ fn run_scaling(config: &Config, work: &Path) -> Result<Vec<ScalingRow>, String> 
                 raw: raw.clone(),
                 dims,
                 block: [64; 3],
+                layout: Layout::N5,
+                shard: dims,
                 container: container.clone(),
                 scratch: work.join("scaling-scratch"),
                 region: Region {

@@ -13,6 +13,11 @@
 //! `requests / in flight × latency + bytes / bandwidth`, the bandwidth being
 //! the I/O floor's whole raw read at 0 ms.
 //!
+//! The sharded Zarr v3 layout (`--format zarr3-sharded`) runs the same way,
+//! with tensorstore's zarr3 driver and zarr-python 3 as peers, and adds a
+//! table of the GET requests and bytes of every read next to what reading
+//! the touched shards whole would take.
+//!
 //! This file owns the servers, the jobs of that part and its report.
 
 use std::collections::HashMap;
@@ -23,7 +28,8 @@ use std::time::Duration;
 use n5_testkit::Proxy;
 use serde_json::{json, Value};
 
-use crate::workload::{Codec, Impl, Job, Outcome, Workload};
+use crate::sharded::Needed;
+use crate::workload::{Codec, Impl, Job, Layout, Outcome, Workload};
 use crate::{run_job, Config, Setup};
 
 /// libn5's requests in flight on object stores (its default).
@@ -49,6 +55,11 @@ pub struct Cell {
     pub requests: Option<u64>,
     /// Bytes the proxy sent to the client in that operation.
     pub bytes: Option<u64>,
+    /// GET requests among `requests`.
+    pub gets: Option<u64>,
+    /// For libn5's sharded reads: the inner chunks the workload touches and
+    /// its shards read whole, to compare the requests and bytes with.
+    pub needed: Option<Needed>,
 }
 
 /// The codecs of the object-store part (the issue's four; lz4 has no
@@ -60,6 +71,38 @@ fn codecs(config: &Config) -> Vec<Codec> {
         .copied()
         .filter(|&c| c != Codec::Lz4)
         .collect()
+}
+
+/// The peers of a layout on S3, in column order.
+fn peers(layout: Layout) -> &'static [Impl] {
+    match layout {
+        Layout::N5 => &[Impl::Tensorstore],
+        Layout::Zarr3Sharded => &[Impl::Tensorstore, Impl::ZarrPython],
+    }
+}
+
+/// What `job` (a sharded read of libn5's array) needs at least, read from
+/// the store (untimed, after the measurement); `None`, said, on failure.
+fn needed(job: &Job) -> Option<Needed> {
+    let store = job
+        .options()
+        .and_then(|options| {
+            let url = job.container.to_str().ok_or("the location is not UTF-8")?;
+            n5::storage::Location::parse(url)
+                .and_then(|l| l.open(&options.storage))
+                .map_err(|e| e.to_string())
+        })
+        .and_then(|store| crate::sharded::needed(job, store.as_ref()));
+    match store {
+        Ok(n) => Some(n),
+        Err(e) => {
+            say!(
+                "the touched inner chunks of {}: {e}",
+                job.container.display()
+            );
+            None
+        }
+    }
 }
 
 /// Runs the object-store part; returns its cells.
@@ -86,13 +129,14 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
         for codec in codecs(config) {
             let url = |owner: &str| -> PathBuf {
                 PathBuf::from(format!(
-                    "s3://{bucket}/{latency_ms}ms/{owner}-{}.n5",
-                    codec.name()
+                    "s3://{bucket}/{latency_ms}ms/{owner}-{}.{}",
+                    codec.name(),
+                    setup.layout.suffix()
                 ))
             };
             let job = |imp: Impl, workload: Workload, threads: usize| {
                 let owner = match imp {
-                    Impl::Tensorstore => "tensorstore",
+                    Impl::Tensorstore | Impl::ZarrPython => imp.name(),
                     _ => "libn5",
                 };
                 let mut j = setup.job(imp, workload, codec, threads);
@@ -105,7 +149,7 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
             let mut workloads = config.workloads.clone();
             if !workloads.contains(&Workload::Write) {
                 // Untimed: the containers the reads need.
-                for imp in [Impl::Libn5, Impl::Tensorstore] {
+                for imp in [Impl::Libn5, Impl::Tensorstore, Impl::ZarrPython] {
                     if imps.contains(&imp) {
                         run_job(config, &job(imp, Workload::Write, config.threads[0]));
                     }
@@ -122,7 +166,7 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                     .flat_map(|&imp| config.threads.iter().map(move |&t| (imp, t)))
                     .map(|(imp, t)| job(imp, workload, t))
                     .collect();
-                type Counted = (Outcome, Option<(u64, u64)>);
+                type Counted = (Outcome, Option<(u64, u64, u64)>);
                 let mut results: HashMap<(Impl, usize), Counted> = HashMap::new();
                 for round in 0..config.repeats {
                     if config.repeats > 1 {
@@ -142,7 +186,7 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                         proxy.reset_counters();
                         let outcome = run_job(config, j);
                         let counters = proxy.counters();
-                        let requests = (counters.requests, counters.bytes_to_client);
+                        let requests = (counters.requests, counters.bytes_to_client, counters.get);
                         let merged = match previous {
                             Some((p, _)) => p.merge(outcome),
                             None => outcome,
@@ -156,6 +200,11 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                         .unwrap_or((Outcome::Failed("not run".into()), None));
                     // Requests of a measurement that did not run mean nothing.
                     let counted = requests.filter(|_| outcome.report().is_some());
+                    let need = (setup.layout == Layout::Zarr3Sharded
+                        && j.imp == Impl::Libn5
+                        && workload != Workload::Write)
+                        .then(|| needed(j))
+                        .flatten();
                     cells.push(Cell {
                         latency_ms,
                         imp: j.imp,
@@ -165,6 +214,8 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                         outcome,
                         requests: counted.map(|c| c.0),
                         bytes: counted.map(|c| c.1),
+                        gets: counted.map(|c| c.2),
+                        needed: need,
                     });
                 }
             }
@@ -235,13 +286,28 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-/// The markdown section of the object-store part.
-pub fn markdown(config: &Config, cells: &[Cell]) -> String {
+/// The markdown section of the object-store part for `layout`.
+pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "\n## Object store (S3)\n");
+    let peers = peers(layout);
+    match layout {
+        Layout::N5 => {
+            let _ = writeln!(s, "\n## Object store (S3)\n");
+        }
+        Layout::Zarr3Sharded => {
+            let _ = writeln!(
+                s,
+                "\n## Object store (S3), sharded Zarr v3\n\nThe sharded array on S3; tensorstore's zarr3 driver on its s3 kvstore, zarr-python 3 through fsspec/s3fs (n/a without s3fs). The floor issues exactly the GETs libn5 must (the same ranges: whole shards, index suffixes, coalesced inner chunks) through libn5's `Store`. The table after the times counts them.\n"
+            );
+        }
+    }
     let _ = writeln!(
         s,
-        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's n5 driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing and advised to use huge pages, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB."
+        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's {driver} driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing and advised to use huge pages, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB.",
+        driver = match layout {
+            Layout::N5 => "n5",
+            Layout::Zarr3Sharded => "zarr3",
+        }
     );
     let bw = bandwidth(cells, &config.threads);
     if let Some(bw) = bw {
@@ -253,11 +319,27 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
     }
     for &latency in &config.latencies {
         let _ = writeln!(s, "\n### {latency} ms per request\n");
+        let peer_names: Vec<&str> = peers
+            .iter()
+            .map(|&p| match p {
+                Impl::ZarrPython => "zarr-python",
+                other => other.name(),
+            })
+            .collect();
+        let peer_cols: String = peer_names
+            .iter()
+            .map(|n| format!(" {n} | libn5/{n} |"))
+            .collect();
         let _ = writeln!(
             s,
-            "| workload | codec | threads | libn5 | floor | libn5/floor | floor+out | libn5/floor+out | tensorstore | libn5/tensorstore | requests libn5 / tensorstore | peak RSS libn5 / tensorstore | CPU libn5 / floor / floor+out / tensorstore |"
+            "| workload | codec | threads | libn5 | floor | libn5/floor | floor+out | libn5/floor+out |{peer_cols} requests libn5 / {names} | peak RSS libn5 / {names} | CPU libn5 / floor / floor+out / {names} |",
+            names = peer_names.join(" / ")
         );
-        let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        let _ = writeln!(
+            s,
+            "|---|---|--:|--:|--:|--:|--:|--:|{}--:|--:|--:|",
+            "--:|--:|".repeat(peers.len())
+        );
         for &w in &config.workloads {
             for c in codecs(config) {
                 for &t in &config.threads {
@@ -269,7 +351,6 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                     let l = time(cells, latency, Impl::Libn5, w, c, t);
                     let f = time(cells, latency, floor_imp, w, c, t);
                     let out = time(cells, latency, Impl::FloorOut, w, c, t);
-                    let ts = time(cells, latency, Impl::Tensorstore, w, c, t);
                     let req = |imp| {
                         find(cells, latency, imp, w, c, t)
                             .and_then(|x| x.requests)
@@ -286,9 +367,21 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                             .map(|r| r.median_cpu())
                             .filter(|c| c.is_finite()))
                     };
+                    let mut peer_cells = String::new();
+                    for &p in peers {
+                        let pt = time(cells, latency, p, w, c, t);
+                        let shown = match find(cells, latency, p, w, c, t).map(|x| &x.outcome) {
+                            Some(Outcome::NotApplicable(_)) => "n/a".to_string(),
+                            _ => ms(pt),
+                        };
+                        let _ = write!(peer_cells, " {shown} | {} |", ratio(l, pt));
+                    }
+                    let each = |f: &dyn Fn(Impl) -> String| {
+                        peers.iter().map(|&p| f(p)).collect::<Vec<_>>().join(" / ")
+                    };
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {t} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} / {} / {} |",
+                        "| {} | {} | {t} | {} | {} | {} | {} | {} |{peer_cells} {} / {} | {} / {} | {} / {} / {} / {} |",
                         w.name(),
                         c.name(),
                         ms(l),
@@ -296,19 +389,30 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
                         ratio(l, f),
                         ms(out),
                         ratio(l, out),
-                        ms(ts),
-                        ratio(l, ts),
                         req(Impl::Libn5),
-                        req(Impl::Tensorstore),
+                        each(&req),
                         rss(Impl::Libn5),
-                        rss(Impl::Tensorstore),
+                        each(&rss),
                         cpu(Impl::Libn5),
                         cpu(floor_imp),
                         cpu(Impl::FloorOut),
-                        cpu(Impl::Tensorstore),
+                        each(&cpu),
                     );
                 }
             }
+        }
+        // Why a peer's cells say n/a (the first reason of each peer).
+        for &p in peers {
+            let why = cells.iter().find_map(|x| match &x.outcome {
+                Outcome::NotApplicable(why) if x.imp == p && x.latency_ms == latency => Some(why),
+                _ => None,
+            });
+            if let Some(why) = why {
+                let _ = writeln!(s, "\nn/a for {}: {why}.", p.name());
+            }
+        }
+        if layout == Layout::Zarr3Sharded {
+            requests_table(&mut s, config, latency, cells);
         }
         if latency > 0 && config.workloads.contains(&Workload::ReadAll) {
             let _ = writeln!(
@@ -336,6 +440,67 @@ pub fn markdown(config: &Config, cells: &[Cell]) -> String {
     s
 }
 
+/// The sharded reads' requests: GETs and bytes received by libn5, the floor
+/// (the same ranges, no metadata) and the peers, next to the touched
+/// shards read whole.
+fn requests_table(s: &mut String, config: &Config, latency: u64, cells: &[Cell]) {
+    let _ = writeln!(
+        s,
+        "\nGET requests and MiB received per read (the proxy's count for one measuring process; libn5's include opening the array: its zarr.json and the like), the inner chunks the read touches (their stored bytes, from the shards' indexes; the fetched ranges also hold the gaps of ≤256 KiB coalescing bridges, and the indexes), and the shards it touches if each were read whole:\n"
+    );
+    let _ = writeln!(
+        s,
+        "| workload | codec | threads | libn5 GETs | libn5 MiB | floor GETs | floor MiB | tensorstore GETs | tensorstore MiB | zarr-python GETs | zarr-python MiB | touched inner chunks | their MiB | touched shards whole: GETs | MiB |"
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    );
+    let mib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 20) as f64);
+    for &w in &config.workloads {
+        if w == Workload::Write {
+            continue;
+        }
+        for c in codecs(config) {
+            for &t in &config.threads {
+                let count = |imp| {
+                    let cell = find(cells, latency, imp, w, c, t);
+                    (
+                        cell.and_then(|x| x.gets)
+                            .map_or("—".to_string(), |g| g.to_string()),
+                        cell.and_then(|x| x.bytes).map_or("—".to_string(), mib),
+                    )
+                };
+                let floor_imp = if c == Codec::Raw {
+                    Impl::FloorIo
+                } else {
+                    Impl::FloorCodec
+                };
+                let (lg, lb) = count(Impl::Libn5);
+                let (fg, fb) = count(floor_imp);
+                let (tg, tb) = count(Impl::Tensorstore);
+                let (zg, zb) = count(Impl::ZarrPython);
+                let need = find(cells, latency, Impl::Libn5, w, c, t).and_then(|x| x.needed);
+                let dash = || "—".to_string();
+                let (nc, nb, wg, wb) = need.map_or((dash(), dash(), dash(), dash()), |n| {
+                    (
+                        n.chunks.to_string(),
+                        mib(n.chunk_bytes),
+                        n.shards.to_string(),
+                        mib(n.shard_bytes),
+                    )
+                });
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {t} | {lg} | {lb} | {fg} | {fb} | {tg} | {tb} | {zg} | {zb} | {nc} | {nb} | {wg} | {wb} |",
+                    w.name(),
+                    c.name()
+                );
+            }
+        }
+    }
+}
+
 /// The cells as JSON.
 pub fn to_json(cells: &[Cell]) -> Value {
     Value::Array(
@@ -350,6 +515,10 @@ pub fn to_json(cells: &[Cell]) -> Value {
                     "threads": c.threads,
                     "requests": c.requests,
                     "bytes_to_client": c.bytes,
+                    "get_requests": c.gets,
+                    "needed": c.needed.map(|n| json!({
+                        "inner_chunks": n.chunks, "inner_chunk_bytes": n.chunk_bytes,
+                        "shards": n.shards, "shard_bytes": n.shard_bytes})),
                     "outcome": c.outcome.to_json(),
                 })
             })

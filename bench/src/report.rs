@@ -1,5 +1,6 @@
 //! The results of a run and their presentation: the markdown report (main
-//! table, 2-thread speedups, peak memory, scaling) and the JSON document.
+//! table, 2-thread speedups, peak memory, scaling) and the JSON document,
+//! one per layout (N5, sharded Zarr v3).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -7,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::sys::Machine;
-use crate::workload::{Codec, Impl, Job, Outcome, Region, Workload};
+use crate::workload::{Codec, Impl, Job, Layout, Outcome, Region, Workload};
 
 /// Which measurement: implementation, workload, codec, threads.
 pub type Key = (Impl, Workload, Codec, usize);
@@ -59,8 +60,12 @@ pub struct Run {
     pub drop_caches: Result<(), String>,
     /// Volume dimensions and block size.
     pub dims: [u64; 3],
-    /// Block size.
+    /// Block size (the inner chunks of the sharded layout).
     pub block: [u64; 3],
+    /// How the volume was stored.
+    pub layout: Layout,
+    /// The shard shape of the sharded layout.
+    pub shard: [u64; 3],
     /// The region of read_region.
     pub region: Region,
     /// Number of single-block reads.
@@ -162,17 +167,39 @@ impl Run {
             .map_or_else(|| "not installed".into(), str::to_string)
     }
 
-    /// The markdown report.
+    /// The second peer of the layout: z5py for N5, zarr-python 3 for the
+    /// sharded layout (tensorstore is the first in both).
+    fn second_peer(&self) -> (Impl, &'static str) {
+        match self.layout {
+            Layout::N5 => (Impl::Z5py, "z5py"),
+            Layout::Zarr3Sharded => (Impl::ZarrPython, "zarr-python"),
+        }
+    }
+
+    /// The markdown report: the run's header, then [`Run::tables`].
     pub fn markdown(&self) -> String {
+        let mut s = self.header();
+        s.push_str(&self.tables());
+        s
+    }
+
+    /// The header of the report: command, versions, machine, data,
+    /// workloads, page cache, process model.
+    pub fn header(&self) -> String {
         let mut s = String::new();
         let m = &self.machine;
         let _ = writeln!(s, "# libn5 benchmark\n");
         let _ = writeln!(s, "`{}` — {}\n", self.command, self.date);
         let peers = match &self.peers {
             Ok(v) => format!(
-                "tensorstore {}; z5py {} (Python {}, numpy {})",
+                "tensorstore {}; z5py {}{} (Python {}, numpy {})",
                 self.version("tensorstore"),
                 self.version("z5py"),
+                if v.get("zarr_python").is_some() {
+                    format!("; zarr-python {}", self.version("zarr_python"))
+                } else {
+                    String::new()
+                },
                 v.get("python").and_then(Value::as_str).unwrap_or("?"),
                 v.get("numpy").and_then(Value::as_str).unwrap_or("?")
             ),
@@ -227,11 +254,39 @@ impl Run {
             "* every timed operation runs in a fresh process (`n5-bench --one`, `python bench/peers.py`): {} round(s), each running every implementation and thread count of a workload and codec once (round robin, so that changes in the machine's load hit all alike); the median is shown; peak RSS is the largest VmHWM of those processes\n",
             self.repeats
         );
+        s
+    }
+
+    /// The tables: times and ratios, speedups, peak memory, scaling,
+    /// errors; for the sharded layout headed by what it is.
+    pub fn tables(&self) -> String {
+        let mut s = String::new();
+        let (peer2, peer2_name) = self.second_peer();
+        if self.layout == Layout::Zarr3Sharded {
+            let _ = writeln!(
+                s,
+                "# Sharded Zarr v3\n\nThe same volume, workloads and codecs (lz4 left out) as a Zarr v3 array with `sharding_indexed`: shards of {} holding inner chunks of {} (bytes little endian + the codec; index bytes + crc32c at the end). Blocks are the inner chunks. libn5 opens it with `{{\"format\": \"zarr3\"}}`; the peers are tensorstore's zarr3 driver and zarr-python 3. floor: the same bytes read as the same ranges with plain std::fs (read_all: every shard whole; single blocks: the index range, then the inner chunk's range; region: the index range of every shard it covers in part, then the inner chunks it touches, neighbours ≤256 KiB apart coalesced into ranges of ≤8 MiB; a shard covered whole in one read), plus decoding every inner chunk read; write: every inner chunk encoded, each shard assembled with its index and written once.{}\n",
+                dims_text(self.shard),
+                dims_text(self.block),
+                if self.ratios.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " Array size / raw: {}.",
+                        self.ratios
+                            .iter()
+                            .map(|(c, r)| format!("{} {:.3}", c.name(), r))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            );
+        }
 
         let _ = writeln!(s, "## Time (ms, median) and ratios\n");
         let _ = writeln!(
             s,
-            "| workload | codec | threads | libn5 | floor | libn5/floor | floor+out | libn5/floor+out | I/O floor | tensorstore | libn5/ts | z5py | libn5/z5py | libn5 peak RSS MiB |"
+            "| workload | codec | threads | libn5 | floor | libn5/floor | floor+out | libn5/floor+out | I/O floor | tensorstore | libn5/ts | {peer2_name} | libn5/{peer2_name} | libn5 peak RSS MiB |"
         );
         let _ = writeln!(
             s,
@@ -245,7 +300,7 @@ impl Run {
                     let out = self.get(Impl::FloorOut, w, c, t);
                     let io = self.get(Impl::FloorIo, w, c, t);
                     let ts = self.get(Impl::Tensorstore, w, c, t);
-                    let z5 = self.get(Impl::Z5py, w, c, t);
+                    let z5 = self.get(peer2, w, c, t);
                     let rss = l
                         .and_then(Outcome::report)
                         .map_or_else(String::new, |r| mib(r.maxrss_kib));
@@ -276,10 +331,17 @@ impl Run {
                 noisy.0, noisy.1
             );
         }
-        let _ = writeln!(
+        if self.layout == Layout::N5 {
+            let _ = writeln!(
             s,
             "\nfloor: the codec library alone (libdeflate, lz4 block API with the LZ4Block framing's XXH32 piece checksums, zstd crate, c-blosc `_ctx`) compressing or decompressing every block the workload touches, plus writing (temporary file + rename, no fsync, like libn5) or reading its file; for raw the I/O floor. I/O floor: the same files with plain std::fs. Both use the same threads as libn5 (single-block reads: one block per call, sequential); neither swaps bytes nor copies blocks to or from the region buffer. floor+out (whole-volume and region reads): the floor that also copies every block's bytes, unswapped, to their place in a fresh output buffer of the box's size, made before the timing as libn5's caller makes it and advised to use huge pages as libn5 advises it, so that first writing its pages is timed as it is for libn5. Ratios above 1 mean libn5 is slower. n/a: the peer cannot do it (tensorstore has no lz4; z5's lz4 is another format). z5py's gzip is given level 6, what -1 means, because z5 compresses level -1 like level 1.\n"
         );
+        } else {
+            let _ = writeln!(
+                s,
+                "\nfloor: the codec floor of the sharded layout (above); I/O floor: its reads and writes alone; floor+out: the floor that also copies every inner chunk to its place in a fresh output buffer of the box's size (made before the timing, advised to use huge pages). Ratios above 1 mean libn5 is slower.\n"
+            );
+        }
 
         let (t1, tn) = (self.threads.first(), self.threads.last());
         if let (Some(&t1), Some(&tn)) = (t1, tn) {
@@ -290,7 +352,7 @@ impl Run {
                 );
                 let _ = writeln!(
                     s,
-                    "| workload | codec | libn5 | floor | tensorstore | z5py |"
+                    "| workload | codec | libn5 | floor | tensorstore | {peer2_name} |"
                 );
                 let _ = writeln!(s, "|---|---|--:|--:|--:|--:|");
                 for &w in &self.workloads {
@@ -311,7 +373,7 @@ impl Run {
                             sp(Some(Impl::Libn5)),
                             sp(None),
                             sp(Some(Impl::Tensorstore)),
-                            sp(Some(Impl::Z5py)),
+                            sp(Some(peer2)),
                         );
                     }
                 }
@@ -322,7 +384,7 @@ impl Run {
         let _ = writeln!(s, "## Peak memory (MiB: peak RSS of the measuring process, RSS before the first timed operation in parentheses)\n");
         let _ = writeln!(
             s,
-            "| workload | codec | threads | libn5 | tensorstore | z5py |"
+            "| workload | codec | threads | libn5 | tensorstore | {peer2_name} |"
         );
         let _ = writeln!(s, "|---|---|--:|--:|--:|--:|");
         for &w in &self.workloads {
@@ -341,7 +403,7 @@ impl Run {
                         c.name(),
                         cell(Impl::Libn5),
                         cell(Impl::Tensorstore),
-                        cell(Impl::Z5py)
+                        cell(peer2)
                     );
                 }
             }
@@ -452,6 +514,8 @@ impl Run {
         json!({
             "command": self.command,
             "date": self.date,
+            "format": self.layout.name(),
+            "shard": self.shard,
             "libn5_version": self.libn5_version,
             "peers": match &self.peers { Ok(v) => v.clone(), Err(e) => json!({"error": e}) },
             "machine": {"cpu": m.cpu, "cores": m.cores, "ram_gib": m.ram_gib, "kernel": m.kernel,

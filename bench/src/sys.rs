@@ -220,7 +220,7 @@ pub fn fs_type(dir: &Path) -> String {
 }
 
 /// The machine: CPU model, logical cores, RAM and kernel.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Machine {
     /// "model name" of /proc/cpuinfo.
     pub cpu: String,

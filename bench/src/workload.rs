@@ -1,6 +1,7 @@
 //! What is measured: the codecs, the workloads, the job description a child
 //! process receives (`--one JOB`) and the report it prints, and libn5's own
-//! measurements (one `write_region` or `read_region` call per operation).
+//! measurements (one `write_region` or `read_region` call per operation),
+//! on an N5 dataset or a sharded Zarr v3 array ([`Layout`]).
 
 use std::fs;
 use std::io;
@@ -67,6 +68,62 @@ impl Codec {
             Codec::Blosc => json!({"type": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}),
         }
     }
+
+    /// The Zarr v3 bytes → bytes codecs of an inner chunk (after `bytes`,
+    /// little endian); `None` for lz4, which Zarr v3 does not have.
+    pub fn zarr3_codecs(self) -> Option<Vec<Value>> {
+        Some(match self {
+            Codec::Raw => vec![],
+            Codec::Gzip => vec![json!({"name": "gzip", "configuration": {"level": 6}})],
+            Codec::Lz4 => return None,
+            Codec::Zstd => {
+                vec![json!({"name": "zstd", "configuration": {"level": 3, "checksum": false}})]
+            }
+            Codec::Blosc => vec![json!({"name": "blosc", "configuration": {
+                "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2, "blocksize": 0}})],
+        })
+    }
+}
+
+/// How the volume is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// An N5 dataset, one file or object per block.
+    N5,
+    /// A Zarr v3 array with `sharding_indexed`: shards of [`Job::shard`]
+    /// holding inner chunks of [`Job::block`], the index at the end.
+    Zarr3Sharded,
+}
+
+impl Layout {
+    /// Every layout, in report order.
+    pub const ALL: [Layout; 2] = [Layout::N5, Layout::Zarr3Sharded];
+
+    /// The name on the command line and in job descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::N5 => "n5",
+            Layout::Zarr3Sharded => "zarr3-sharded",
+        }
+    }
+
+    /// The layout called `name`.
+    pub fn parse(name: &str) -> Option<Layout> {
+        Layout::ALL.into_iter().find(|l| l.name() == name)
+    }
+
+    /// Whether `codec` exists in this layout (Zarr v3 has no LZ4Block).
+    pub fn has_codec(self, codec: Codec) -> bool {
+        self == Layout::N5 || codec != Codec::Lz4
+    }
+
+    /// The suffix of container names.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Layout::N5 => "n5",
+            Layout::Zarr3Sharded => "zarr",
+        }
+    }
 }
 
 /// The operations timed.
@@ -120,10 +177,14 @@ pub enum Impl {
     /// floor for raw) that also copies every block's bytes to their place
     /// in a fresh output buffer of the box's size, as a reader must.
     FloorOut,
-    /// tensorstore's n5 driver (bench/peers.py).
+    /// tensorstore's n5 driver, or its zarr3 driver for the sharded layout
+    /// (bench/peers.py).
     Tensorstore,
     /// z5py (bench/peers.py).
     Z5py,
+    /// zarr-python 3 (bench/peers_zarr3.py, in its own venv), sharded
+    /// layout only.
+    ZarrPython,
 }
 
 impl Impl {
@@ -136,6 +197,7 @@ impl Impl {
             Impl::FloorOut => "floor_out",
             Impl::Tensorstore => "tensorstore",
             Impl::Z5py => "z5py",
+            Impl::ZarrPython => "zarr_python",
         }
     }
 
@@ -148,6 +210,7 @@ impl Impl {
             Impl::FloorOut,
             Impl::Tensorstore,
             Impl::Z5py,
+            Impl::ZarrPython,
         ]
         .into_iter()
         .find(|i| i.name() == name)
@@ -166,7 +229,7 @@ impl Impl {
 
     /// Whether bench/peers.py runs it.
     pub fn is_peer(self) -> bool {
-        matches!(self, Impl::Tensorstore | Impl::Z5py)
+        matches!(self, Impl::Tensorstore | Impl::Z5py | Impl::ZarrPython)
     }
 }
 
@@ -199,8 +262,12 @@ pub struct Job {
     pub raw: PathBuf,
     /// Volume dimensions.
     pub dims: [u64; 3],
-    /// Block size.
+    /// Block size (in the sharded layout: the inner chunks).
     pub block: [u64; 3],
+    /// How the volume is stored.
+    pub layout: Layout,
+    /// The shard shape of the sharded layout (N5 order; ignored for N5).
+    pub shard: [u64; 3],
     /// The implementation's container (for the floors: libn5's, whose block
     /// files they read).
     pub container: PathBuf,
@@ -254,6 +321,9 @@ impl Job {
             "raw": self.raw,
             "dims": self.dims,
             "block": self.block,
+            "format": self.layout.name(),
+            "shard": self.shard,
+            "zarr3_metadata": self.zarr3_metadata(),
             "container": self.container,
             "dataset": DATASET,
             "scratch": self.scratch,
@@ -290,6 +360,8 @@ impl Job {
             raw: string(v, "raw")?.into(),
             dims: arr3(v, "dims")?,
             block: arr3(v, "block")?,
+            layout: Layout::parse(&string(v, "format")?).ok_or("job: unknown 'format'")?,
+            shard: arr3(v, "shard")?,
             container: string(v, "container")?.into(),
             scratch: string(v, "scratch")?.into(),
             region: Region {
@@ -309,15 +381,51 @@ impl Job {
         self.storage.is_some()
     }
 
-    /// libn5's options for this job: `threads`, and the storage options of
-    /// a remote container.
+    /// libn5's options for this job: `threads`, the storage options of a
+    /// remote container and, for the sharded layout, `"format": "zarr3"`.
     pub fn options(&self) -> Result<Options, String> {
-        let mut options = match &self.storage {
-            Some(storage) => Options::from_json(&storage.to_string()).map_err(|e| e.to_string())?,
-            None => Options::default(),
-        };
+        let mut doc = self.storage.clone().unwrap_or_else(|| json!({}));
+        if self.layout == Layout::Zarr3Sharded {
+            doc["format"] = json!("zarr3");
+        }
+        let mut options = Options::from_json(&doc.to_string()).map_err(|e| e.to_string())?;
         options.threads = self.threads;
         Ok(options)
+    }
+
+    /// The zarr.json of the sharded array (`null` for N5): uint16 of
+    /// `dims`, shards of `shard` (the chunk grid) holding inner chunks of
+    /// `block` (`sharding_indexed`: bytes little endian + the codec; index
+    /// bytes + crc32c at the end), fill value 0, `/`-separated keys.
+    /// Shapes in Zarr's order (C order: N5's reversed).
+    pub fn zarr3_metadata(&self) -> Value {
+        let Some(inner) = self.codec.zarr3_codecs() else {
+            return Value::Null;
+        };
+        if self.layout != Layout::Zarr3Sharded {
+            return Value::Null;
+        }
+        let rev = |a: [u64; 3]| [a[2], a[1], a[0]];
+        let mut codecs = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+        codecs.extend(inner);
+        json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": rev(self.dims),
+            "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": rev(self.shard)}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": rev(self.block),
+                "codecs": codecs,
+                "index_codecs": [
+                    {"name": "bytes", "configuration": {"endian": "little"}},
+                    {"name": "crc32c"}
+                ],
+                "index_location": "end"
+            }}]
+        })
     }
 
     /// Blocks per dimension.
@@ -530,6 +638,13 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
     let e = |e: n5::Error| e.to_string();
     if job.workload == Workload::Write {
         let data = fs::read(&job.raw).map_err(|err| format!("{}: {err}", job.raw.display()))?;
+        if !job.layout.has_codec(job.codec) {
+            return Err(format!(
+                "{} has no {} codec",
+                job.layout.name(),
+                job.codec.name()
+            ));
+        }
         let compression = Compression::from_user_json(&job.codec.n5_json()).map_err(e)?;
         let (report, _) = measure(
             job.repeats,
@@ -545,6 +660,12 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
                     sys::sync_all();
                     Container::open_with(&job.container, Mode::Create, job.options()?).map_err(e)?
                 };
+                if job.layout == Layout::Zarr3Sharded {
+                    let ds = c
+                        .create_dataset_json(DATASET, &job.zarr3_metadata())
+                        .map_err(e)?;
+                    return Ok((ds, f64::NAN));
+                }
                 let attrs = DatasetAttributes::new(
                     job.dims.to_vec(),
                     job.block.iter().map(|&b| b as u32).collect(),
