@@ -506,13 +506,32 @@ impl ZarrArray {
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         let key = path::join(path, &self.outer_key(pos));
-        if (self.is_sharded() || !write_empty) && self.is_fill(data) {
-            return store.delete(&key).map(|_| ());
+        if self
+            .encode_for_write(data, write_empty, scratch)
+            .map_err(|e| e.context(store.describe(&key)))?
+        {
+            store.put(&key, &[scratch])
+        } else {
+            store.delete(&key).map(|_| ())
         }
-        scratch.clear();
-        self.encode_outer(data, scratch)
-            .map_err(|e| e.context(store.describe(&key)))?;
-        store.put(&key, &[scratch])
+    }
+
+    /// What [`ZarrArray::write_outer`] stores for the decoded chunk of the
+    /// grid `data`: `true` with its encoding in `out`, or `false` when the
+    /// chunk is to be deleted instead (all fill value, in a sharded array
+    /// or without `write_empty`).
+    pub(crate) fn encode_for_write(
+        &self,
+        data: &[u8],
+        write_empty: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        if (self.is_sharded() || !write_empty) && self.is_fill(data) {
+            return Ok(false);
+        }
+        out.clear();
+        self.encode_outer(data, out)?;
+        Ok(true)
     }
 
     /// Change part of the shard at N5 grid position `pos` (of the grid of

@@ -685,7 +685,8 @@ impl Dataset {
 
     /// [`Dataset::write_region`] of a Zarr array: each chunk of the grid the
     /// region touches (a whole shard when sharded) is written once, by the
-    /// container's threads in parallel. A chunk the region covers whole
+    /// container's threads in parallel (on a network store, sent by I/O
+    /// threads while the next ones are encoded). A chunk the region covers whole
     /// (up to the array's end) is encoded from the region alone; one it
     /// covers in part is read, changed and written back, a shard
     /// atomically with respect to other writers (see
@@ -704,43 +705,63 @@ impl Dataset {
         let outer_bytes = z.outer_bytes();
         let store = self.container().store();
         let write_empty = self.container().options().write_empty_blocks;
-        self.container().pool().run(
-            grid.total,
-            || (Vec::new(), Vec::new()),
-            |(buf, scratch): &mut (Vec<u8>, Vec<u8>), i| {
-                let mut o = grid.overlap(i)?;
-                let whole = o.extent == o.block_shape;
-                o.block_shape = full.clone();
-                let pos = o.grid_pos.clone();
-                let place = |buf: &mut [u8]| {
-                    copy_box(
-                        data,
-                        Placement {
-                            shape,
-                            offset: &o.in_region,
-                        },
-                        buf,
-                        Placement {
-                            shape: &o.block_shape,
-                            offset: &o.in_block,
-                        },
-                        &o.extent,
-                        elem,
-                    )
-                };
-                if !whole && z.is_sharded() {
-                    return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
-                }
-                buf.resize(outer_bytes, 0);
-                if whole {
-                    z.fill_buffer(buf);
-                } else {
-                    z.read_outer(store, self.path(), &pos, buf)?;
-                }
-                place(buf);
-                z.write_outer(store, self.path(), &pos, buf, write_empty, scratch)
-            },
-        )
+        let write = |upload: Option<&Upload>| {
+            self.container().pool().run(
+                grid.total,
+                || (Vec::new(), Vec::new()),
+                |(buf, scratch): &mut (Vec<u8>, Vec<u8>), i| {
+                    let mut o = grid.overlap(i)?;
+                    let whole = o.extent == o.block_shape;
+                    o.block_shape = full.clone();
+                    let pos = o.grid_pos.clone();
+                    let place = |buf: &mut [u8]| {
+                        copy_box(
+                            data,
+                            Placement {
+                                shape,
+                                offset: &o.in_region,
+                            },
+                            buf,
+                            Placement {
+                                shape: &o.block_shape,
+                                offset: &o.in_block,
+                            },
+                            &o.extent,
+                            elem,
+                        )
+                    };
+                    if !whole && z.is_sharded() {
+                        return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
+                    }
+                    buf.resize(outer_bytes, 0);
+                    if whole {
+                        z.fill_buffer(buf);
+                    } else {
+                        z.read_outer(store, self.path(), &pos, buf)?;
+                    }
+                    place(buf);
+                    let Some(upload) = upload else {
+                        return z.write_outer(store, self.path(), &pos, buf, write_empty, scratch);
+                    };
+                    let key = path::join(self.path(), &z.outer_key(&pos));
+                    let mut out = upload.buffer();
+                    if z.encode_for_write(buf, write_empty, &mut out)
+                        .map_err(|e| e.context(store.describe(&key)))?
+                    {
+                        upload.put(key, out)
+                    } else {
+                        upload.delete(key)
+                    }
+                },
+            )
+        };
+        // On a network store, the I/O threads send the chunks while the
+        // container's threads encode the next ones.
+        if store.capabilities().remote && grid.total > 1 {
+            with_upload(store, self.io_concurrency(), |upload| write(Some(upload)))
+        } else {
+            write(None)
+        }
     }
 
     /// Requests in flight for this dataset's container.
