@@ -134,13 +134,19 @@ impl Dataset {
         }
         let mut req_keys: Vec<Option<String>> = vec![None; jobs.len()];
         let mut req_ranges: Vec<Option<ByteRange>> = vec![None; jobs.len()];
-        let mut expected = 1usize;
+        // What a fetch is expected to bring, for the budget of bytes held
+        // ahead (which also bounds the requests in flight): the runs'
+        // average, and for whole shards at most a quarter of the budget,
+        // so that at least four are in flight (a compressed shard is far
+        // smaller than decoded, and what arrives counts as it is).
+        let (mut run_bytes, mut runs) = (0u64, 0u64);
+        let mut whole_bytes = 0usize;
         for s in 0..shards.total {
             if whole[s] {
                 jobs.push(Job::Whole(s));
                 req_keys.push(Some(keys[s].clone()));
                 req_ranges.push(None);
-                expected = expected.max(z.outer_bytes());
+                whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
                 continue;
             }
             for run in shard::coalesce(
@@ -153,25 +159,21 @@ impl Dataset {
                     offset: run.offset,
                     len: run.len,
                 }));
-                expected = expected.max(usize::try_from(run.len).unwrap_or(usize::MAX));
+                run_bytes = run_bytes.saturating_add(run.len);
+                runs += 1;
                 jobs.push(Job::Run(s, run));
             }
         }
+        let average = usize::try_from(run_bytes / runs.max(1)).unwrap_or(IO_BUDGET);
+        let expected = average.max(whole_bytes).clamp(1, IO_BUDGET);
 
         if out.len() >= HUGE_PAGE_OUTPUT {
             crate::os::advise_huge_pages(out);
         }
         let out = Planes::new(out, shape, elem);
         let chunk_bytes = layout.inner.chunk_bytes();
-        with_fetch_ranges(
-            store,
-            &req_keys,
-            &req_ranges,
-            io,
-            expected.min(IO_BUDGET),
-            None,
-            |fetch| {
-                let result =
+        with_fetch_ranges(store, &req_keys, &req_ranges, io, expected, None, |fetch| {
+            let result =
                     self.container()
                         .pool()
                         .run(jobs.len(), Vec::new, |buf: &mut Vec<u8>, j| {
@@ -246,12 +248,11 @@ impl Dataset {
                             }
                             Ok(())
                         });
-                if result.is_err() {
-                    fetch.cancel();
-                }
-                result
-            },
-        )
+            if result.is_err() {
+                fetch.cancel();
+            }
+            result
+        })
     }
 }
 
