@@ -379,9 +379,8 @@ pub(crate) fn block_shape(job: &Job, p: [u64; 3]) -> [u64; 3] {
     [0, 1, 2].map(|d| job.block[d].min(job.dims[d] - p[d] * job.block[d]))
 }
 
-/// Every grid position, dimension 0 fastest.
-fn all_positions(job: &Job) -> Vec<[u64; 3]> {
-    let g = job.grid();
+/// Every position of a grid of `g` cells, dimension 0 fastest.
+pub(crate) fn positions_of(g: [u64; 3]) -> Vec<[u64; 3]> {
     let mut out = Vec::new();
     for z in 0..g[2] {
         for y in 0..g[1] {
@@ -393,8 +392,9 @@ fn all_positions(job: &Job) -> Vec<[u64; 3]> {
     out
 }
 
-/// The big-endian bytes of the block at `p`, cut from the raw volume.
-fn block_bytes_be(job: &Job, volume: &[u8], p: [u64; 3]) -> Vec<u8> {
+/// The bytes of the block at `p`, cut from the raw (native-endian)
+/// volume, big-endian (N5) or little-endian (Zarr's `bytes` codec).
+pub(crate) fn block_bytes(job: &Job, volume: &[u8], p: [u64; 3], big_endian: bool) -> Vec<u8> {
     let shape = block_shape(job, p);
     let mut out = Vec::with_capacity((shape.iter().product::<u64>() * Job::ELEM) as usize);
     for z in 0..shape[2] {
@@ -404,7 +404,12 @@ fn block_bytes_be(job: &Job, volume: &[u8], p: [u64; 3]) -> Vec<u8> {
             let start = ((x0 + job.dims[0] * (yy + job.dims[1] * zz)) * Job::ELEM) as usize;
             let row = &volume[start..start + (shape[0] * Job::ELEM) as usize];
             for v in row.chunks_exact(2) {
-                out.extend_from_slice(&u16::from_ne_bytes([v[0], v[1]]).to_be_bytes());
+                let v = u16::from_ne_bytes([v[0], v[1]]);
+                out.extend_from_slice(&if big_endian {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                });
             }
         }
     }
@@ -518,7 +523,7 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
     let gate = Gate::new(job.threads);
     let source = Blocks::open(job, &job.container)?;
     if job.workload == Workload::Write {
-        let positions = all_positions(job);
+        let positions = positions_of(job.grid());
         // Untimed: the exact blocks libn5 wrote (I/O floor) or the blocks'
         // big-endian bytes and headers (codec floor).
         let inputs: Vec<([u64; 3], Vec<u8>, Vec<u8>)> = if codec_floor {
@@ -529,7 +534,7 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
                     (
                         p,
                         block_header(block_shape(job, p)),
-                        block_bytes_be(job, &volume, p),
+                        block_bytes(job, &volume, p, true),
                     )
                 })
                 .collect()

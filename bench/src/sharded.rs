@@ -37,7 +37,9 @@ use std::sync::{Arc, Mutex};
 
 use n5::storage::{ByteRange, Store};
 
-use crate::floor::{block_shape, io_err, parallel, place, write_atomic, Coder, Gate};
+use crate::floor::{
+    block_bytes, block_shape, io_err, parallel, place, positions_of, write_atomic, Coder, Gate,
+};
 use crate::sys;
 use crate::workload::{
     box_bytes, measure, remove_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
@@ -338,35 +340,7 @@ impl Shards {
 
 /// Every shard grid position, dimension 0 fastest.
 fn all_shards(job: &Job) -> Vec<[u64; 3]> {
-    let g = [0, 1, 2].map(|d| job.dims[d].div_ceil(job.shard[d]));
-    let mut out = Vec::new();
-    for z in 0..g[2] {
-        for y in 0..g[1] {
-            for x in 0..g[0] {
-                out.push([x, y, z]);
-            }
-        }
-    }
-    out
-}
-
-/// The little-endian bytes of the inner chunk at `c`, cut from the raw
-/// (native-endian) volume.
-fn chunk_bytes_le(job: &Job, volume: &[u8], c: [u64; 3]) -> Vec<u8> {
-    let shape = block_shape(job, c);
-    let mut out = Vec::with_capacity((shape.iter().product::<u64>() * Job::ELEM) as usize);
-    for z in 0..shape[2] {
-        for y in 0..shape[1] {
-            let x0 = c[0] * job.block[0];
-            let (yy, zz) = (c[1] * job.block[1] + y, c[2] * job.block[2] + z);
-            let start = ((x0 + job.dims[0] * (yy + job.dims[1] * zz)) * Job::ELEM) as usize;
-            let row = &volume[start..start + (shape[0] * Job::ELEM) as usize];
-            for v in row.chunks_exact(2) {
-                out.extend_from_slice(&u16::from_ne_bytes([v[0], v[1]]).to_le_bytes());
-            }
-        }
-    }
-    out
+    positions_of([0, 1, 2].map(|d| job.dims[d].div_ceil(job.shard[d])))
 }
 
 /// What a floor does with the inner chunks it reads.
@@ -610,7 +584,7 @@ fn write_floor(
             .map(|&s| {
                 chunks_of(job, s)
                     .into_iter()
-                    .map(|c| (c, chunk_bytes_le(job, &volume, c)))
+                    .map(|c| (c, block_bytes(job, &volume, c, false)))
                     .collect()
             })
             .collect()
