@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use common::corpus_check::{check_against_manifest, check_through_c_api};
@@ -30,29 +29,11 @@ const CONTAINERS: [&str; 5] = [
     "rust-n5.n5",
 ];
 
-/// Every file below `dir`, as paths relative to it.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(dir.join(&rel)).unwrap() {
-            let entry = entry.unwrap();
-            let rel = rel.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                stack.push(rel);
-            } else {
-                out.push(rel);
-            }
-        }
-    }
-    out
-}
-
 /// Upload the corpus container `name` below `prefix` of `store`, one object
 /// per file, 16 at a time; no directory markers.
 fn upload(store: &dyn Store, prefix: &str, name: &str) {
     let dir = corpus_dir().join(name);
-    let todo = Mutex::new(files(&dir));
+    let todo = Mutex::new(common::files(&dir));
     std::thread::scope(|s| {
         for _ in 0..16 {
             s.spawn(|| loop {

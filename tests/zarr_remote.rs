@@ -14,7 +14,7 @@
 mod common;
 
 use std::ffi::{CStr, CString};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use common::places::s3_bucket;
@@ -42,24 +42,6 @@ fn u64s(v: &Value) -> Vec<u64> {
 
 fn reversed(v: &[u64]) -> Vec<u64> {
     v.iter().rev().copied().collect()
-}
-
-/// Every file below `dir`, as paths relative to it.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(dir.join(&rel)).unwrap() {
-            let entry = entry.unwrap();
-            let rel = rel.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                stack.push(rel);
-            } else {
-                out.push(rel);
-            }
-        }
-    }
-    out
 }
 
 /// The Rust checks of the container `name` at `location`: its format,
@@ -231,7 +213,7 @@ fn the_zarr_corpus_reads_back_from_s3() {
     for name in m["containers"].as_object().unwrap().keys() {
         // Upload, one object per file, 16 at a time; no directory markers.
         let dir = corpus_zarr_dir().join(name);
-        let todo = Mutex::new(files(&dir));
+        let todo = Mutex::new(common::files(&dir));
         std::thread::scope(|s| {
             for _ in 0..16 {
                 s.spawn(|| loop {

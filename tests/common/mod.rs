@@ -119,3 +119,21 @@ pub fn child_test(test: &str, var: &str, value: &str) -> std::process::Command {
         .env(var, value);
     command
 }
+
+/// Every file below `dir`, as paths relative to it.
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in std::fs::read_dir(dir.join(&rel)).unwrap() {
+            let entry = entry.unwrap();
+            let rel = rel.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(rel);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out
+}
