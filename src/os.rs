@@ -1,7 +1,11 @@
 //! Operating-system calls libn5 makes beyond what std offers: the
-//! huge-page advice for large region reads. The call is wrapped in a safe
-//! function here, as the codec bindings wrap their C libraries; on systems
-//! without it the wrapper does nothing.
+//! huge-page advice for large region reads, and positioned reads into a
+//! buffer's spare capacity. Each call is wrapped in a safe function here, as
+//! the codec bindings wrap their C libraries; on systems without it the
+//! wrapper does the same with std alone.
+
+use std::fs::File;
+use std::io;
 
 /// Ask the kernel to back the parts of `buf` that are whole 2 MiB-aligned
 /// stretches with transparent huge pages (`madvise(MADV_HUGEPAGE)`) before
@@ -34,9 +38,99 @@ pub(crate) fn advise_huge_pages(buf: &mut [u8]) {
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn advise_huge_pages(_buf: &mut [u8]) {}
 
+/// Appends up to `len` bytes of `file` from `offset` to `out`, fewer where
+/// the file ends first, and returns how many were appended. The bytes go
+/// straight into `out`'s spare capacity with `pread` (one call for the
+/// whole span in the usual case), with neither zero-filling the buffer
+/// first nor the growing reads of `read_to_end`, nor moving the file's
+/// position.
+#[cfg(unix)]
+pub(crate) fn read_at_into(
+    file: &File,
+    offset: u64,
+    len: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    out.reserve(len);
+    let mut got = 0usize;
+    while got < len {
+        let at = offset
+            .checked_add(got as u64)
+            .and_then(|a| libc::off_t::try_from(a).ok())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset too large"))?;
+        let spare = out.spare_capacity_mut();
+        let want = (len - got).min(spare.len()).min(isize::MAX as usize);
+        // SAFETY: `spare` is valid for writing `want` (≤ its length) bytes
+        // and pread writes at most that many; the descriptor belongs to
+        // `file`, borrowed for the call.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast::<libc::c_void>(),
+                want,
+                at,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            break;
+        }
+        let n = n as usize;
+        // SAFETY: pread initialised the first `n` (≤ want) bytes of the
+        // spare capacity.
+        unsafe { out.set_len(out.len() + n) };
+        got += n;
+    }
+    Ok(got)
+}
+
+/// Without pread: a seek and a bounded read.
+#[cfg(not(unix))]
+pub(crate) fn read_at_into(
+    file: &File,
+    offset: u64,
+    len: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<usize> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    let before = out.len();
+    file.take(len as u64).read_to_end(out)?;
+    Ok(out.len() - before)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positioned_reads_append_what_the_file_holds() {
+        let dir = std::env::temp_dir().join(format!("n5-os-pread-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut out = vec![9u8];
+        assert_eq!(read_at_into(&file, 10, 5000, &mut out).unwrap(), 5000);
+        assert_eq!(out[0], 9);
+        assert_eq!(out[1..], data[10..5010]);
+        // Past the end: what there is, then nothing.
+        out.clear();
+        assert_eq!(read_at_into(&file, 99_990, 50, &mut out).unwrap(), 10);
+        assert_eq!(out, data[99_990..]);
+        assert_eq!(read_at_into(&file, 200_000, 50, &mut out).unwrap(), 0);
+        assert_eq!(out.len(), 10);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     #[cfg_attr(

@@ -10,7 +10,7 @@
 //! module never sees `..`, so nothing it does can reach outside the root.
 
 use std::fs::{self, File};
-use std::io::{ErrorKind as IoKind, Read, Seek, SeekFrom, Write};
+use std::io::{ErrorKind as IoKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -57,7 +57,7 @@ impl FsStore {
 
     /// Open the file at `key` for reading, with its length; `None` when it
     /// does not exist. A directory where a file is expected is an error.
-    fn open(&self, key: &str) -> Result<Option<(File, u64)>> {
+    fn open(&self, key: &str) -> Result<Option<(File, fs::Metadata)>> {
         let path = self.path(key);
         let file = match File::open(&path) {
             Ok(f) => f,
@@ -75,7 +75,7 @@ impl FsStore {
                 ),
             ));
         }
-        Ok(Some((file, meta.len())))
+        Ok(Some((file, meta)))
     }
 
     /// Write the concatenation of `parts` to a new temporary file beside
@@ -167,12 +167,11 @@ impl Store for FsStore {
     }
 
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
-        let Some((mut file, len)) = self.open(key)? else {
+        let Some((file, meta)) = self.open(key)? else {
             return Ok(false);
         };
         buf.clear();
-        buf.reserve(len.min(1 << 30) as usize);
-        file.read_to_end(buf)
+        crate::os::read_at_into(&file, 0, meta.len() as usize, buf)
             .map_err(|e| Error::io(self.path(key).display(), e))?;
         Ok(true)
     }
@@ -182,26 +181,31 @@ impl Store for FsStore {
         key: &str,
         range: ByteRange,
     ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
-        let Some((mut file, len)) = self.open(key)? else {
+        let Some((file, meta)) = self.open(key)? else {
             return Ok(None);
         };
-        let span = range.resolve(len);
-        let io = |e| Error::io(self.path(key).display(), e);
+        let span = range.resolve(meta.len());
         // The open file's own metadata: a replacement (a rename over the
         // key) is another file with another version.
-        let version = FsStore::version_of(&file.metadata().map_err(io)?);
-        file.seek(SeekFrom::Start(span.start)).map_err(io)?;
-        let mut out = Vec::with_capacity((span.end - span.start).min(1 << 30) as usize);
-        file.take(span.end - span.start)
-            .read_to_end(&mut out)
-            .map_err(io)?;
+        let version = FsStore::version_of(&meta);
+        let mut out = Vec::new();
+        // The span lies inside the file as it was opened; a file cut short
+        // since gives fewer bytes, which the caller sees.
+        crate::os::read_at_into(
+            &file,
+            span.start,
+            (span.end - span.start) as usize,
+            &mut out,
+        )
+        .map_err(|e| Error::io(self.path(key).display(), e))?;
         Ok(Some((out, Some(version))))
     }
 
     fn get_exact(&self, key: &str, parts: &mut [&mut [u8]]) -> Result<Exact> {
-        let Some((mut file, len)) = self.open(key)? else {
+        let Some((mut file, meta)) = self.open(key)? else {
             return Ok(Exact::Missing);
         };
+        let len = meta.len();
         let io = |e| Error::io(self.path(key).display(), e);
         if len != parts.iter().map(|p| p.len() as u64).sum::<u64>() {
             let mut whole = Vec::with_capacity(len.min(1 << 30) as usize);
@@ -215,13 +219,13 @@ impl Store for FsStore {
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
-        let Some((mut file, len)) = self.open(key)? else {
+        let Some((file, meta)) = self.open(key)? else {
             return Ok(None);
         };
-        let io = |e| Error::io(self.path(key).display(), e);
-        let version = FsStore::version_of(&file.metadata().map_err(io)?);
-        let mut data = Vec::with_capacity(len.min(1 << 30) as usize);
-        file.read_to_end(&mut data).map_err(io)?;
+        let version = FsStore::version_of(&meta);
+        let mut data = Vec::new();
+        crate::os::read_at_into(&file, 0, meta.len() as usize, &mut data)
+            .map_err(|e| Error::io(self.path(key).display(), e))?;
         Ok(Some((data, version)))
     }
 
