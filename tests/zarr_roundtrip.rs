@@ -168,7 +168,7 @@ fn unaligned_region_writes_match_a_model() {
             }),
             (_, Some(location)) => json!({
                 "shape": [11, 10, 9], "data_type": "int32",
-                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 6, 10]}},
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 6, 5]}},
                 "chunk_key_encoding": {"name": "default"},
                 "fill_value": -3,
                 "codecs": [{"name": "sharding_indexed", "configuration": {
@@ -273,6 +273,11 @@ fn unaligned_region_writes_match_a_model() {
         );
         d.set_dimensions(&dims).unwrap();
         assert_eq!(read_all(&d), model);
+        // The whole array at once: shards inside it are encoded from the
+        // region alone, those at its end with their fill value.
+        let whole = common::bytes(900, model.len());
+        d.write_region(&[0, 0, 0], &dims, &whole).unwrap();
+        assert_eq!(read_all(&d), whole, "{format} {sharding:?}: whole");
         // A region of fill value only: a shard with nothing left is deleted.
         if sharding.is_some() {
             let fill: Vec<u8> = std::iter::repeat_n((-3i32).to_ne_bytes(), n as usize)

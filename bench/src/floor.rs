@@ -252,12 +252,13 @@ impl Coder {
             Coder::Blosc => {
                 let start = out.len();
                 let capacity = data.len() + BLOSC_MAX_OVERHEAD;
-                out.resize(start + capacity, 0);
+                out.reserve(capacity);
                 let cname = c"lz4";
                 // SAFETY: `data` is readable for `data.len()` bytes, the
-                // destination writable for `capacity` bytes (c-blosc writes at
-                // most `destsize`), they do not overlap, and `cname` is a
-                // NUL-terminated static string. The _ctx call uses no globals.
+                // spare capacity writable for `capacity` bytes (c-blosc writes
+                // at most `destsize`, never reading them), they do not
+                // overlap, and `cname` is a NUL-terminated static string. The
+                // _ctx call uses no globals.
                 let n = unsafe {
                     blosc_compress_ctx(
                         5,
@@ -265,17 +266,19 @@ impl Coder {
                         2,
                         data.len(),
                         data.as_ptr().cast(),
-                        out[start..].as_mut_ptr().cast(),
+                        out.spare_capacity_mut().as_mut_ptr().cast(),
                         capacity,
                         cname.as_ptr(),
                         0,
                         1,
                     )
                 };
-                if n <= 0 {
+                if n <= 0 || n as usize > capacity {
                     return Err(format!("blosc_compress_ctx returned {n}"));
                 }
-                out.truncate(start + n as usize);
+                // SAFETY: c-blosc initialised the first `n` (≤ capacity)
+                // bytes of the spare capacity.
+                unsafe { out.set_len(start + n as usize) };
             }
         }
         Ok(())

@@ -81,13 +81,15 @@ pub(crate) fn encode(
     let compressor = CString::new(cname).expect("compressor names have no NUL");
     let capacity = data.len() + BLOSC_MAX_OVERHEAD as usize;
     let start = out.len();
-    out.resize(start + capacity, 0);
-    let dest = &mut out[start..];
+    // c-blosc writes into the spare capacity, which is not zeroed first.
+    out.reserve(capacity);
+    let dest = out.spare_capacity_mut();
     // SAFETY: `data` is valid for reading `data.len()` bytes (≤
     // BLOSC_MAX_BUFFERSIZE, checked above); `dest` is valid for writing
-    // `capacity` bytes and c-blosc writes at most `destsize` bytes. The two
-    // buffers do not overlap. `compressor` is a NUL-terminated string that
-    // outlives the call. The _ctx variant uses no global state.
+    // at least `capacity` bytes (reserved above) and c-blosc writes at most
+    // `destsize` bytes, never reading them. The two buffers do not overlap.
+    // `compressor` is a NUL-terminated string that outlives the call. The
+    // _ctx variant uses no global state.
     let written = unsafe {
         blosc_compress_ctx(
             clevel as c_int,
@@ -103,12 +105,13 @@ pub(crate) fn encode(
         )
     };
     if written <= 0 || written as usize > capacity {
-        out.truncate(start);
         return Err(Error::codec(format!(
             "blosc: compression failed (c-blosc returned {written})"
         )));
     }
-    out.truncate(start + written as usize);
+    // SAFETY: c-blosc initialised the first `written` (≤ capacity, checked)
+    // bytes of the spare capacity.
+    unsafe { out.set_len(start + written as usize) };
     Ok(())
 }
 

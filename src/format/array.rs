@@ -182,11 +182,6 @@ impl ZarrArray {
         reversed(&self.outer)
     }
 
-    /// Bytes of one element.
-    pub(crate) fn element_size(&self) -> usize {
-        self.dtype.size()
-    }
-
     /// One element of the fill value, native byte order.
     pub(crate) fn fill(&self) -> &[u8] {
         &self.fill

@@ -733,9 +733,50 @@ impl Dataset {
                     if !whole && z.is_sharded() {
                         return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
                     }
+                    if let (Some(layout), true) = (z.shard_layout(), whole && o.extent == full) {
+                        // A whole shard inside the array: each inner chunk
+                        // is gathered from the region and encoded.
+                        let key = path::join(self.path(), &z.outer_key(&pos));
+                        let n = full.len();
+                        let inner: Vec<u64> = layout.inner.shape.iter().rev().copied().collect();
+                        let (zero, mut at) = (vec![0u64; n], vec![0u64; n]);
+                        let mut out =
+                            upload.map_or_else(|| std::mem::take(scratch), Upload::buffer);
+                        out.clear();
+                        let stored = layout
+                            .encode_from(&mut out, |p, chunk| {
+                                for d in 0..n {
+                                    at[d] = o.in_region[d] + p[n - 1 - d] * inner[d];
+                                }
+                                let from = Placement { shape, offset: &at };
+                                let to = Placement {
+                                    shape: &inner,
+                                    offset: &zero,
+                                };
+                                copy_box(data, from, chunk, to, &inner, elem);
+                            })
+                            .map_err(|e| e.context(store.describe(&key)))?;
+                        return match (upload, stored > 0) {
+                            (Some(upload), true) => upload.put(key, out),
+                            (Some(upload), false) => upload.delete(key),
+                            (None, true) => {
+                                let put = store.put(&key, &[&out]);
+                                *scratch = out;
+                                put
+                            }
+                            (None, false) => {
+                                *scratch = out;
+                                store.delete(&key).map(|_| ())
+                            }
+                        };
+                    }
                     buf.resize(outer_bytes, 0);
                     if whole {
-                        z.fill_buffer(buf);
+                        // Only the part past the array's end is not the
+                        // region's.
+                        if o.extent != full {
+                            z.fill_buffer(buf);
+                        }
                     } else {
                         z.read_outer(store, self.path(), &pos, buf)?;
                     }

@@ -172,6 +172,14 @@ impl Dataset {
         }
         let out = Planes::new(out, shape, elem);
         let chunk_bytes = layout.inner.chunk_bytes();
+        let parts = ShardParts {
+            z,
+            layout,
+            shards: &shards,
+            chunks: &chunks,
+            chunk_shape: &chunk_shape,
+            elem,
+        };
         with_fetch_ranges(store, &req_keys, &req_ranges, io, expected, None, |fetch| {
             let result =
                     self.container()
@@ -179,22 +187,15 @@ impl Dataset {
                         .run(jobs.len(), Vec::new, |buf: &mut Vec<u8>, j| {
                             let fetched = fetch.take(j)?;
                             match &jobs[j] {
-                                Job::Whole(s) => {
-                                    let mut o = shards.overlap(*s)?;
-                                    o.block_shape = shard_shape.clone();
-                                    buf.resize(z.outer_bytes(), 0);
-                                    match fetched {
-                                        Fetched::Bytes(bytes) => {
-                                            let decoded = z
-                                                .decode_outer(&bytes, buf)
-                                                .map_err(|e| e.context(what(*s)));
-                                            fetch.recycle(bytes);
-                                            decoded?;
-                                        }
-                                        _ => z.fill_buffer(buf),
+                                Job::Whole(s) => match fetched {
+                                    Fetched::Bytes(bytes) => {
+                                        let copied =
+                                            parts.copy_shard_in(*s, Some(&bytes), buf, &out, &what(*s));
+                                        fetch.recycle(bytes);
+                                        copied?;
                                     }
-                                    out.copy_in(buf, &o, elem, false, j);
-                                }
+                                    _ => parts.copy_shard_in(*s, None, buf, &out, &what(*s))?,
+                                },
                                 Job::Fill(c) => {
                                     let mut o = chunks.overlap(*c)?;
                                     o.block_shape = chunk_shape.clone();
@@ -214,8 +215,8 @@ impl Dataset {
                                             // Replaced since its index was
                                             // read: the offsets are the old
                                             // shard's. The new shard whole.
-                                            return self.read_whole_shard(z, &shards, *s, &keys[*s], buf, &out, j)
-                                                .map_err(|e| e.context(what(*s)));
+                                            let shard = store.get(&keys[*s])?;
+                                            return parts.copy_shard_in(*s, shard.as_deref(), buf, &out, &what(*s));
                                         }
                                     }
                                     buf.resize(chunk_bytes, 0);
@@ -256,29 +257,86 @@ impl Dataset {
     }
 }
 
-impl Dataset {
-    /// Copy the part of shard `s` of `shards` the region holds from the
-    /// shard at `key` read whole (one request, one version of it), or the
-    /// fill value when it is gone.
-    #[allow(clippy::too_many_arguments)]
-    fn read_whole_shard(
+/// What the jobs of one sharded read share to copy shards into the region.
+struct ShardParts<'a> {
+    z: &'a ZarrArray,
+    layout: &'a ShardLayout,
+    /// The shards the region touches.
+    shards: &'a Grid<'a>,
+    /// The inner chunks the region touches.
+    chunks: &'a Grid<'a>,
+    /// An inner chunk's shape, N5 order.
+    chunk_shape: &'a [u64],
+    elem: usize,
+}
+
+impl ShardParts<'_> {
+    /// Copies every inner chunk of shard `s` that the region touches into
+    /// `out`, decoding each from `shard`, the shard's bytes read whole
+    /// (one version of it), into `buf` (one inner chunk), or the fill value
+    /// when the shard or the inner chunk is not stored. `what` names the
+    /// shard in errors.
+    fn copy_shard_in(
         &self,
-        z: &ZarrArray,
-        shards: &Grid,
         s: usize,
-        key: &str,
+        shard: Option<&[u8]>,
         buf: &mut Vec<u8>,
         out: &Planes,
-        rotate: usize,
+        what: &str,
     ) -> Result<()> {
-        let mut o = shards.overlap(s)?;
-        o.block_shape = z.shard_shape();
-        buf.resize(z.outer_bytes(), 0);
-        match self.container().store().get(key)? {
-            Some(bytes) => z.decode_outer(&bytes, buf)?,
-            None => z.fill_buffer(buf),
+        let layout = self.layout;
+        let entries = match shard {
+            Some(bytes) => {
+                let range = layout.index_range(bytes.len() as u64).ok_or_else(|| {
+                    Error::codec(format!(
+                        "{what}: the shard has {} bytes, fewer than its {}-byte index",
+                        bytes.len(),
+                        layout.index_bytes()
+                    ))
+                })?;
+                let index = &bytes[range.start as usize..range.end as usize];
+                Some(layout.decode_index(index, bytes.len() as u64, what)?)
+            }
+            None => None,
+        };
+        let shard_pos = self.shards.grid_pos(s);
+        let n = shard_pos.len();
+        let chunks = self.chunks;
+        buf.resize(layout.inner.chunk_bytes(), 0);
+        for (i, entry) in (0..layout.chunks()).map(|i| (i, entries.as_ref().and_then(|e| e[i]))) {
+            // The inner chunk's N5 grid position, and its number among the
+            // region's inner chunks (dimension 0 fastest).
+            let at = layout.position(i);
+            let mut c = 0usize;
+            let mut stride = 1usize;
+            let mut inside = true;
+            for d in 0..n {
+                let g = shard_pos[d] * layout.per_shard[n - 1 - d] + at[n - 1 - d];
+                if g < chunks.first[d] || g >= chunks.first[d] + chunks.count[d] {
+                    inside = false;
+                    break;
+                }
+                c += (g - chunks.first[d]) as usize * stride;
+                stride *= chunks.count[d] as usize;
+            }
+            if !inside {
+                continue;
+            }
+            let mut o = chunks.overlap(c)?;
+            o.block_shape = self.chunk_shape.to_vec();
+            match (entry, shard) {
+                (Some(e), Some(bytes)) => {
+                    // decode_index checked the entry against the shard.
+                    let encoded = &bytes[e.offset as usize..(e.offset + e.nbytes) as usize];
+                    layout
+                        .inner
+                        .decode(encoded, buf)
+                        .map_err(|err| err.context(format!("{what}: inner chunk {at:?}")))?;
+                }
+                _ => self.z.fill_buffer(buf),
+            }
+            out.copy_in(buf, &o, self.elem, false, c);
         }
-        out.copy_in(buf, &o, z.element_size(), false, rotate);
         Ok(())
     }
 }

@@ -105,39 +105,8 @@ impl Chain {
             };
             sizes.push(size);
         }
-        // Undo the bytes -> bytes codecs, last first.
-        let mut current: Cow<[u8]> = Cow::Borrowed(encoded);
-        for (i, spec) in self.specs[split + 1..].iter().enumerate().rev() {
-            let want = sizes[i];
-            current = match spec {
-                CodecSpec::Crc32c => {
-                    let len = crc32c_check(&current)?.len();
-                    match current {
-                        Cow::Borrowed(b) => Cow::Borrowed(&b[..len]),
-                        Cow::Owned(mut v) => {
-                            v.truncate(len);
-                            Cow::Owned(v)
-                        }
-                    }
-                }
-                compressor => {
-                    let want = want.ok_or_else(|| {
-                        Error::new(
-                            ErrorKind::Unsupported,
-                            format!(
-                                "codec '{}' after a codec whose output size varies ('{}') cannot be decoded",
-                                compressor.name(),
-                                self.specs[split + i].name()
-                            ),
-                        )
-                    })?;
-                    let mut buf = vec![0u8; want];
-                    byte_codec(compressor)?.decode(&current, &mut buf)?;
-                    Cow::Owned(buf)
-                }
-            };
-        }
-        // The array -> bytes codec, then the array -> array codecs.
+        // The array -> bytes codec's output goes to `out`, or through a
+        // buffer when transposes follow.
         let transposes: Vec<&Vec<usize>> = self.specs[..split]
             .iter()
             .map(|c| match c {
@@ -146,11 +115,6 @@ impl Chain {
             })
             .collect();
         let elem = self.dtype.size();
-        // The shape the array -> bytes codec sees.
-        let mut inner_shape = self.shape.clone();
-        for order in &transposes {
-            inner_shape = order.iter().map(|&i| inner_shape[i]).collect();
-        }
         let mut array = if transposes.is_empty() {
             None
         } else {
@@ -158,19 +122,71 @@ impl Chain {
         };
         {
             let target: &mut [u8] = array.as_deref_mut().unwrap_or(out);
+            // Undo the bytes -> bytes codecs, last first. The compressor
+            // right after `bytes` decodes straight into the target.
+            let bytes_endian = match &self.specs[split] {
+                CodecSpec::Bytes { endian } => Some(*endian),
+                _ => None,
+            };
+            let mut in_target = false;
+            let mut current: Cow<[u8]> = Cow::Borrowed(encoded);
+            for (i, spec) in self.specs[split + 1..].iter().enumerate().rev() {
+                let want = sizes[i];
+                current = match spec {
+                    CodecSpec::Crc32c => {
+                        let len = crc32c_check(&current)?.len();
+                        match current {
+                            Cow::Borrowed(b) => Cow::Borrowed(&b[..len]),
+                            Cow::Owned(mut v) => {
+                                v.truncate(len);
+                                Cow::Owned(v)
+                            }
+                        }
+                    }
+                    compressor => {
+                        let want = want.ok_or_else(|| {
+                            Error::new(
+                                ErrorKind::Unsupported,
+                                format!(
+                                    "codec '{}' after a codec whose output size varies ('{}') cannot be decoded",
+                                    compressor.name(),
+                                    self.specs[split + i].name()
+                                ),
+                            )
+                        })?;
+                        if i == 0 && bytes_endian.is_some() {
+                            // `want` is the chunk's size, the target's.
+                            byte_codec(compressor)?.decode(&current, target)?;
+                            in_target = true;
+                            Cow::Borrowed(&[][..])
+                        } else {
+                            let mut buf = vec![0u8; want];
+                            byte_codec(compressor)?.decode(&current, &mut buf)?;
+                            Cow::Owned(buf)
+                        }
+                    }
+                };
+            }
+            // The shape the array -> bytes codec sees.
+            let mut inner_shape = self.shape.clone();
+            for order in &transposes {
+                inner_shape = order.iter().map(|&i| inner_shape[i]).collect();
+            }
             match &self.specs[split] {
                 CodecSpec::Bytes { endian } => {
-                    let data = current
-                        .get(..target.len())
-                        .filter(|_| current.len() == target.len())
-                        .ok_or_else(|| {
-                            Error::codec(format!(
-                                "the chunk has {} bytes after its codecs, {} expected",
-                                current.len(),
-                                target.len()
-                            ))
-                        })?;
-                    target.copy_from_slice(data);
+                    if !in_target {
+                        let data = current
+                            .get(..target.len())
+                            .filter(|_| current.len() == target.len())
+                            .ok_or_else(|| {
+                                Error::codec(format!(
+                                    "the chunk has {} bytes after its codecs, {} expected",
+                                    current.len(),
+                                    target.len()
+                                ))
+                            })?;
+                        target.copy_from_slice(data);
+                    }
                     if elem > 1 && *endian != Some(native()) {
                         swap_in_place(target, elem);
                     }
@@ -239,35 +255,72 @@ impl Chain {
                 array = Cow::Owned(next);
             }
         }
-        // Array -> bytes.
-        let mut bytes = Vec::new();
-        match &self.specs[split] {
+        // Bytes -> bytes codecs come after; the last compressor among them
+        // appends to `out` itself, and checksums after it are computed over
+        // what it appended.
+        let rest = &self.specs[split + 1..];
+        let last_compressor = rest.iter().rposition(|c| !matches!(c, CodecSpec::Crc32c));
+        let start = out.len();
+        let mut in_out = false;
+        // Array -> bytes: native-order `bytes` passes the chunk through; a
+        // shard is assembled in `out` when no compressor follows.
+        let mut bytes: Cow<[u8]> = match &self.specs[split] {
             CodecSpec::Bytes { endian } => {
-                bytes.extend_from_slice(&array);
                 if elem > 1 && *endian != Some(native()) {
-                    swap_in_place(&mut bytes, elem);
+                    let mut swapped = array.into_owned();
+                    swap_in_place(&mut swapped, elem);
+                    Cow::Owned(swapped)
+                } else {
+                    array
                 }
             }
+            sharding @ CodecSpec::Sharding { .. } if last_compressor.is_none() => {
+                let written =
+                    shard::encode_whole(sharding, self.dtype, &shape, &self.fill, &array, out);
+                if let Err(e) = written {
+                    out.truncate(start);
+                    return Err(e);
+                }
+                in_out = true;
+                Cow::Borrowed(&[][..])
+            }
             sharding @ CodecSpec::Sharding { .. } => {
-                shard::encode_whole(sharding, self.dtype, &shape, &self.fill, &array, &mut bytes)?;
+                let mut shard = Vec::new();
+                shard::encode_whole(sharding, self.dtype, &shape, &self.fill, &array, &mut shard)?;
+                Cow::Owned(shard)
             }
             _ => unreachable!("split points at the array -> bytes codec"),
+        };
+        if !in_out && last_compressor.is_none() {
+            out.extend_from_slice(&bytes);
+            in_out = true;
         }
-        // Bytes -> bytes.
-        for spec in &self.specs[split + 1..] {
+        for (i, spec) in rest.iter().enumerate() {
             match spec {
+                CodecSpec::Crc32c if in_out => {
+                    let crc = crc32c::crc32c(&out[start..]);
+                    out.extend_from_slice(&crc.to_le_bytes());
+                }
                 CodecSpec::Crc32c => {
-                    let crc = crc32c::crc32c(&bytes);
-                    bytes.extend_from_slice(&crc.to_le_bytes());
+                    let mut with_crc = bytes.into_owned();
+                    let crc = crc32c::crc32c(&with_crc);
+                    with_crc.extend_from_slice(&crc.to_le_bytes());
+                    bytes = Cow::Owned(with_crc);
+                }
+                compressor if Some(i) == last_compressor => {
+                    if let Err(e) = encode_bytes(compressor, self.dtype, &bytes, out) {
+                        out.truncate(start);
+                        return Err(e);
+                    }
+                    in_out = true;
                 }
                 compressor => {
                     let mut next = Vec::with_capacity(bytes.len() / 2 + 64);
                     encode_bytes(compressor, self.dtype, &bytes, &mut next)?;
-                    bytes = next;
+                    bytes = Cow::Owned(next);
                 }
             }
         }
-        out.extend_from_slice(&bytes);
         Ok(())
     }
 }
@@ -476,12 +529,22 @@ mod tests {
                 "chunk_shape": [1, 2, 5],
                 "codecs": [{"name": "bytes", "configuration": {"endian": "big"}}, {"name": "zstd"}],
                 "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]),
+            json!([{"name": "bytes", "configuration": {"endian": "big"}},
+                   {"name": "zstd", "configuration": {"level": 1}}, {"name": "crc32c"}]),
+            json!([{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [3, 2, 5],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                           {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2}}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+                "index_location": "start"}}, {"name": "crc32c"}]),
         ] {
             let c = chain(codecs.clone(), DataType::U16, &shape);
-            let mut encoded = Vec::new();
+            // Encoding appends: what `out` held before stays.
+            let mut encoded = vec![7u8; 3];
             c.encode(&data, &mut encoded).unwrap();
+            assert_eq!(encoded[..3], [7, 7, 7], "{codecs}");
             let mut back = vec![0u8; data.len()];
-            c.decode(&encoded, &mut back).unwrap();
+            c.decode(&encoded[3..], &mut back).unwrap();
             assert_eq!(back, data, "{codecs}");
         }
     }

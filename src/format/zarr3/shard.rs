@@ -10,7 +10,7 @@
 //! allocation follows a size the index claims.
 
 use crate::dtype::DataType;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::region::{copy_box, Placement};
 use crate::storage::ByteRange;
 
@@ -318,41 +318,66 @@ pub(crate) fn encode_whole(
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let layout = ShardLayout::new(spec, dtype, shape, fill);
-    let mut chunk = vec![0u8; layout.inner.chunk_bytes()];
-    let mut body = Vec::new();
-    let mut entries = Vec::with_capacity(layout.chunks());
-    let base = match layout.location {
-        IndexLocation::Start => layout.index_bytes() as u64,
-        IndexLocation::End => 0,
-    };
-    for i in 0..layout.chunks() {
-        let pos = layout.position(i);
-        // Gather the inner chunk from the shard.
-        let mut tmp = std::mem::take(&mut chunk);
-        place(&layout, shape, &pos, data, &mut tmp, dtype.size(), false);
-        chunk = tmp;
-        if is_fill(&chunk, fill) {
-            entries.push(None);
-            continue;
-        }
-        let start = body.len();
-        layout.inner.encode(&chunk, &mut body)?;
-        entries.push(Some(Entry {
-            offset: base + start as u64,
-            nbytes: (body.len() - start) as u64,
-        }));
-    }
-    match layout.location {
-        IndexLocation::Start => {
-            layout.encode_index(&entries, out)?;
-            out.extend_from_slice(&body);
-        }
-        IndexLocation::End => {
-            out.extend_from_slice(&body);
-            layout.encode_index(&entries, out)?;
-        }
-    }
+    layout.encode_from(out, |pos, chunk| {
+        place(&layout, shape, pos, data, chunk, dtype.size(), false)
+    })?;
     Ok(())
+}
+
+impl ShardLayout {
+    /// Encodes a shard and appends it to `out`: `gather` fills the buffer
+    /// it is given with the inner chunk at the position (C order, in inner
+    /// chunks) it is given, and inner chunks equal to the fill value are
+    /// left out. Each is encoded straight into `out`, after the room kept
+    /// for an index at the start or before the index at the end. Returns
+    /// the number of inner chunks stored (none: the shard need not be).
+    pub(crate) fn encode_from(
+        &self,
+        out: &mut Vec<u8>,
+        mut gather: impl FnMut(&[u64], &mut [u8]),
+    ) -> Result<usize> {
+        let mut chunk = vec![0u8; self.inner.chunk_bytes()];
+        let mut entries = Vec::with_capacity(self.chunks());
+        let shard_start = out.len();
+        if self.location == IndexLocation::Start {
+            out.resize(shard_start + self.index_bytes(), 0);
+        }
+        let mut stored = 0;
+        for i in 0..self.chunks() {
+            let pos = self.position(i);
+            gather(&pos, &mut chunk);
+            if is_fill(&chunk, &self.inner.fill) {
+                entries.push(None);
+                continue;
+            }
+            let start = out.len();
+            self.inner.encode(&chunk, out)?;
+            entries.push(Some(Entry {
+                offset: (start - shard_start) as u64,
+                nbytes: (out.len() - start) as u64,
+            }));
+            stored += 1;
+        }
+        match self.location {
+            IndexLocation::Start => {
+                let mut index = Vec::with_capacity(self.index_bytes());
+                self.encode_index(&entries, &mut index)?;
+                if index.len() != self.index_bytes() {
+                    return Err(Error::new(
+                        ErrorKind::Internal,
+                        format!(
+                            "a shard index of {} bytes, {} expected",
+                            index.len(),
+                            self.index_bytes()
+                        ),
+                    ));
+                }
+                out[shard_start..shard_start + index.len()].copy_from_slice(&index);
+            }
+            IndexLocation::End => self.encode_index(&entries, out)?,
+        }
+        Ok(stored)
+    }
 }
 
 /// Copies between the inner chunk at `pos` and the shard array (`shape`,
