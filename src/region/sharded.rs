@@ -137,8 +137,16 @@ impl Dataset {
         // What a fetch is expected to bring, for the budget of bytes held
         // ahead (which also bounds the requests in flight): the runs'
         // average, and for whole shards at most a quarter of the budget,
-        // so that at least four are in flight (a compressed shard is far
-        // smaller than decoded, and what arrives counts as it is).
+        // so that at least four are in flight over a network (a compressed
+        // shard is far smaller than decoded, and what arrives counts as it
+        // is). On a local disk, whole shards are long sequential reads that
+        // share its bandwidth: one more in flight than there are decoding
+        // threads keeps them busy, and the first arrives sooner.
+        let whole_share = if store.capabilities().remote {
+            4
+        } else {
+            self.container().options().threads.max(1) + 1
+        };
         let (mut run_bytes, mut runs) = (0u64, 0u64);
         let mut whole_bytes = 0usize;
         for s in 0..shards.total {
@@ -146,7 +154,7 @@ impl Dataset {
                 jobs.push(Job::Whole(s));
                 req_keys.push(Some(keys[s].clone()));
                 req_ranges.push(None);
-                whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
+                whole_bytes = z.outer_bytes().min(IO_BUDGET / whole_share);
                 continue;
             }
             for run in shard::coalesce(
