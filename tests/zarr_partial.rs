@@ -412,6 +412,11 @@ fn damaged_index_entries_met_by_partial_reads_are_named() {
     let e = d.read_region(&[3, 2], &[3, 3], &mut out).unwrap_err();
     let m = e.message().to_string();
     assert!(m.contains("a/c/0/0") && m.contains("[1, 2]"), "{m}");
+    // Read whole, the shard's index is checked against the shard as well.
+    let mut all = vec![0u8; 64];
+    let e = d.read_region(&[0, 0], &[8, 8], &mut all).unwrap_err();
+    let m = e.message().to_string();
+    assert!(m.contains("a/c/0/0") && m.contains("[1, 2]"), "{m}");
     // The chunks around it still read.
     let mut out = vec![0u8; 4];
     d.read_region(&[0, 0], &[2, 2], &mut out).unwrap();

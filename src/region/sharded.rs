@@ -294,17 +294,7 @@ impl ShardParts<'_> {
     ) -> Result<()> {
         let layout = self.layout;
         let entries = match shard {
-            Some(bytes) => {
-                let range = layout.index_range(bytes.len() as u64).ok_or_else(|| {
-                    Error::codec(format!(
-                        "{what}: the shard has {} bytes, fewer than its {}-byte index",
-                        bytes.len(),
-                        layout.index_bytes()
-                    ))
-                })?;
-                let index = &bytes[range.start as usize..range.end as usize];
-                Some(layout.decode_index(index, bytes.len() as u64, what)?)
-            }
+            Some(bytes) => Some(layout.whole_index(bytes, what)?),
             None => None,
         };
         let shard_pos = self.shards.grid_pos(s);

@@ -193,6 +193,20 @@ impl ShardLayout {
         self.index.encode(&raw, out)
     }
 
+    /// The checked entries of the index of `bytes`, a whole shard
+    /// ([`ShardLayout::decode_index`]); `what` names the shard in errors.
+    pub(crate) fn whole_index(&self, bytes: &[u8], what: &str) -> Result<Vec<Option<Entry>>> {
+        let range = self.index_range(bytes.len() as u64).ok_or_else(|| {
+            Error::codec(format!(
+                "{what}: the shard has {} bytes, fewer than its {}-byte index",
+                bytes.len(),
+                self.index_bytes()
+            ))
+        })?;
+        let index = &bytes[range.start as usize..range.end as usize];
+        self.decode_index(index, bytes.len() as u64, what)
+    }
+
     /// The request that fetches a shard's index without knowing the
     /// shard's length: the first bytes, or a suffix when it is at the end.
     pub(crate) fn index_request(&self) -> ByteRange {
@@ -277,18 +291,7 @@ pub(crate) fn decode_whole(
     out: &mut [u8],
 ) -> Result<()> {
     let layout = ShardLayout::new(spec, dtype, shape, fill);
-    let range = layout.index_range(bytes.len() as u64).ok_or_else(|| {
-        Error::codec(format!(
-            "the shard has {} bytes, fewer than its {}-byte index",
-            bytes.len(),
-            layout.index_bytes()
-        ))
-    })?;
-    let entries = layout.decode_index(
-        &bytes[range.start as usize..range.end as usize],
-        bytes.len() as u64,
-        "shard",
-    )?;
+    let entries = layout.whole_index(bytes, "shard")?;
     let mut chunk = vec![0u8; layout.inner.chunk_bytes()];
     for (i, entry) in entries.iter().enumerate() {
         let pos = layout.position(i);
