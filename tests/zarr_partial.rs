@@ -9,7 +9,8 @@
 //! between the read of its index and of its inner chunks (the proxy holds
 //! the second request back), which the read notices by the object's
 //! version and reads again whole, on S3 and GCS; and a damaged index entry
-//! met by a partial read named with its shard and inner chunk.
+//! met by a partial or a whole-shard read named with its shard and inner
+//! chunk.
 
 mod common;
 
