@@ -951,10 +951,10 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             jobs.extend(all.into_iter().map(|p| (i, p)));
         }
     }
-    // A region job holds about three units' worth of memory: the unit read
-    // from the source, the library's buffer of the destination's shard, and
-    // its encoded bytes. Jobs run in parallel while that stays under about
-    // 2 GiB (one job at a time past it).
+    // A region job holds up to three units' worth of memory: the unit read
+    // from the source, its encoded bytes, and for a shard at the array's
+    // end the library's buffer of the whole shard. Jobs run in parallel
+    // while that stays under about 2 GiB (one job at a time past it).
     let unit_bytes = plans
         .iter()
         .filter(|p| p.by_region)
