@@ -223,7 +223,7 @@ impl Dataset {
                                             // Replaced since its index was
                                             // read: the offsets are the old
                                             // shard's. The new shard whole.
-                                            let shard = store.get(&keys[*s])?;
+                                            let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
                                             return parts.copy_shard_in(*s, shard.as_deref(), buf, &out, &what(*s));
                                         }
                                     }

@@ -171,8 +171,7 @@ impl Store for FsStore {
             return Ok(false);
         };
         buf.clear();
-        crate::os::read_at_into(&file, 0, meta.len() as usize, buf)
-            .map_err(|e| Error::io(self.path(key).display(), e))?;
+        read_whole(&file, &meta, buf).map_err(|e| Error::io(self.path(key).display(), e))?;
         Ok(true)
     }
 
@@ -224,8 +223,7 @@ impl Store for FsStore {
         };
         let version = FsStore::version_of(&meta);
         let mut data = Vec::new();
-        crate::os::read_at_into(&file, 0, meta.len() as usize, &mut data)
-            .map_err(|e| Error::io(self.path(key).display(), e))?;
+        read_whole(&file, &meta, &mut data).map_err(|e| Error::io(self.path(key).display(), e))?;
         Ok(Some((data, version)))
     }
 
@@ -416,9 +414,50 @@ pub struct DirLock {
     _file: File,
 }
 
+/// Appends the whole of `file` to `out`: the size it had when opened in
+/// one read, then whatever lies beyond (a file that grew, or one that
+/// reports no size, as some virtual file systems do) until the end.
+fn read_whole(file: &File, meta: &fs::Metadata, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut at = 0u64;
+    let mut want = usize::try_from(meta.len()).unwrap_or(usize::MAX).max(1);
+    loop {
+        let got = crate::os::read_at_into(file, at, want, out)?;
+        if got < want {
+            return Ok(());
+        }
+        at += got as u64;
+        want = 64 << 10;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "reads procfs")]
+    fn whole_reads_go_past_the_size_a_file_reports() {
+        // procfs reports a size of 0 for files that hold text.
+        let file = File::open("/proc/self/status").unwrap();
+        let meta = file.metadata().unwrap();
+        assert_eq!(meta.len(), 0);
+        let mut out = Vec::new();
+        read_whole(&file, &meta, &mut out).unwrap();
+        assert!(String::from_utf8_lossy(&out).contains("Name:"), "{out:?}");
+        // An ordinary file: exactly its bytes.
+        let dir = std::env::temp_dir().join(format!("n5-fs-whole-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+        fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut out = vec![1, 2];
+        read_whole(&file, &file.metadata().unwrap(), &mut out).unwrap();
+        assert_eq!(out[..2], [1, 2]);
+        assert_eq!(out[2..], data[..]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn scratch(name: &str) -> (FsStore, PathBuf) {
         let dir = std::env::temp_dir().join(format!("n5-fs-{name}-{}", std::process::id()));
