@@ -486,35 +486,11 @@ impl ZarrArray {
         self.outer != self.inner
     }
 
-    /// Write the chunk of the grid at N5 grid position `pos` (of that
-    /// grid) of the array at `path` from `data` (a whole decoded chunk or
-    /// shard): encoded and put in one atomic write, or deleted when it is
-    /// all fill value and either it is a shard (which would hold no inner
-    /// chunk) or `write_empty` is off.
-    pub(crate) fn write_outer(
-        &self,
-        store: &dyn Store,
-        path: &str,
-        pos: &[u64],
-        data: &[u8],
-        write_empty: bool,
-        scratch: &mut Vec<u8>,
-    ) -> Result<()> {
-        let key = path::join(path, &self.outer_key(pos));
-        if self
-            .encode_for_write(data, write_empty, scratch)
-            .map_err(|e| e.context(store.describe(&key)))?
-        {
-            store.put(&key, &[scratch])
-        } else {
-            store.delete(&key).map(|_| ())
-        }
-    }
-
-    /// What [`ZarrArray::write_outer`] stores for the decoded chunk of the
-    /// grid `data`: `true` with its encoding in `out`, or `false` when the
-    /// chunk is to be deleted instead (all fill value, in a sharded array
-    /// or without `write_empty`).
+    /// What a write stores for the decoded chunk of the grid `data` (a
+    /// whole chunk or shard): `true` with its encoding in `out`, to be put
+    /// in one atomic write, or `false` when the chunk is to be deleted
+    /// instead (all fill value, in a sharded array, which would hold no
+    /// inner chunk, or without `write_empty`).
     pub(crate) fn encode_for_write(
         &self,
         data: &[u8],

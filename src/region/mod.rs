@@ -194,6 +194,19 @@ impl<'a> Grid<'a> {
         grid_pos
     }
 
+    /// The number `i` of the block at grid position `pos` among those the
+    /// region touches (the inverse of [`Grid::grid_pos`]); `None` when the
+    /// region does not touch it.
+    fn number(&self, pos: &[u64]) -> Option<usize> {
+        let (mut i, mut stride) = (0usize, 1usize);
+        for ((&p, &first), &count) in pos.iter().zip(&self.first).zip(&self.count) {
+            let k = p.checked_sub(first).filter(|&k| k < count)?;
+            i += k as usize * stride;
+            stride *= count as usize;
+        }
+        Some(i)
+    }
+
     /// The `i`-th block the region touches and where the two overlap.
     fn overlap(&self, i: usize) -> Result<Overlap> {
         let n = self.attrs.ndim();
@@ -733,17 +746,18 @@ impl Dataset {
                     if !whole && z.is_sharded() {
                         return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
                     }
-                    if let (Some(layout), true) = (z.shard_layout(), whole && o.extent == full) {
+                    let key = path::join(self.path(), &z.outer_key(&pos));
+                    let mut out = upload.map_or_else(|| std::mem::take(scratch), Upload::buffer);
+                    out.clear();
+                    let keep = if let (Some(layout), true) =
+                        (z.shard_layout(), whole && o.extent == full)
+                    {
                         // A whole shard inside the array: each inner chunk
                         // is gathered from the region and encoded.
-                        let key = path::join(self.path(), &z.outer_key(&pos));
                         let n = full.len();
                         let inner: Vec<u64> = layout.inner.shape.iter().rev().copied().collect();
                         let (zero, mut at) = (vec![0u64; n], vec![0u64; n]);
-                        let mut out =
-                            upload.map_or_else(|| std::mem::take(scratch), Upload::buffer);
-                        out.clear();
-                        let stored = layout
+                        layout
                             .encode_from(&mut out, |p, chunk| {
                                 for d in 0..n {
                                     at[d] = o.in_region[d] + p[n - 1 - d] * inner[d];
@@ -755,43 +769,35 @@ impl Dataset {
                                 };
                                 copy_box(data, from, chunk, to, &inner, elem);
                             })
-                            .map_err(|e| e.context(store.describe(&key)))?;
-                        return match (upload, stored > 0) {
-                            (Some(upload), true) => upload.put(key, out),
-                            (Some(upload), false) => upload.delete(key),
-                            (None, true) => {
-                                let put = store.put(&key, &[&out]);
-                                *scratch = out;
-                                put
+                            .map(|stored| stored > 0)
+                    } else {
+                        buf.resize(outer_bytes, 0);
+                        if whole {
+                            // Only the part past the array's end is not the
+                            // region's.
+                            if o.extent != full {
+                                z.fill_buffer(buf);
                             }
-                            (None, false) => {
-                                *scratch = out;
-                                store.delete(&key).map(|_| ())
-                            }
-                        };
-                    }
-                    buf.resize(outer_bytes, 0);
-                    if whole {
-                        // Only the part past the array's end is not the
-                        // region's.
-                        if o.extent != full {
-                            z.fill_buffer(buf);
+                        } else {
+                            z.read_outer(store, self.path(), &pos, buf)?;
                         }
-                    } else {
-                        z.read_outer(store, self.path(), &pos, buf)?;
+                        place(buf);
+                        z.encode_for_write(buf, write_empty, &mut out)
                     }
-                    place(buf);
-                    let Some(upload) = upload else {
-                        return z.write_outer(store, self.path(), &pos, buf, write_empty, scratch);
-                    };
-                    let key = path::join(self.path(), &z.outer_key(&pos));
-                    let mut out = upload.buffer();
-                    if z.encode_for_write(buf, write_empty, &mut out)
-                        .map_err(|e| e.context(store.describe(&key)))?
-                    {
-                        upload.put(key, out)
-                    } else {
-                        upload.delete(key)
+                    .map_err(|e| e.context(store.describe(&key)))?;
+                    // Written (or deleted) by an I/O thread, or here.
+                    match (upload, keep) {
+                        (Some(upload), true) => upload.put(key, out),
+                        (Some(upload), false) => upload.delete(key),
+                        (None, true) => {
+                            let put = store.put(&key, &[&out]);
+                            *scratch = out;
+                            put
+                        }
+                        (None, false) => {
+                            *scratch = out;
+                            store.delete(&key).map(|_| ())
+                        }
                     }
                 },
             )

@@ -108,21 +108,14 @@ impl Dataset {
         // that read as the fill value.
         let mut wanted: Vec<Vec<(usize, Entry)>> = vec![Vec::new(); shards.total];
         let mut jobs: Vec<Job> = Vec::new();
-        let shard_strides: Vec<usize> = (0..n)
-            .scan(1usize, |acc, d| {
-                let s = *acc;
-                *acc *= shards.count[d] as usize;
-                Some(s)
-            })
-            .collect();
         for c in 0..chunks.total {
             let pos = chunks.grid_pos(c);
-            let s: usize = (0..n)
-                .map(|d| {
-                    let shard = pos[d] * chunk_shape[d] / shard_shape[d];
-                    (shard - shards.first[d]) as usize * shard_strides[d]
-                })
-                .sum();
+            let shard_pos: Vec<u64> = (0..n)
+                .map(|d| pos[d] * chunk_shape[d] / shard_shape[d])
+                .collect();
+            let s = shards
+                .number(&shard_pos)
+                .expect("an inner chunk the region touches lies in a shard it touches");
             let at = entry_position(&pos, &chunk_shape, &shard_shape);
             if whole[s] {
                 continue;
@@ -303,23 +296,14 @@ impl ShardParts<'_> {
         buf.resize(layout.inner.chunk_bytes(), 0);
         for (i, entry) in (0..layout.chunks()).map(|i| (i, entries.as_ref().and_then(|e| e[i]))) {
             // The inner chunk's N5 grid position, and its number among the
-            // region's inner chunks (dimension 0 fastest).
+            // region's inner chunks.
             let at = layout.position(i);
-            let mut c = 0usize;
-            let mut stride = 1usize;
-            let mut inside = true;
-            for d in 0..n {
-                let g = shard_pos[d] * layout.per_shard[n - 1 - d] + at[n - 1 - d];
-                if g < chunks.first[d] || g >= chunks.first[d] + chunks.count[d] {
-                    inside = false;
-                    break;
-                }
-                c += (g - chunks.first[d]) as usize * stride;
-                stride *= chunks.count[d] as usize;
-            }
-            if !inside {
+            let grid_pos: Vec<u64> = (0..n)
+                .map(|d| shard_pos[d] * layout.per_shard[n - 1 - d] + at[n - 1 - d])
+                .collect();
+            let Some(c) = chunks.number(&grid_pos) else {
                 continue;
-            }
+            };
             let mut o = chunks.overlap(c)?;
             o.block_shape = self.chunk_shape.to_vec();
             match (entry, shard) {
