@@ -198,6 +198,44 @@ fn the_store_contract() {
     }
 }
 
+/// Every upload is typed binary/octet-stream, S3's own default, signed or
+/// not: SeaweedFS gzips an untyped or application/octet-stream body it can
+/// shrink and inflates the stored chunk again for every range read of it.
+#[test]
+fn uploads_are_typed_binary_octet_stream() {
+    for s3 in [signed(), anonymous()].into_iter().flatten() {
+        let bucket = s3.bucket("typed");
+        let s = s3.store(&format!("s3://{bucket}/c"));
+        // Compressible bytes, as raw and blosc blocks are.
+        let body: Vec<u8> = (0..200_000u32).map(|i| (i / 64 % 7) as u8).collect();
+        s.put("plain", &[&body]).unwrap();
+        assert!(s.put_if("created", &body, &Precondition::Absent).unwrap());
+        for key in ["plain", "created"] {
+            let r = s3
+                .server
+                .send(TkRequest::new("HEAD", &format!("/{bucket}/c/{key}")))
+                .unwrap();
+            assert_eq!(r.status, 200, "HEAD {key}");
+            assert_eq!(
+                r.header("content-type"),
+                Some("binary/octet-stream"),
+                "{key}"
+            );
+            let part = s
+                .get_range(
+                    key,
+                    ByteRange::Span {
+                        offset: 70_000,
+                        len: 1000,
+                    },
+                )
+                .unwrap()
+                .unwrap();
+            assert_eq!(part, body[70_000..71_000], "{key}");
+        }
+    }
+}
+
 #[test]
 fn listings_continue_over_pages() {
     let Some(s3) = anonymous() else { return };

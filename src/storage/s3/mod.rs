@@ -210,6 +210,9 @@ fn sign_headers(
         .collect())
 }
 
+/// The Content-Type of every object libn5 uploads (blocks, shards, JSON).
+const OBJECT_CONTENT_TYPE: &str = "binary/octet-stream";
+
 /// The header that carries the checksum of `body`, and its value: the
 /// CRC-32C (big-endian) or the MD5, base64.
 fn checksum_header(kind: UploadChecksum, body: &[u8]) -> (&'static str, String) {
@@ -587,7 +590,16 @@ impl S3Store {
             )),
             _ => Ok(()),
         };
-        let r = self.send(Method::Put, name, "", headers, body, &arrived_intact)?;
+        // The type S3 itself gives an object stored without one. Naming it
+        // matters to S3-compatible servers that treat an untyped or
+        // application/octet-stream body as possibly compressible: SeaweedFS
+        // then gzips every such object it can shrink (server CPU on every
+        // write), and each range read of it inflates the stored chunk first
+        // (a 300 KB range of a blosc shard took 14 ms instead of 2.5).
+        let mut typed: Vec<(&str, &str)> = Vec::with_capacity(headers.len() + 1);
+        typed.push(("content-type", OBJECT_CONTENT_TYPE));
+        typed.extend_from_slice(headers);
+        let r = self.send(Method::Put, name, "", &typed, body, &arrived_intact)?;
         match r.status {
             200 | 201 | 204 | 404 | 409 | 412 => Ok(r),
             _ => Err(self.failure(Method::Put, &self.describe_name(name), &r)),
