@@ -134,9 +134,17 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                     setup.layout.suffix()
                 ))
             };
+            // Every reader reads the objects libn5 wrote: the same bytes,
+            // stored alike. (SeaweedFS gzips a body uploaded untyped or as
+            // application/octet-stream when it can shrink it, as it does
+            // the peers' uploads, and then inflates a stored chunk for every
+            // range read of it; libn5 names its uploads binary/octet-stream.)
+            // A peer writes into a container of its own.
             let job = |imp: Impl, workload: Workload, threads: usize| {
                 let owner = match imp {
-                    Impl::Tensorstore | Impl::ZarrPython => imp.name(),
+                    Impl::Tensorstore | Impl::ZarrPython if workload == Workload::Write => {
+                        imp.name()
+                    }
                     _ => "libn5",
                 };
                 let mut j = setup.job(imp, workload, codec, threads);
@@ -148,12 +156,11 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
 
             let mut workloads = config.workloads.clone();
             if !workloads.contains(&Workload::Write) {
-                // Untimed: the containers the reads need.
-                for imp in [Impl::Libn5, Impl::Tensorstore, Impl::ZarrPython] {
-                    if imps.contains(&imp) {
-                        run_job(config, &job(imp, Workload::Write, config.threads[0]));
-                    }
-                }
+                // Untimed: the container the reads need.
+                run_job(
+                    config,
+                    &job(Impl::Libn5, Workload::Write, config.threads[0]),
+                );
             } else {
                 // The writes first: they make the containers.
                 workloads.retain(|&w| w != Workload::Write);
@@ -303,7 +310,7 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
     }
     let _ = writeln!(
         s,
-        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's {driver} driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing and advised to use huge pages, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB.",
+        "SeaweedFS (`weed mini`, anonymous) on 127.0.0.1 behind testkit's proxy, which adds the latency per request before forwarding it; libn5 with `io_concurrency` {IO_CONCURRENCY}, tensorstore's {driver} driver on its s3 kvstore with `s3_request_concurrency` {IO_CONCURRENCY}. Every reader reads the objects libn5's write made, so that all read the same bytes stored alike; each writer writes a container of its own. (SeaweedFS gzips a body uploaded without a Content-Type or as application/octet-stream when that shrinks it, as it stored the peers' uploads here, and then inflates the stored chunk again for every read of a range of it; libn5 names its uploads binary/octet-stream, S3's own default.) floor: the same GETs and PUTs through libn5's `Store` with {IO_CONCURRENCY} in flight (single blocks: one at a time), plus the codec work on the job's threads for compressed data. floor+out (whole-volume and region reads): the floor that also copies every block's bytes to their place in a fresh output buffer of the box's size (made before the timing and advised to use huge pages, as libn5's is), the work every reader that returns the data does. Times in ms (median); CPU: the median CPU time in ms (user and system, all threads) of the measuring process during the operation, the part of the wall time an implementation controls when the server shares the machine's cores; requests: what the proxy counted for one measuring process (opening the container included; for writes also deleting the previous dataset, untimed); peak RSS in MiB.",
         driver = match layout {
             Layout::N5 => "n5",
             Layout::Zarr3Sharded => "zarr3",
