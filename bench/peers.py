@@ -106,8 +106,9 @@ def c_slices(offset, shape):
 
 
 class TensorStore:
-    """tensorstore's n5 driver (zarr3 for the sharded layout), viewed
-    transposed (.T) so arrays are x-fastest C order."""
+    """tensorstore's n5 driver, viewed transposed (.T: its dimensions are
+    N5's, x first) so arrays are x-fastest C order; for the sharded layout
+    its zarr3 driver, whose dimensions are Zarr's (x last), as it is."""
 
     REMOTE = True
 
@@ -132,7 +133,8 @@ class TensorStore:
         else:
             path = os.path.join(job["container"], job["dataset"]) + "/"
             kvstore = {"driver": "file", "path": path}
-        if job.get("format") == "zarr3-sharded":
+        self.transposed = job.get("format") != "zarr3-sharded"
+        if not self.transposed:
             self.spec = {"driver": "zarr3", "kvstore": kvstore}
             self.metadata = job["zarr3_metadata"]
         else:
@@ -142,10 +144,12 @@ class TensorStore:
 
     def create(self):
         spec = dict(self.spec, metadata=self.metadata)
-        return self.ts.open(spec, create=True, delete_existing=True, context=self.context).result().T
+        h = self.ts.open(spec, create=True, delete_existing=True, context=self.context).result()
+        return h.T if self.transposed else h
 
     def open(self):
-        return self.ts.open(self.spec, open=True, read=True, context=self.context).result().T
+        h = self.ts.open(self.spec, open=True, read=True, context=self.context).result()
+        return h.T if self.transposed else h
 
     def write(self, h, volume):
         h.write(volume).result()
