@@ -30,10 +30,51 @@ pub(crate) enum Fetched {
 
 /// What an I/O thread may do with an object's bytes as soon as they arrive,
 /// while they are still in its cache and before any taker sees them: given
-/// the object's index and bytes, `Ok(true)` when it used them up (the taker
-/// then gets [`Fetched::Used`] and the buffer serves the thread's next
-/// fetch), `Ok(false)` to hand them on; an error goes to the taker.
-pub(crate) type Early<'e> = &'e (dyn Fn(usize, &[u8]) -> Result<bool> + Sync);
+/// the object's index, bytes and (for a ranged fetch) the version they came
+/// with, `Ok(true)` when it used them up (the taker then gets
+/// [`Fetched::Used`] and the buffer serves the thread's next fetch),
+/// `Ok(false)` to hand them on; an error goes to the taker.
+pub(crate) type Early<'e> = &'e (dyn Fn(usize, &[u8], Option<&Version>) -> Result<bool> + Sync);
+
+/// A few scratch buffers shared by threads that decode: at most as many
+/// decode at once as there are buffers; [`Scratch::with`] waits for one.
+/// I/O threads that decode what they received ([`Early`]) take one each,
+/// so that no more of them than the container's threads decode at a time.
+pub(crate) struct Scratch {
+    free: Mutex<Vec<Vec<u8>>>,
+    freed: Condvar,
+}
+
+impl Scratch {
+    /// `n` buffers (at least one), empty until first used.
+    pub(crate) fn new(n: usize) -> Scratch {
+        Scratch {
+            free: Mutex::new(vec![Vec::new(); n.max(1)]),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Run `f` with a buffer, waiting while every buffer is in use; the
+    /// buffer keeps its capacity (and contents) for the next user.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut buf = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                match free.pop() {
+                    Some(buf) => break buf,
+                    None => free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
+                }
+            }
+        };
+        let r = f(&mut buf);
+        self.free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(buf);
+        self.freed.notify_one();
+        r
+    }
+}
 
 struct FetchState {
     /// The next index to fetch.
@@ -108,14 +149,19 @@ impl Fetch<'_> {
                     own = buf;
                     match self.store.get_range_versioned(key, range) {
                         Ok(Some((bytes, v))) => {
-                            version = v;
-                            Ok(Fetched::Bytes(bytes))
+                            match self.early.map(|early| early(i, &bytes, v.as_ref())) {
+                                None | Some(Ok(false)) => {
+                                    version = v;
+                                    Ok(Fetched::Bytes(bytes))
+                                }
+                                Some(used) => used.map(|_| Fetched::Used),
+                            }
                         }
                         other => other.map(|_| Fetched::Missing),
                     }
                 }
                 (Some(key), None) => match self.store.get_into(key, &mut buf) {
-                    Ok(true) => match self.early.map(|early| early(i, &buf)) {
+                    Ok(true) => match self.early.map(|early| early(i, &buf, None)) {
                         None | Some(Ok(false)) => Ok(Fetched::Bytes(buf)),
                         Some(used) => {
                             own = buf;
@@ -205,8 +251,8 @@ pub(crate) fn with_fetch<'a, R>(
 /// [`with_fetch`] of byte ranges: `ranges[i]` is the range of `keys[i]` to
 /// fetch, `None` the whole object (`ranges` may be shorter than `keys`;
 /// the keys beyond it are fetched whole). A range is clipped at the
-/// object's end, so its bytes may be fewer than asked for: the taker checks.
-/// `early` is offered whole objects only.
+/// object's end, so its bytes may be fewer than asked for: the taker (or
+/// `early`) checks.
 pub(crate) fn with_fetch_ranges<'a, R>(
     store: &'a dyn Store,
     keys: &'a [Option<String>],
@@ -432,7 +478,7 @@ mod tests {
         let keys: Vec<Option<String>> = (0..41).map(|i| Some(format!("k/{i}"))).collect();
         let seen = Mutex::new(Vec::new());
         // Even objects are used up early, 13 fails, odd ones go on.
-        let early = |i: usize, bytes: &[u8]| {
+        let early = |i: usize, bytes: &[u8], _: Option<&Version>| {
             assert_eq!(bytes, [i as u8; 100]);
             if i == 13 {
                 return Err(Error::invalid_argument("thirteen"));
@@ -467,6 +513,51 @@ mod tests {
         let mut seen = seen.into_inner().unwrap();
         seen.sort();
         assert_eq!(seen, (0..40).step_by(2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn ranged_fetches_are_offered_early_with_their_version() {
+        let store = MemoryStore::new();
+        for i in 0..20u8 {
+            store.put(&format!("r/{i}"), &[&[i; 64]]).unwrap();
+        }
+        let keys: Vec<Option<String>> = (0..21).map(|i| Some(format!("r/{i}"))).collect();
+        let ranges = vec![Some(ByteRange::Span { offset: 8, len: 16 }); 21];
+        let versions: Vec<Version> = (0..20)
+            .map(|i| {
+                store
+                    .get_range_versioned(&format!("r/{i}"), ByteRange::Suffix(1))
+                    .unwrap()
+                    .unwrap()
+                    .1
+                    .expect("the memory store versions its objects")
+            })
+            .collect();
+        // Objects divisible by three are used up early, the rest handed on.
+        let early = |i: usize, bytes: &[u8], version: Option<&Version>| {
+            assert_eq!(bytes, [i as u8; 16], "the range of object {i}");
+            assert_eq!(version, Some(&versions[i]), "object {i}");
+            Ok(i.is_multiple_of(3))
+        };
+        let taken = with_fetch_ranges(&store, &keys, &ranges, 4, 16, Some(&early), |f| {
+            (0..21)
+                .map(|i| {
+                    Ok(match f.take(i)? {
+                        Fetched::Used => None,
+                        Fetched::Bytes(b) => Some((b, f.version(i))),
+                        Fetched::Missing => Some((Vec::new(), None)),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .unwrap();
+        for (i, t) in taken.into_iter().enumerate() {
+            match i {
+                20 => assert_eq!(t, Some((Vec::new(), None)), "no object 20"),
+                i if i % 3 == 0 => assert_eq!(t, None, "object {i} used early"),
+                i => assert_eq!(t, Some((vec![i as u8; 16], Some(versions[i].clone())))),
+            }
+        }
     }
 
     #[test]

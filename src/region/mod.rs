@@ -5,14 +5,15 @@
 
 mod sharded;
 
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 use crate::dataset::{check_buffer, BlockRead, Dataset};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_fetch, with_upload, Fetched, Upload};
+use crate::pipeline::{with_fetch, with_upload, Fetched, Scratch, Upload};
+use crate::storage::Version;
 
 /// Where a box sits inside an array: the array's shape and the box's offset
 /// in it (elements, dimension 0 fastest).
@@ -484,8 +485,9 @@ impl Dataset {
     /// reads) in flight and at most 24 MiB ahead, and decoded in parallel by
     /// the container's threads ([`crate::Options::threads`]), a few
     /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
-    /// thread); on a network store, raw blocks are instead copied into
-    /// `out` by the I/O thread that received them. A region that is exactly
+    /// thread); on a network store, each block is instead put into `out`
+    /// by the I/O thread that received it (decoded first if compressed, at
+    /// most `threads` at a time). A region that is exactly
     /// one block is decoded straight into `out`, and an output of 16 MiB or
     /// more is advised to use huge pages (see `os::advise_huge_pages`).
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
@@ -525,37 +527,21 @@ impl Dataset {
         // fifth of the CPU time of a compressed read. (From a local disk,
         // whose I/O threads are seldom idle, the decoding threads copy
         // several neighbouring blocks row by row, which is faster there.)
-        let decode_buffers = Mutex::new(vec![
-            Vec::<u8>::new();
-            self.container().options().threads.max(1)
-        ]);
-        let buffer_freed = Condvar::new();
-        let use_early = |i: usize, bytes: &[u8]| -> Result<bool> {
+        let scratch = Scratch::new(self.container().options().threads);
+        let use_early = |i: usize, bytes: &[u8], _: Option<&Version>| -> Result<bool> {
             let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
             if let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? {
                 out.copy_in(&bytes[at..at + nbytes], &o, elem, true, i);
                 return Ok(true);
             }
-            let mut buf = {
-                let mut free = decode_buffers.lock().expect("decode buffers");
-                loop {
-                    match free.pop() {
-                        Some(buf) => break buf,
-                        None => free = buffer_freed.wait(free).expect("decode buffers"),
-                    }
-                }
-            };
-            buf.resize(nbytes, 0);
-            let result = self
-                .decode_block_for_region(&o.grid_pos, bytes, &mut buf, true)
-                .map(|read| {
-                    let big_endian = matches!(read, BlockRead::BigEndian);
-                    out.copy_in(&buf[..nbytes], &o, elem, big_endian, i);
-                });
-            decode_buffers.lock().expect("decode buffers").push(buf);
-            buffer_freed.notify_one();
-            result.map(|()| true)
+            scratch.with(|buf| {
+                buf.resize(nbytes, 0);
+                let read = self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?;
+                let big_endian = matches!(read, BlockRead::BigEndian);
+                out.copy_in(&buf[..nbytes], &o, elem, big_endian, i);
+                Ok(true)
+            })
         };
         let remote = store.capabilities().remote;
         let early: Option<crate::pipeline::Early> = remote.then_some(&use_early);

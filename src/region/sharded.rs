@@ -5,7 +5,8 @@
 //! the region touches, neighbours coalesced into one range
 //! ([`shard::coalesce`]). Indexes and inner chunks are fetched by the I/O
 //! threads (`io_concurrency` in flight) and decoded by the container's
-//! threads, as for any region read.
+//! threads, as for any region read; over a network, by the I/O thread that
+//! received them, in the order they arrive.
 
 use crate::codec::Compression;
 use crate::dataset::Dataset;
@@ -14,7 +15,7 @@ use crate::format::array::ZarrArray;
 use crate::format::zarr3::shard::{self, Entry, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_fetch_ranges, Fetched, IO_BUDGET};
+use crate::pipeline::{with_fetch_ranges, Early, Fetched, Scratch, IO_BUDGET};
 use crate::storage::{ByteRange, Version};
 
 use super::{Grid, Planes, HUGE_PAGE_OUTPUT};
@@ -181,80 +182,108 @@ impl Dataset {
             chunk_shape: &chunk_shape,
             elem,
         };
-        with_fetch_ranges(store, &req_keys, &req_ranges, io, expected, None, |fetch| {
-            let result =
+        // Job `j`, given what its fetch brought (`None`: nothing stored)
+        // and, for a range, the version of the shard it came from.
+        let run_job = |j: usize,
+                       fetched: Option<&[u8]>,
+                       version: Option<&Version>,
+                       buf: &mut Vec<u8>|
+         -> Result<()> {
+            match &jobs[j] {
+                Job::Whole(s) => parts.copy_shard_in(*s, fetched, buf, &out, &what(*s)),
+                Job::Fill(c) => {
+                    let mut o = chunks.overlap(*c)?;
+                    o.block_shape = chunk_shape.clone();
+                    buf.resize(chunk_bytes, 0);
+                    z.fill_buffer(buf);
+                    out.copy_in(buf, &o, elem, false, j);
+                    Ok(())
+                }
+                Job::Run(s, run) => {
+                    if let (Some(a), Some(b)) = (&versions[*s], version) {
+                        if a != b {
+                            // Replaced since its index was read: the
+                            // offsets are the old shard's. The new shard
+                            // whole.
+                            let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
+                            return parts.copy_shard_in(*s, shard.as_deref(), buf, &out, &what(*s));
+                        }
+                    }
+                    buf.resize(chunk_bytes, 0);
+                    for &(c, entry) in &run.chunks {
+                        let mut o = chunks.overlap(c)?;
+                        o.block_shape = chunk_shape.clone();
+                        // A shard gone since its index was read (deleted)
+                        // reads as the fill value.
+                        let Some(bytes) = fetched else {
+                            z.fill_buffer(buf);
+                            out.copy_in(buf, &o, elem, false, c);
+                            continue;
+                        };
+                        let at = entry_position(&o.grid_pos, &chunk_shape, &shard_shape);
+                        let start = (entry.offset - run.offset) as usize;
+                        let end = start + entry.nbytes as usize;
+                        let Some(encoded) = bytes.get(start..end) else {
+                            return Err(Error::codec(format!(
+                                "{}: inner chunk {at:?} is at bytes {}..+{}, beyond the shard's {} bytes",
+                                what(*s),
+                                entry.offset,
+                                entry.nbytes,
+                                run.offset + bytes.len() as u64
+                            )));
+                        };
+                        layout
+                            .inner
+                            .decode(encoded, buf)
+                            .map_err(|e| e.context(format!("{}: inner chunk {at:?}", what(*s))))?;
+                        out.copy_in(buf, &o, elem, false, c);
+                    }
+                    Ok(())
+                }
+            }
+        };
+        // Over a network, the I/O thread that received a shard or a run
+        // decodes it at once, in whatever order they arrive, at most
+        // `threads` of them at a time (as for N5 blocks, see
+        // `Dataset::read_region`); the container's threads take the rest.
+        let scratch = Scratch::new(self.container().options().threads);
+        let use_early = |j: usize, bytes: &[u8], version: Option<&Version>| -> Result<bool> {
+            scratch
+                .with(|buf| run_job(j, Some(bytes), version, buf))
+                .map(|()| true)
+        };
+        let early: Option<Early> = store.capabilities().remote.then_some(&use_early);
+        with_fetch_ranges(
+            store,
+            &req_keys,
+            &req_ranges,
+            io,
+            expected,
+            early,
+            |fetch| {
+                let result =
                     self.container()
                         .pool()
                         .run(jobs.len(), Vec::new, |buf: &mut Vec<u8>, j| {
-                            let fetched = fetch.take(j)?;
-                            match &jobs[j] {
-                                Job::Whole(s) => match fetched {
-                                    Fetched::Bytes(bytes) => {
-                                        let copied =
-                                            parts.copy_shard_in(*s, Some(&bytes), buf, &out, &what(*s));
+                            match fetch.take(j)? {
+                                Fetched::Used => Ok(()),
+                                Fetched::Missing => run_job(j, None, None, buf),
+                                Fetched::Bytes(bytes) => {
+                                    let version = fetch.version(j);
+                                    let done = run_job(j, Some(&bytes), version.as_ref(), buf);
+                                    if matches!(jobs[j], Job::Whole(_)) {
                                         fetch.recycle(bytes);
-                                        copied?;
                                     }
-                                    _ => parts.copy_shard_in(*s, None, buf, &out, &what(*s))?,
-                                },
-                                Job::Fill(c) => {
-                                    let mut o = chunks.overlap(*c)?;
-                                    o.block_shape = chunk_shape.clone();
-                                    buf.resize(chunk_bytes, 0);
-                                    z.fill_buffer(buf);
-                                    out.copy_in(buf, &o, elem, false, j);
-                                }
-                                Job::Run(s, run) => {
-                                    // A shard gone since its index was read
-                                    // (deleted) reads as the fill value.
-                                    let bytes = match fetched {
-                                        Fetched::Bytes(bytes) => Some(bytes),
-                                        _ => None,
-                                    };
-                                    if let (Some(a), Some(b)) = (&versions[*s], fetch.version(j)) {
-                                        if *a != b {
-                                            // Replaced since its index was
-                                            // read: the offsets are the old
-                                            // shard's. The new shard whole.
-                                            let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
-                                            return parts.copy_shard_in(*s, shard.as_deref(), buf, &out, &what(*s));
-                                        }
-                                    }
-                                    buf.resize(chunk_bytes, 0);
-                                    for &(c, entry) in &run.chunks {
-                                        let mut o = chunks.overlap(c)?;
-                                        o.block_shape = chunk_shape.clone();
-                                        let at = entry_position(&o.grid_pos, &chunk_shape, &shard_shape);
-                                        let Some(bytes) = &bytes else {
-                                            z.fill_buffer(buf);
-                                            out.copy_in(buf, &o, elem, false, c);
-                                            continue;
-                                        };
-                                        let start = (entry.offset - run.offset) as usize;
-                                        let end = start + entry.nbytes as usize;
-                                        let Some(encoded) = bytes.get(start..end) else {
-                                            return Err(Error::codec(format!(
-                                                "{}: inner chunk {at:?} is at bytes {}..+{}, beyond the shard's {} bytes",
-                                                what(*s),
-                                                entry.offset,
-                                                entry.nbytes,
-                                                run.offset + bytes.len() as u64
-                                            )));
-                                        };
-                                        layout.inner.decode(encoded, buf).map_err(|e| {
-                                            e.context(format!("{}: inner chunk {at:?}", what(*s)))
-                                        })?;
-                                        out.copy_in(buf, &o, elem, false, c);
-                                    }
+                                    done
                                 }
                             }
-                            Ok(())
                         });
-            if result.is_err() {
-                fetch.cancel();
-            }
-            result
-        })
+                if result.is_err() {
+                    fetch.cancel();
+                }
+                result
+            },
+        )
     }
 }
 
