@@ -4,7 +4,7 @@
 //! attributes ([`container`]), datasets and blocks ([`dataset`]) and region
 //! I/O ([`region`]), with N5 attribute paths ([`attrpath`]) and
 //! container-relative paths ([`path`]). Below it the format layer
-//! ([`format`]: what the bytes mean; N5's block wire format
+//! ([`format`](mod@format): what the bytes mean; N5's block wire format
 //! [`block`] and dataset metadata [`metadata`], Zarr v2, Zarr v3 and
 //! sharding), and below that the storage layer ([`storage`]: where the
 //! bytes live). Shared by all: data types ([`dtype`]), errors ([`error`])

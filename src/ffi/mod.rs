@@ -2,7 +2,7 @@
 //!
 //! This layer only converts (C pointers and integer codes to Rust values and
 //! back) and delegates to [`crate::Container`] and [`crate::Dataset`]. Every
-//! exported function runs inside the panic boundary of [`boundary`], which
+//! exported function runs inside the panic boundary of `boundary`, which
 //! clears the thread's last error on entry, records it on failure and turns a
 //! panic into `N5_ERR_PANIC`. `include/n5.h` is generated from these files
 //! by cbindgen (see `tests/header.rs`), so the doc comments here are the
@@ -11,7 +11,7 @@
 //! Modules, in the header's order: [`status`] (versions, errors, dtypes),
 //! [`container`] (containers, groups, attributes), [`dataset`] (dataset
 //! metadata), [`block`] (blocks of every kind) and [`region`] (regions).
-//! [`boundary`], [`convert`] and [`handle`] hold the machinery they share.
+//! `boundary`, `convert` and `handle` hold the machinery they share.
 
 // The exported functions take raw pointers from C and are declared safe
 // `extern "C" fn`s, as C callers see them: each pointer is checked for NULL

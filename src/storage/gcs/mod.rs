@@ -45,7 +45,7 @@ pub const DEFAULT_ENDPOINT: &str = "https://storage.googleapis.com";
 const PAGE_SIZE: u32 = 1000;
 
 /// The most entries (objects and prefixes) one listing page may hold; GCS
-/// sends at most [`PAGE_SIZE`], emulators may send every prefix at once.
+/// sends at most `PAGE_SIZE` (1000), emulators may send every prefix at once.
 pub const MAX_PAGE_ENTRIES: usize = 100_000;
 
 /// The most objects one `delete_dir` deletes (it holds one page at a time).
