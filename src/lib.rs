@@ -30,6 +30,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod attrpath;
 pub mod codec;
 pub mod container;
