@@ -288,6 +288,9 @@ fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>
         let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
         for k in grid_iter(&extent) {
             set.insert(k.iter().zip(&lo).map(|(&k, &l)| k + l).collect());
+            if set.len() as u64 > MAX_UNITS {
+                break;
+            }
         }
         if set.len() as u64 > MAX_UNITS {
             return Err(CliError::new(
@@ -768,6 +771,37 @@ fn plan_dataset(
     })
 }
 
+/// The jobs of every dataset of a copy: `(plan, position)` of each block,
+/// or of each unit of a region copy, it visits.
+fn plan_jobs(plans: &[Plan], src: &Container) -> CliResult<Vec<(usize, Vec<u64>)>> {
+    let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        let sarg = plan.sarg.clone();
+        if plan.by_region {
+            let units = units_to_visit(plan, &sarg, plan.dst.path())?;
+            jobs.extend(units.into_iter().map(|p| (i, p)));
+        } else if !can_list(src) {
+            // The source cannot list (plain HTTP(S)): probe its whole grid.
+            if let Blocks::Probe(all) = blocks_to_visit(&plan.src, &sarg)? {
+                jobs.extend(all.into_iter().map(|p| (i, p)));
+            }
+        } else {
+            let (stored, _) = stored_blocks(&plan.src, &sarg)?;
+            let (there, _) = stored_blocks(&plan.dst, plan.dst.path())?;
+            let grid = plan.src.attributes().grid_shape();
+            let mut all: Vec<Vec<u64>> = stored
+                .into_iter()
+                .chain(there)
+                .filter(|p| in_grid(p, &grid))
+                .collect();
+            all.sort();
+            all.dedup();
+            jobs.extend(all.into_iter().map(|p| (i, p)));
+        }
+    }
+    Ok(jobs)
+}
+
 /// `n5 cp SRC DST`.
 pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let compression: Option<Compression> = a
@@ -890,6 +924,10 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let sparse = dloc.open_for_copy(Mode::ReadWrite, threads, format, false)?;
 
     let mut plans: Vec<Plan> = Vec::new();
+    // Datasets this copy made, removed again (metadata only, nothing is
+    // written into them yet) when the copy cannot be planned, so that a
+    // second try with other options does not find them in its way.
+    let mut made: Vec<(String, String)> = Vec::new();
     for n in &nodes {
         let sp = join(&sloc.inner, &n.rel);
         let dp = join(&dloc.inner, &n.rel);
@@ -910,6 +948,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                     } else {
                         dst.create_dataset_json(&dp, document).at(&darg)?;
                     }
+                    made.push((dp.clone(), darg.clone()));
                 }
                 let on: &Container = if *by_region { &sparse } else { &dst };
                 plans.push(Plan {
@@ -925,32 +964,17 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         }
     }
 
-    // The jobs of every dataset: blocks, or units of region copies.
-    let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
-    for (i, plan) in plans.iter().enumerate() {
-        let sarg = plan.sarg.clone();
-        if plan.by_region {
-            let units = units_to_visit(plan, &sarg, plan.dst.path())?;
-            jobs.extend(units.into_iter().map(|p| (i, p)));
-        } else if !can_list(&src) {
-            // The source cannot list (plain HTTP(S)): probe its whole grid.
-            if let Blocks::Probe(all) = blocks_to_visit(&plan.src, &sarg)? {
-                jobs.extend(all.into_iter().map(|p| (i, p)));
+    let jobs = match plan_jobs(&plans, &src) {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            // The error that stopped the copy is the one to report; a
+            // dataset that cannot be removed again stays.
+            for (dp, _) in made.iter().rev() {
+                dst.remove(dp).ok();
             }
-        } else {
-            let (stored, _) = stored_blocks(&plan.src, &sarg)?;
-            let (there, _) = stored_blocks(&plan.dst, plan.dst.path())?;
-            let grid = plan.src.attributes().grid_shape();
-            let mut all: Vec<Vec<u64>> = stored
-                .into_iter()
-                .chain(there)
-                .filter(|p| in_grid(p, &grid))
-                .collect();
-            all.sort();
-            all.dedup();
-            jobs.extend(all.into_iter().map(|p| (i, p)));
+            return Err(e);
         }
-    }
+    };
     // A region job holds up to three units' worth of memory: the unit read
     // from the source, its encoded bytes, and for a shard at the array's
     // end the library's buffer of the whole shard. Jobs run in parallel
