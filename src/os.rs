@@ -1,6 +1,6 @@
 //! Operating-system calls libn5 makes beyond what std offers: the
-//! huge-page advice for large region reads, and positioned reads into a
-//! buffer's spare capacity. Each call is wrapped in a safe function here, as
+//! huge-page advice and the faulting in ahead of large region reads'
+//! outputs, and positioned reads into a buffer's spare capacity. Each call is wrapped in a safe function here, as
 //! the codec bindings wrap their C libraries; on systems without it the
 //! wrapper does the same with std alone.
 
@@ -37,6 +37,49 @@ pub(crate) fn advise_huge_pages(buf: &mut [u8]) {
 /// Without madvise the advice is skipped.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn advise_huge_pages(_buf: &mut [u8]) {}
+
+/// Fault in, writable, the pages of the `len` bytes at address `start`
+/// (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14 and later), a stretch at a
+/// time, until done or until `stop` is set. A region read runs this on a
+/// thread of its own over its fresh output while the first blocks are on
+/// their way, so that the kernel's zeroing of new pages (on a virtual
+/// machine also the host's backing of them: up to a second for 256 MiB)
+/// is not on the decoding threads' path. Returns whether the kernel did
+/// it (`false`: unsupported, or stopped).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn prefault(start: usize, len: usize, stop: &std::sync::atomic::AtomicBool) -> bool {
+    use std::sync::atomic::Ordering;
+    const PAGE: usize = 4096;
+    const STRETCH: usize = 8 << 20;
+    let (first, end) = (start.next_multiple_of(PAGE), (start + len) & !(PAGE - 1));
+    let mut at = first;
+    while at < end {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let n = STRETCH.min(end - at);
+        // SAFETY: [at, at + n) lies inside the caller's output buffer, which
+        // stays allocated until this thread is joined, and starts on a page
+        // boundary as madvise requires. MADV_POPULATE_WRITE only makes the
+        // pages present and writable, as a write of each would, without
+        // reading or changing a byte of them: a page already present is
+        // left as it is, a new anonymous page reads as the zeros it would
+        // have read anyway. So the threads writing the buffer meanwhile see
+        // nothing of it. A failure (an older kernel) changes nothing.
+        let r = unsafe { libc::madvise(at as *mut libc::c_void, n, libc::MADV_POPULATE_WRITE) };
+        if r != 0 {
+            return false;
+        }
+        at += n;
+    }
+    true
+}
+
+/// Without madvise nothing is faulted in ahead.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn prefault(_start: usize, _len: usize, _stop: &std::sync::atomic::AtomicBool) -> bool {
+    false
+}
 
 /// Appends up to `len` bytes of `file` from `offset` to `out`, fewer where
 /// the file ends first, and returns how many were appended. The bytes go
@@ -143,5 +186,35 @@ mod tests {
         assert!(buf.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
         let mut empty: [u8; 0] = [];
         advise_huge_pages(&mut empty);
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "needs a buffer of several MiB, far too slow to interpret"
+    )]
+    fn prefaulting_changes_no_data_even_while_the_buffer_is_written() {
+        use std::sync::atomic::AtomicBool;
+        let go = AtomicBool::new(false);
+        // A fresh buffer (pages not yet present) stays zero.
+        let mut fresh = vec![0u8; 20 << 20];
+        let at = fresh.as_mut_ptr() as usize + 1;
+        assert_eq!(
+            prefault(at, fresh.len() - 1, &go),
+            cfg!(any(target_os = "linux", target_os = "android"))
+        );
+        assert!(fresh.iter().all(|&b| b == 0));
+        // Written by another thread meanwhile: what it wrote is there.
+        let mut buf = vec![0u8; 40 << 20];
+        let (start, len) = (buf.as_mut_ptr() as usize, buf.len());
+        std::thread::scope(|s| {
+            s.spawn(|| prefault(start, len, &go));
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = (i % 249) as u8;
+            }
+        });
+        assert!(buf.iter().enumerate().all(|(i, &b)| b == (i % 249) as u8));
+        // Stopped before it starts, it does nothing and says so.
+        assert!(!prefault(start, len, &AtomicBool::new(true)));
     }
 }

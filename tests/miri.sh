@@ -13,8 +13,8 @@
 # byte order, region copies, the worker pool, container options). The codec
 # bindings call C, which Miri cannot run; they are covered by
 # AddressSanitizer instead (fuzz/run.sh, the CMake preset `sanitize`), and
-# the tests that reach them are skipped here, as is src/os.rs's own test,
-# whose buffer of several MiB is far too slow to interpret.
+# the tests that reach them are skipped here, as are src/os.rs's own tests,
+# whose buffers of several MiB are far too slow to interpret.
 #
 # Miri needs a nightly toolchain. This script uses the one pinned in
 # tests/toolchains.env, with its `miri` and `rust-src` components, which

@@ -139,9 +139,51 @@ fn check_region(attrs: &DatasetAttributes, offset: &[u64], shape: &[u64]) -> Res
 }
 
 /// From this output size on, a region read advises the kernel to back the
-/// caller's buffer with huge pages (see `os::advise_huge_pages`): the page
-/// faults of filling a fresh buffer cost about as much as reading it.
+/// caller's buffer with huge pages (see `os::advise_huge_pages`) and faults
+/// it in ahead ([`prepare_output`]): the page faults of filling a fresh
+/// buffer cost about as much as reading it.
 const HUGE_PAGE_OUTPUT: usize = 16 << 20;
+
+/// A thread faulting in a region read's output ahead of the threads that
+/// fill it (see `os::prefault`); stopped and joined when dropped, which
+/// the read does before it returns.
+pub(super) struct Prefaulting {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Prefaulting {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            // The thread only calls madvise; it does not panic.
+            t.join().ok();
+        }
+    }
+}
+
+/// Prepare the output `out` of a region read of many blocks: from
+/// [`HUGE_PAGE_OUTPUT`] on, advise huge pages and start a thread that
+/// faults the pages in while the first blocks are fetched and decoded, so
+/// that the kernel's zeroing of fresh pages (and on a virtual machine the
+/// host's backing of them) is done beside the decoding threads rather than
+/// by them. Keep the result until the read is done.
+pub(super) fn prepare_output(out: &mut [u8]) -> Option<Prefaulting> {
+    if out.len() < HUGE_PAGE_OUTPUT {
+        return None;
+    }
+    crate::os::advise_huge_pages(out);
+    let (start, len) = (out.as_mut_ptr() as usize, out.len());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("n5-prefault".into())
+        .spawn(move || {
+            crate::os::prefault(start, len, &flag);
+        })
+        .ok();
+    Some(Prefaulting { stop, thread })
+}
 
 /// The blocks a region touches: a box of the block grid, numbered with
 /// dimension 0 fastest.
@@ -489,7 +531,8 @@ impl Dataset {
     /// by the I/O thread that received it (decoded first if compressed, at
     /// most `threads` at a time). A region that is exactly
     /// one block is decoded straight into `out`, and an output of 16 MiB or
-    /// more is advised to use huge pages (see `os::advise_huge_pages`).
+    /// more is advised to use huge pages and faulted in by a thread of its own
+    /// while the first blocks arrive (see `prepare_output`).
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let attrs = self.attributes();
         check_region(&attrs, offset, shape)?;
@@ -505,9 +548,7 @@ impl Dataset {
         if let Some(z) = self.zarr() {
             return self.read_region_zarr(&z, offset, shape, out);
         }
-        if out.len() >= HUGE_PAGE_OUTPUT {
-            crate::os::advise_huge_pages(out);
-        }
+        let _prefault = prepare_output(out);
         let out = Planes::new(out, shape, elem);
         let block_bytes = attrs.block_num_elements() * elem;
         let units = Units::new(&grid, block_bytes);
@@ -631,9 +672,7 @@ impl Dataset {
         let attrs = z.outer_attributes()?;
         let elem = attrs.data_type.size();
         let grid = Grid::new(&attrs, offset, shape)?;
-        if out.len() >= HUGE_PAGE_OUTPUT {
-            crate::os::advise_huge_pages(out);
-        }
+        let _prefault = prepare_output(out);
         let out = Planes::new(out, shape, elem);
         let full = z.shard_shape();
         let outer_bytes = z.outer_bytes();

@@ -18,7 +18,7 @@ use crate::path;
 use crate::pipeline::{with_fetch_ranges, Early, Fetched, Scratch, IO_BUDGET};
 use crate::storage::{ByteRange, Version};
 
-use super::{Grid, Planes, HUGE_PAGE_OUTPUT};
+use super::{prepare_output, Grid, Planes};
 
 /// One piece of work of a sharded read.
 enum Job {
@@ -169,9 +169,7 @@ impl Dataset {
         let average = usize::try_from(run_bytes / runs.max(1)).unwrap_or(IO_BUDGET);
         let expected = average.max(whole_bytes).clamp(1, IO_BUDGET);
 
-        if out.len() >= HUGE_PAGE_OUTPUT {
-            crate::os::advise_huge_pages(out);
-        }
+        let _prefault = prepare_output(out);
         let out = Planes::new(out, shape, elem);
         let chunk_bytes = layout.inner.chunk_bytes();
         let parts = ShardParts {
