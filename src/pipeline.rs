@@ -81,6 +81,8 @@ struct FetchState {
     next: usize,
     /// Fetches under way.
     in_flight: usize,
+    /// The bytes the fetches under way are expected to bring.
+    reserved: usize,
     /// Bytes fetched and not yet taken.
     held: usize,
     /// Results not yet taken, by index.
@@ -101,7 +103,8 @@ pub(crate) struct Fetch<'a> {
     /// empty when every object is fetched whole.
     ranges: &'a [Option<ByteRange>],
     early: Option<Early<'a>>,
-    /// Bytes a fetch is expected to bring at most (a block's nominal size).
+    /// Bytes a fetch of a whole object (or of a range not given by its
+    /// length) is expected to bring at most (a block's nominal size).
     expected: usize,
     state: Mutex<FetchState>,
     changed: Condvar,
@@ -112,10 +115,20 @@ impl Fetch<'_> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether one more fetch fits the budget: always when nothing is held
-    /// or under way, so a block larger than the budget still goes.
-    fn fits(&self, s: &FetchState) -> bool {
-        let pending = s.held + (s.in_flight + 1) * self.expected;
+    /// The bytes fetch `i` may bring (a range's length, else `expected`),
+    /// at most the whole budget: a fetch that large goes alone.
+    fn size_of(&self, i: usize) -> usize {
+        match self.ranges.get(i).copied().flatten() {
+            Some(ByteRange::Span { len, .. }) => usize::try_from(len).unwrap_or(IO_BUDGET),
+            _ => self.expected,
+        }
+        .min(IO_BUDGET)
+    }
+
+    /// Whether a fetch of `want` bytes fits the budget: always when nothing
+    /// is held or under way, so an object larger than the budget still goes.
+    fn fits(&self, s: &FetchState, want: usize) -> bool {
+        let pending = s.held + s.reserved + want;
         (s.in_flight == 0 && s.held == 0) || pending <= IO_BUDGET
     }
 
@@ -128,13 +141,15 @@ impl Fetch<'_> {
             if s.cancelled || s.next >= self.keys.len() {
                 return;
             }
-            if !self.fits(&s) {
+            let i = s.next;
+            let want = self.size_of(i);
+            if !self.fits(&s, want) {
                 s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
                 continue;
             }
-            let i = s.next;
             s.next += 1;
             s.in_flight += 1;
+            s.reserved += want;
             let mut buf = if own.capacity() > 0 {
                 std::mem::take(&mut own)
             } else {
@@ -142,43 +157,64 @@ impl Fetch<'_> {
             };
             drop(s);
             let range = self.ranges.get(i).copied().flatten();
-            let mut version = None;
-            let result = match (&self.keys[i], range) {
-                (None, _) => Ok(Fetched::Missing),
+            // The bytes received, and the version a ranged fetch came with.
+            let received: Result<Option<(Vec<u8>, Option<Version>)>> = match (&self.keys[i], range)
+            {
+                (None, _) => Ok(None),
                 (Some(key), Some(range)) => {
                     own = buf;
-                    match self.store.get_range_versioned(key, range) {
-                        Ok(Some((bytes, v))) => {
-                            match self.early.map(|early| early(i, &bytes, v.as_ref())) {
-                                None | Some(Ok(false)) => {
-                                    version = v;
-                                    Ok(Fetched::Bytes(bytes))
-                                }
-                                Some(used) => used.map(|_| Fetched::Used),
-                            }
-                        }
-                        other => other.map(|_| Fetched::Missing),
-                    }
+                    self.store.get_range_versioned(key, range)
                 }
                 (Some(key), None) => match self.store.get_into(key, &mut buf) {
-                    Ok(true) => match self.early.map(|early| early(i, &buf, None)) {
-                        None | Some(Ok(false)) => Ok(Fetched::Bytes(buf)),
-                        Some(used) => {
-                            own = buf;
-                            used.map(|_| Fetched::Used)
-                        }
-                    },
+                    Ok(true) => Ok(Some((buf, None))),
                     other => {
                         own = buf;
-                        other.map(|_| Fetched::Missing)
+                        other.map(|_| None)
                     }
                 },
             };
+            // Bytes received count as held from now on, whoever uses them:
+            // an I/O thread that decodes them itself may wait for a
+            // decoding slot, and what it holds meanwhile is in the budget.
             s = self.lock();
             s.in_flight -= 1;
-            if let Ok(Fetched::Bytes(data)) = &result {
-                s.held += data.len();
-            }
+            s.reserved -= want;
+            let mut version = None;
+            let result = match received {
+                Err(e) => Err(e),
+                Ok(None) => Ok(Fetched::Missing),
+                Ok(Some((bytes, v))) => {
+                    s.held += bytes.len();
+                    match self.early {
+                        None => {
+                            version = v;
+                            Ok(Fetched::Bytes(bytes))
+                        }
+                        Some(early) => {
+                            drop(s);
+                            self.changed.notify_all();
+                            let used = early(i, &bytes, v.as_ref());
+                            s = self.lock();
+                            match used {
+                                Ok(false) => {
+                                    version = v;
+                                    Ok(Fetched::Bytes(bytes))
+                                }
+                                used => {
+                                    s.held -= bytes.len();
+                                    if range.is_none() {
+                                        // A whole object was read into
+                                        // this thread's buffer: it serves
+                                        // the next fetch.
+                                        own = bytes;
+                                    }
+                                    used.map(|_| Fetched::Used)
+                                }
+                            }
+                        }
+                    }
+                }
+            };
             s.ready.insert(i, result);
             if let Some(v) = version {
                 s.versions.insert(i, v);
@@ -271,6 +307,7 @@ pub(crate) fn with_fetch_ranges<'a, R>(
         state: Mutex::new(FetchState {
             next: 0,
             in_flight: 0,
+            reserved: 0,
             held: 0,
             ready: HashMap::new(),
             versions: HashMap::new(),
@@ -558,6 +595,52 @@ mod tests {
                 i => assert_eq!(t, Some((vec![i as u8; 16], Some(versions[i].clone())))),
             }
         }
+    }
+
+    #[test]
+    fn ranges_held_by_io_threads_stay_within_the_budget() {
+        // Ranges of 7 MiB, though the caller expects 1 byte per fetch: the
+        // budget counts each range by its length while it is fetched, and
+        // by what arrived while an I/O thread holds it (here waiting in
+        // `early`, as a thread waiting for a decoding slot does).
+        let store = MemoryStore::new();
+        let len = 7 << 20;
+        for i in 0..12 {
+            store
+                .put(&format!("b/{i}"), &[&vec![i as u8; len + 10]])
+                .unwrap();
+        }
+        let keys: Vec<Option<String>> = (0..12).map(|i| Some(format!("b/{i}"))).collect();
+        let ranges = vec![
+            Some(ByteRange::Span {
+                offset: 10,
+                len: len as u64
+            });
+            12
+        ];
+        let holding = Mutex::new((0usize, 0usize));
+        let early = |i: usize, bytes: &[u8], _: Option<&Version>| {
+            assert_eq!(bytes.len(), len);
+            assert!(bytes.iter().all(|&b| b == i as u8));
+            {
+                let mut h = holding.lock().unwrap();
+                h.0 += bytes.len();
+                h.1 = h.1.max(h.0);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            holding.lock().unwrap().0 -= bytes.len();
+            Ok(true)
+        };
+        with_fetch_ranges(&store, &keys, &ranges, 16, 1, Some(&early), |f| {
+            for i in 0..12 {
+                assert!(matches!(f.take(i)?, Fetched::Used), "object {i}");
+            }
+            Ok(())
+        })
+        .unwrap();
+        let most = holding.into_inner().unwrap().1;
+        assert!(most <= IO_BUDGET, "{most} bytes held at once");
+        assert!(most >= 2 * len, "ranges are still fetched side by side");
     }
 
     #[test]
