@@ -1,7 +1,7 @@
 //! Memory of region reads from S3 is bounded whatever `io_concurrency` is:
 //! a 300³ uint16 region (51.5 MiB) of a 320³ dataset of raw 64³ blocks on
 //! SeaweedFS, and of a Zarr v3 array of the same shape in 256³ shards of
-//! raw 64³ inner chunks (read as coalesced ranges of up to 8 MiB, which the
+//! raw 64³ inner chunks (read as coalesced ranges of up to 2 MiB, which the
 //! I/O threads decode themselves), is read in a child process with 8, 64
 //! and 256 requests in flight; the child's peak resident memory (VmHWM,
 //! reset before the read, with the output buffer already resident) may

@@ -49,7 +49,7 @@ use crate::workload::{
 /// (libn5's `COALESCE_GAP`, src/format/zarr3/shard.rs).
 pub const COALESCE_GAP: u64 = 256 << 10;
 /// The largest coalesced range (libn5's `COALESCE_MAX`).
-pub const COALESCE_MAX: u64 = 8 << 20;
+pub const COALESCE_MAX: u64 = 2 << 20;
 /// The index entry of an inner chunk that is not stored.
 const EMPTY: u64 = u64::MAX;
 

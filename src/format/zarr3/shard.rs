@@ -238,7 +238,7 @@ pub(crate) const COALESCE_GAP: u64 = 256 << 10;
 
 /// A coalesced request grows to at most this many bytes (more requests in
 /// flight rather than one long one); a larger inner chunk goes alone.
-pub(crate) const COALESCE_MAX: u64 = 8 << 20;
+pub(crate) const COALESCE_MAX: u64 = 2 << 20;
 
 /// One byte range of a shard to fetch and the inner chunks in it.
 #[derive(Clone, Debug, PartialEq, Eq)]
