@@ -16,6 +16,11 @@ use crate::storage::{ByteRange, Store, Version};
 /// call may hold (besides one block in flight per I/O thread).
 pub(crate) const IO_BUDGET: usize = 24 << 20;
 
+/// Buffers one fetch keeps for reuse once their bytes are used, and their
+/// memory at most (besides what the budget counts).
+const SPARE_BUFFERS: usize = 16;
+const SPARE_BYTES: usize = IO_BUDGET / 2;
+
 /// What a fetch found.
 #[derive(Debug)]
 pub(crate) enum Fetched {
@@ -89,10 +94,50 @@ struct FetchState {
     ready: HashMap<usize, Result<Fetched>>,
     /// The versions ranged fetches came with, by index, until taken.
     versions: HashMap<usize, Version>,
-    /// Buffers given back, for the next fetches.
+    /// Buffers given back, for the next fetches, and their capacity.
     spare: Vec<Vec<u8>>,
+    spare_bytes: usize,
     /// Set when the consumers stop early (an error) or are done.
     cancelled: bool,
+}
+
+impl FetchState {
+    /// A buffer for the next fetch: for a whole object the spare buffer
+    /// given back last (it grows to the object's size); for a range of
+    /// `len` bytes a spare one with room for it and at most a quarter more
+    /// (the budget counts a range by its length, and a buffer's memory
+    /// beyond it would be held uncounted), else a new one.
+    fn take_spare(&mut self, range_len: Option<usize>) -> Vec<u8> {
+        let buf = match range_len {
+            None => match self.spare.pop() {
+                Some(buf) => buf,
+                None => return Vec::new(),
+            },
+            Some(len) => {
+                let fits = |b: &Vec<u8>| (len..=len + len / 4).contains(&b.capacity());
+                match self.spare.iter().rposition(fits) {
+                    Some(at) => self.spare.swap_remove(at),
+                    None => return Vec::new(),
+                }
+            }
+        };
+        self.spare_bytes -= buf.capacity();
+        buf
+    }
+
+    /// Keeps `buf` for a later fetch (the last [`SPARE_BUFFERS`] given
+    /// back, at most [`SPARE_BYTES`] in all); frees it otherwise.
+    fn give_back(&mut self, buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap == 0 || self.spare_bytes + cap > SPARE_BYTES {
+            return;
+        }
+        if self.spare.len() >= SPARE_BUFFERS {
+            self.spare_bytes -= self.spare.remove(0).capacity();
+        }
+        self.spare_bytes += cap;
+        self.spare.push(buf);
+    }
 }
 
 /// Objects fetched in order by I/O threads, taken by index.
@@ -133,9 +178,6 @@ impl Fetch<'_> {
     }
 
     fn io_loop(&self) {
-        // The buffer of the last object this thread used up or found
-        // missing, for its next fetch.
-        let mut own = Vec::new();
         let mut s = self.lock();
         loop {
             if s.cancelled || s.next >= self.keys.len() {
@@ -150,25 +192,32 @@ impl Fetch<'_> {
             s.next += 1;
             s.in_flight += 1;
             s.reserved += want;
-            let mut buf = if own.capacity() > 0 {
-                std::mem::take(&mut own)
-            } else {
-                s.spare.pop().unwrap_or_default()
-            };
-            drop(s);
+            // Buffers are shared by the I/O threads rather than kept by
+            // each: there are no more of them than objects held or under
+            // way at once, which the budget bounds, however many threads
+            // have fetched.
             let range = self.ranges.get(i).copied().flatten();
+            let mut buf = s.take_spare(range.map(|_| want));
+            let mut unused = None;
+            drop(s);
             // The bytes received, and the version a ranged fetch came with.
             let received: Result<Option<(Vec<u8>, Option<Version>)>> = match (&self.keys[i], range)
             {
-                (None, _) => Ok(None),
-                (Some(key), Some(range)) => {
-                    own = buf;
-                    self.store.get_range_versioned(key, range)
+                (None, _) => {
+                    unused = Some(buf);
+                    Ok(None)
                 }
+                (Some(key), Some(range)) => match self.store.get_range_into(key, range, &mut buf) {
+                    Ok(Some(version)) => Ok(Some((buf, version))),
+                    other => {
+                        unused = Some(buf);
+                        other.map(|_| None)
+                    }
+                },
                 (Some(key), None) => match self.store.get_into(key, &mut buf) {
                     Ok(true) => Ok(Some((buf, None))),
                     other => {
-                        own = buf;
+                        unused = Some(buf);
                         other.map(|_| None)
                     }
                 },
@@ -179,6 +228,9 @@ impl Fetch<'_> {
             s = self.lock();
             s.in_flight -= 1;
             s.reserved -= want;
+            if let Some(buf) = unused {
+                s.give_back(buf);
+            }
             let mut version = None;
             let result = match received {
                 Err(e) => Err(e),
@@ -203,11 +255,17 @@ impl Fetch<'_> {
                                 used => {
                                     s.held -= bytes.len();
                                     if range.is_none() {
-                                        // A whole object was read into
-                                        // this thread's buffer: it serves
-                                        // the next fetch.
-                                        own = bytes;
+                                        s.give_back(bytes);
                                     }
+                                    // A range used up here is freed on the
+                                    // thread that made it, whose allocator
+                                    // gives its memory to the thread's next
+                                    // range anyway; kept, ranges of every
+                                    // size would hold memory the budget
+                                    // does not count. A range handed to a
+                                    // taker comes back with `recycle`: freed
+                                    // there, it would not serve the I/O
+                                    // threads.
                                     used.map(|_| Fetched::Used)
                                 }
                             }
@@ -247,10 +305,7 @@ impl Fetch<'_> {
     /// Give a buffer back for later fetches. Its bytes are kept: a store
     /// that reads into it overwrites them rather than zeroing memory again.
     pub(crate) fn recycle(&self, buf: Vec<u8>) {
-        let mut s = self.lock();
-        if s.spare.len() < 16 {
-            s.spare.push(buf);
-        }
+        self.lock().give_back(buf);
     }
 
     /// The version the ranged fetch `i` came with (see
@@ -312,6 +367,7 @@ pub(crate) fn with_fetch_ranges<'a, R>(
             ready: HashMap::new(),
             versions: HashMap::new(),
             spare: Vec::new(),
+            spare_bytes: 0,
             cancelled: false,
         }),
         changed: Condvar::new(),
@@ -641,6 +697,163 @@ mod tests {
         let most = holding.into_inner().unwrap().1;
         assert!(most <= IO_BUDGET, "{most} bytes held at once");
         assert!(most >= 2 * len, "ranges are still fetched side by side");
+    }
+
+    /// A memory store that counts the ranged reads it is given a buffer
+    /// that already has room for the range.
+    #[derive(Debug)]
+    struct RoomCounting {
+        inner: MemoryStore,
+        ranged: std::sync::atomic::AtomicUsize,
+        with_room: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Store for RoomCounting {
+        fn location(&self) -> &str {
+            self.inner.location()
+        }
+        fn describe(&self, key: &str) -> String {
+            self.inner.describe(key)
+        }
+        fn capabilities(&self) -> crate::storage::Capabilities {
+            self.inner.capabilities()
+        }
+        fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
+            self.inner.get_into(key, buf)
+        }
+        fn get_range_into(
+            &self,
+            key: &str,
+            range: ByteRange,
+            buf: &mut Vec<u8>,
+        ) -> Result<Option<Option<Version>>> {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.ranged.fetch_add(1, Relaxed);
+            if let ByteRange::Span { len, .. } = range {
+                if buf.capacity() as u64 >= len {
+                    self.with_room.fetch_add(1, Relaxed);
+                }
+            }
+            self.inner.get_range_into(key, range, buf)
+        }
+        fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
+            self.inner.get_versioned(key)
+        }
+        fn size(&self, key: &str) -> Result<Option<u64>> {
+            self.inner.size(key)
+        }
+        fn put(&self, key: &str, parts: &[&[u8]]) -> Result<()> {
+            self.inner.put(key, parts)
+        }
+        fn put_if(
+            &self,
+            key: &str,
+            data: &[u8],
+            condition: &crate::storage::Precondition,
+        ) -> Result<bool> {
+            self.inner.put_if(key, data, condition)
+        }
+        fn delete(&self, key: &str) -> Result<bool> {
+            self.inner.delete(key)
+        }
+        fn delete_dir(&self, dir: &str) -> Result<bool> {
+            self.inner.delete_dir(dir)
+        }
+        fn list(&self, dir: &str) -> Result<Option<crate::storage::Listing>> {
+            self.inner.list(dir)
+        }
+        fn is_dir(&self, dir: &str) -> Result<bool> {
+            self.inner.is_dir(dir)
+        }
+        fn create_dir(&self, dir: &str) -> Result<()> {
+            self.inner.create_dir(dir)
+        }
+    }
+
+    #[test]
+    fn ranges_given_back_serve_later_ranges() {
+        // 20 ranges of 9 MiB (of one object), two at a time within the
+        // budget, each taken and given back: the buffers go round rather
+        // than each range faulting in fresh memory. (An I/O thread may
+        // start a fetch between a take and its give-back, so a few more
+        // than two are made.)
+        use std::sync::atomic::Ordering::Relaxed;
+        let store = RoomCounting {
+            inner: MemoryStore::new(),
+            ranged: Default::default(),
+            with_room: Default::default(),
+        };
+        let (n, len) = (20, 9 << 20);
+        let data: Vec<u8> = (0..len + 5).map(|i| (i % 251) as u8).collect();
+        store.put("s", &[&data]).unwrap();
+        let keys = vec![Some("s".to_string()); n];
+        let range = ByteRange::Span {
+            offset: 5,
+            len: len as u64,
+        };
+        let ranges = vec![Some(range); n];
+        with_fetch_ranges(&store, &keys, &ranges, 4, len, None, |f| {
+            for i in 0..n {
+                match f.take(i)? {
+                    Fetched::Bytes(b) => {
+                        assert!(b[..] == data[5..], "range {i}");
+                        f.recycle(b);
+                    }
+                    _ => panic!("range {i} is there"),
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(store.ranged.load(Relaxed), n);
+        let fresh = n - store.with_room.load(Relaxed);
+        assert!(
+            fresh <= n / 2,
+            "{fresh} of {n} ranged reads got a new buffer"
+        );
+    }
+
+    #[test]
+    fn spare_buffers_fit_their_range_and_their_bounds() {
+        let mut s = FetchState {
+            next: 0,
+            in_flight: 0,
+            reserved: 0,
+            held: 0,
+            ready: HashMap::new(),
+            versions: HashMap::new(),
+            spare: Vec::new(),
+            spare_bytes: 0,
+            cancelled: false,
+        };
+        let mib = 1 << 20;
+        s.give_back(Vec::with_capacity(2 * mib));
+        s.give_back(Vec::with_capacity(mib));
+        assert_eq!(s.spare_bytes, 3 * mib);
+        // A range gets a buffer with room for it and at most a quarter
+        // more; a whole object the last one given back.
+        assert_eq!(s.take_spare(Some(3 * mib)).capacity(), 0);
+        assert_eq!(s.take_spare(Some(mib / 2)).capacity(), 0);
+        assert_eq!(s.take_spare(Some(mib * 7 / 4)).capacity(), 2 * mib);
+        assert_eq!(s.spare_bytes, mib);
+        assert_eq!(s.take_spare(None).capacity(), mib);
+        assert_eq!((s.spare.len(), s.spare_bytes), (0, 0));
+        // No more than SPARE_BYTES and SPARE_BUFFERS are kept.
+        s.give_back(Vec::with_capacity(SPARE_BYTES - mib));
+        s.give_back(Vec::with_capacity(2 * mib));
+        s.give_back(Vec::with_capacity(mib));
+        assert_eq!(s.spare_bytes, SPARE_BYTES);
+        s.take_spare(None);
+        s.take_spare(None);
+        assert_eq!(s.spare_bytes, 0);
+        for _ in 0..SPARE_BUFFERS + 3 {
+            s.give_back(Vec::with_capacity(1000));
+        }
+        assert_eq!(s.spare.len(), SPARE_BUFFERS);
+        assert_eq!(
+            s.spare_bytes,
+            s.spare.iter().map(Vec::capacity).sum::<usize>()
+        );
     }
 
     #[test]

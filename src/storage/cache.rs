@@ -160,21 +160,24 @@ impl Store for CachedStore {
         self.inner.get_range(key, range)
     }
 
-    fn get_range_versioned(
+    fn get_range_into(
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>> {
         if (self.cacheable)(key) {
             if let Some(hit) = self.lru().get(key) {
                 // The cache keeps no versions.
                 return Ok(hit.map(|data| {
                     let span = range.resolve(data.len() as u64);
-                    (data[span.start as usize..span.end as usize].to_vec(), None)
+                    buf.clear();
+                    buf.extend_from_slice(&data[span.start as usize..span.end as usize]);
+                    None
                 }));
             }
         }
-        self.inner.get_range_versioned(key, range)
+        self.inner.get_range_into(key, range, buf)
     }
 
     fn get_exact(&self, key: &str, parts: &mut [&mut [u8]]) -> Result<Exact> {

@@ -175,11 +175,12 @@ impl Store for FsStore {
         Ok(true)
     }
 
-    fn get_range_versioned(
+    fn get_range_into(
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>> {
         let Some((file, meta)) = self.open(key)? else {
             return Ok(None);
         };
@@ -187,17 +188,12 @@ impl Store for FsStore {
         // The open file's own metadata: a replacement (a rename over the
         // key) is another file with another version.
         let version = FsStore::version_of(&meta);
-        let mut out = Vec::new();
+        buf.clear();
         // The span lies inside the file as it was opened; a file cut short
         // since gives fewer bytes, which the caller sees.
-        crate::os::read_at_into(
-            &file,
-            span.start,
-            (span.end - span.start) as usize,
-            &mut out,
-        )
-        .map_err(|e| Error::io(self.path(key).display(), e))?;
-        Ok(Some((out, Some(version))))
+        crate::os::read_at_into(&file, span.start, (span.end - span.start) as usize, buf)
+            .map_err(|e| Error::io(self.path(key).display(), e))?;
+        Ok(Some(Some(version)))
     }
 
     fn get_exact(&self, key: &str, parts: &mut [&mut [u8]]) -> Result<Exact> {

@@ -644,7 +644,11 @@ pub fn range_body(range: ByteRange, r: Response) -> std::result::Result<Vec<u8>,
             body.drain(..span.start as usize);
             Ok(body)
         }
-        416 => Ok(Vec::new()),
+        416 => {
+            let mut body = r.body;
+            body.clear();
+            Ok(body)
+        }
         _ => Err(r),
     }
 }

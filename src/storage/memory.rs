@@ -90,18 +90,18 @@ impl Store for MemoryStore {
         Ok(true)
     }
 
-    fn get_range_versioned(
+    fn get_range_into(
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>> {
         let objects = self.read();
         Ok(objects.objects.get(key).map(|(data, generation)| {
             let span = range.resolve(data.len() as u64);
-            (
-                data[span.start as usize..span.end as usize].to_vec(),
-                Some(Version(generation.to_string())),
-            )
+            buf.clear();
+            buf.extend_from_slice(&data[span.start as usize..span.end as usize]);
+            Some(Version(generation.to_string()))
         }))
     }
 

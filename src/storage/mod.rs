@@ -178,7 +178,25 @@ pub trait Store: Send + Sync + fmt::Debug {
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>>;
+    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        let mut buf = Vec::new();
+        Ok(self
+            .get_range_into(key, range, &mut buf)?
+            .map(|version| (buf, version)))
+    }
+
+    /// [`Store::get_range_versioned`] into `buf` (replacing its contents,
+    /// reusing its memory): `None` when there is no object, else the
+    /// version the bytes came with, if the backend tells it. After `None`
+    /// or an error, what `buf` holds is unspecified. Lets a reader that
+    /// fetches many ranges reuse a few buffers rather than fault in fresh
+    /// memory for each.
+    fn get_range_into(
+        &self,
+        key: &str,
+        range: ByteRange,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>>;
 
     /// Read the object at `key` into `parts`, one after the other, when its
     /// size is exactly their total size; otherwise give it whole. Lets a

@@ -333,20 +333,28 @@ impl Store for WebStore {
         Ok(true)
     }
 
-    fn get_range_versioned(
+    fn get_range_into(
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>> {
         if key.is_empty() {
             return Ok(None);
         }
         if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            return Ok(self.size(key)?.map(|_| (Vec::new(), None)));
+            buf.clear();
+            return Ok(self.size(key)?.map(|_| None));
         }
         let header = format!("bytes={range}");
         let validate = |r: &Response| check_range(range, r);
-        let r = self.fetch(Method::Get, key, &[("range", &header)], &validate)?;
+        let r = self.fetch_into(
+            Method::Get,
+            key,
+            &[("range", &header)],
+            &validate,
+            std::mem::take(buf),
+        )?;
         // The ETag when there is one, else the content's age (a 206's
         // length is the range's, not the object's).
         let version = r
@@ -356,7 +364,10 @@ impl Store for WebStore {
             .filter(|v| !v.is_empty())
             .map(|v| Version(v.to_string()));
         match range_body(range, r) {
-            Ok(body) => Ok(Some((body, version))),
+            Ok(body) => {
+                *buf = body;
+                Ok(Some(version))
+            }
             Err(r) => {
                 self.missing(Method::Get, key, &r)?;
                 Ok(None)

@@ -569,27 +569,30 @@ impl Store for GcsStore {
         Ok(true)
     }
 
-    fn get_range_versioned(
+    fn get_range_into(
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>> {
         if key.is_empty() {
             return Ok(None);
         }
         if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            return Ok(self.size(key)?.map(|_| (Vec::new(), None)));
+            buf.clear();
+            return Ok(self.size(key)?.map(|_| None));
         }
         let url = format!("{}?alt=media", self.object_url(&self.name(key)));
         let header = format!("bytes={range}");
         let validate = |r: &Response| check_range(range, r);
-        let r = self.send(
+        let r = self.send_into(
             &self.describe(key),
             Method::Get,
             &url,
             &[("Range", &header)],
             b"",
             &validate,
+            std::mem::take(buf),
         )?;
         let version = r
             .header("x-goog-generation")
@@ -597,7 +600,10 @@ impl Store for GcsStore {
             .filter(|g| !g.is_empty() && g.len() <= 20 && g.bytes().all(|b| b.is_ascii_digit()))
             .map(|g| Version(g.to_string()));
         match range_body(range, r) {
-            Ok(body) => Ok(Some((body, version))),
+            Ok(body) => {
+                *buf = body;
+                Ok(Some(version))
+            }
             Err(r) => {
                 self.missing(Method::Get, key, &r)?;
                 Ok(None)

@@ -770,26 +770,29 @@ impl Store for S3Store {
         Ok(true)
     }
 
-    fn get_range_versioned(
+    fn get_range_into(
         &self,
         key: &str,
         range: ByteRange,
-    ) -> Result<Option<(Vec<u8>, Option<Version>)>> {
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<Option<Version>>> {
         if key.is_empty() {
             return Ok(None);
         }
         if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            return Ok(self.size(key)?.map(|_| (Vec::new(), None)));
+            buf.clear();
+            return Ok(self.size(key)?.map(|_| None));
         }
         let header = format!("bytes={range}");
         let validate = |r: &Response| check_range(range, r);
-        let r = self.send(
+        let r = self.send_into(
             Method::Get,
             &self.name(key),
             "",
             &[("range", &header)],
             b"",
             &validate,
+            std::mem::take(buf),
         )?;
         // The ETag of a 206 is the whole object's.
         let version = r
@@ -798,7 +801,10 @@ impl Store for S3Store {
             .filter(|e| valid_etag(e))
             .map(|e| Version(e.to_string()));
         match range_body(range, r) {
-            Ok(body) => Ok(Some((body, version))),
+            Ok(body) => {
+                *buf = body;
+                Ok(Some(version))
+            }
             Err(r) => {
                 self.missing(Method::Get, key, &r)?;
                 Ok(None)
