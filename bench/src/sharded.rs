@@ -9,15 +9,17 @@
 //! in C order of Zarr's dimensions (N5's dimension 0 fastest), then the
 //! CRC-32C of those pairs.
 //!
-//! * read_all: every shard read whole (one read or GET each), every inner
-//!   chunk decoded.
+//! * read_all: on an object store every shard read whole (one GET each);
+//!   on a local disk as read_region of the whole volume; every inner chunk
+//!   decoded.
 //! * read_blocks: per block, the index (the shard's last bytes: a suffix
 //!   range), then the inner chunk's range, decoded; one block at a time.
-//! * read_region: a shard the region covers whole read whole; of a shard it
-//!   covers in part the index, then the inner chunks it touches, neighbours
-//!   at most [`COALESCE_GAP`] apart joined into ranges of at most
-//!   [`COALESCE_MAX`] (libn5's constants and rule); the indexes first, all
-//!   at once, then the ranges.
+//! * read_region: on an object store a shard the region covers whole read
+//!   whole; of a shard it covers in part (on a local disk, of every shard)
+//!   the index, then the inner chunks it touches, neighbours at most
+//!   [`COALESCE_GAP`] apart joined into ranges of at most [`COALESCE_MAX`]
+//!   (libn5's constants and rule); the indexes first, all at once, then the
+//!   ranges.
 //! * write: every inner chunk encoded, each shard assembled with its index
 //!   and written once (a file as libn5 writes it, or one PUT).
 //!
@@ -129,9 +131,11 @@ fn parse_index(job: &Job, bytes: &[u8]) -> Result<Index, String> {
         .collect())
 }
 
-/// The shards a read workload touches, each with whether the workload's
-/// box covers it whole: deduplicated for whole-volume and region reads; for
-/// single blocks one per block read (repetitions included), never whole.
+/// The shards a read workload touches, each with whether it is read whole
+/// (on an object store, when the workload's box covers it whole; libn5
+/// reads every shard on a local disk as index and ranges): deduplicated
+/// for whole-volume and region reads; for single blocks one per block read
+/// (repetitions included), never whole.
 pub fn touched_shards(job: &Job) -> Vec<([u64; 3], bool)> {
     if job.workload == Workload::ReadBlocks {
         return job
@@ -153,7 +157,7 @@ pub fn touched_shards(job: &Job) -> Vec<([u64; 3], bool)> {
                     let hi = (lo + job.shard[d]).min(job.dims[d]);
                     r.offset[d] <= lo && hi <= r.offset[d] + r.shape[d]
                 });
-                out.push((s, whole));
+                out.push((s, whole && job.is_remote()));
             }
         }
     }
@@ -468,7 +472,7 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
                 gate: &gate,
             };
             match job.workload {
-                Workload::ReadAll => read_all(job, &source, &sink, workers),
+                Workload::ReadAll if job.is_remote() => read_all(job, &source, &sink, workers),
                 Workload::ReadBlocks => read_blocks(job, &source, &sink),
                 _ => read_region(job, &source, &sink, workers),
             }
@@ -477,7 +481,8 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
     Ok(report)
 }
 
-/// read_all: every shard whole.
+/// read_all on an object store: every shard whole (on a local disk it is
+/// [`read_region`] of the whole volume).
 fn read_all(job: &Job, source: &Shards, sink: &Sink, workers: usize) -> Result<(), String> {
     let shards = all_shards(job);
     let io_only = !sink.decode && sink.out.is_none();
@@ -511,8 +516,9 @@ fn read_blocks(job: &Job, source: &Shards, sink: &Sink) -> Result<(), String> {
     Ok(())
 }
 
-/// read_region: indexes of the shards covered in part, then their touched
-/// inner chunks as coalesced ranges and the shards covered whole.
+/// read_region (and read_all on a local disk): indexes of the shards read
+/// in part, then their touched inner chunks as coalesced ranges, and the
+/// shards read whole.
 fn read_region(job: &Job, source: &Shards, sink: &Sink, workers: usize) -> Result<(), String> {
     let shards = touched_shards(job);
     let partial: Vec<[u64; 3]> = shards.iter().filter(|s| !s.1).map(|s| s.0).collect();

@@ -1,12 +1,13 @@
 //! Region reads of sharded Zarr v3 arrays that fetch only what the region
-//! needs: a shard the region covers whole is one request for the whole
-//! object; of a shard it covers in part, the index is read with one range
-//! request (a suffix when it is at the end) and then only the inner chunks
-//! the region touches, neighbours coalesced into one range
-//! ([`shard::coalesce`]). Indexes and inner chunks are fetched by the I/O
-//! threads (`io_concurrency` in flight) and decoded by the container's
-//! threads, as for any region read; over a network, by the I/O thread that
-//! received them, in the order they arrive.
+//! needs: over a network, a shard the region covers whole is one request
+//! for the whole object; of a shard it covers in part (and on a local
+//! disk, of every shard), the index is read with one range request (a
+//! suffix when it is at the end) and then only the inner chunks the region
+//! touches, neighbours coalesced into one range ([`shard::coalesce`]).
+//! Indexes and inner chunks are fetched by the I/O threads
+//! (`io_concurrency` in flight) and decoded by the container's threads, as
+//! for any region read; over a network, by the I/O thread that received
+//! them, in the order they arrive.
 
 use crate::codec::Compression;
 use crate::dataset::Dataset;
@@ -72,10 +73,18 @@ impl Dataset {
                 path::display(self.path())
             )
         };
+        // Over a network, a shard the region covers whole is one request.
+        // On a local disk it is read like a shard covered in part: its
+        // index, then its inner chunks in ranges of at most
+        // `COALESCE_MAX`, so that decoding starts after the first few MiB
+        // rather than a whole shard, the threads share every shard's work,
+        // and the budget of bytes held ahead keeps several reads on the
+        // disk (a whole shard can be most of the budget).
+        let remote = store.capabilities().remote;
         let mut whole = Vec::with_capacity(shards.total);
         for i in 0..shards.total {
             let o = shards.overlap(i)?;
-            whole.push(o.extent == o.block_shape);
+            whole.push(remote && o.extent == o.block_shape);
         }
 
         // The indexes of the shards read in part (`None`: no such shard).
@@ -131,16 +140,8 @@ impl Dataset {
         // What a fetch is expected to bring, for the budget of bytes held
         // ahead (which also bounds the requests in flight): the runs'
         // average, and for whole shards at most a quarter of the budget,
-        // so that at least four are in flight over a network (a compressed
-        // shard is far smaller than decoded, and what arrives counts as it
-        // is). On a local disk, whole shards are long sequential reads that
-        // share its bandwidth: one more in flight than there are decoding
-        // threads keeps them busy, and the first arrives sooner.
-        let whole_share = if store.capabilities().remote {
-            4
-        } else {
-            self.container().options().threads.max(1) + 1
-        };
+        // so that at least four are in flight (a compressed shard is far
+        // smaller than decoded, and what arrives counts as it is).
         let (mut run_bytes, mut runs) = (0u64, 0u64);
         let mut whole_bytes = 0usize;
         for s in 0..shards.total {
@@ -148,7 +149,7 @@ impl Dataset {
                 jobs.push(Job::Whole(s));
                 req_keys.push(Some(keys[s].clone()));
                 req_ranges.push(None);
-                whole_bytes = z.outer_bytes().min(IO_BUDGET / whole_share);
+                whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
                 continue;
             }
             for run in shard::coalesce(
@@ -250,7 +251,7 @@ impl Dataset {
                 .with(|buf| run_job(j, Some(bytes), version, buf))
                 .map(|()| true)
         };
-        let early: Option<Early> = store.capabilities().remote.then_some(&use_early);
+        let early: Option<Early> = remote.then_some(&use_early);
         with_fetch_ranges(
             store,
             &req_keys,
@@ -269,9 +270,7 @@ impl Dataset {
                                 Fetched::Bytes(bytes) => {
                                     let version = fetch.version(j);
                                     let done = run_job(j, Some(&bytes), version.as_ref(), buf);
-                                    if matches!(jobs[j], Job::Whole(_)) {
-                                        fetch.recycle(bytes);
-                                    }
+                                    fetch.recycle(bytes);
                                     done
                                 }
                             }
