@@ -97,6 +97,8 @@ struct FetchState {
     /// Buffers given back, for the next fetches, and their capacity.
     spare: Vec<Vec<u8>>,
     spare_bytes: usize,
+    /// The indexes takers are waiting for.
+    wanted: Vec<usize>,
     /// Set when the consumers stop early (an error) or are done.
     cancelled: bool,
 }
@@ -152,7 +154,11 @@ pub(crate) struct Fetch<'a> {
     /// length) is expected to bring at most (a block's nominal size).
     expected: usize,
     state: Mutex<FetchState>,
+    /// Signalled when the budget or the work left changes (I/O threads
+    /// wait on it).
     changed: Condvar,
+    /// Signalled when an object a taker waits for is ready.
+    arrived: Condvar,
 }
 
 impl Fetch<'_> {
@@ -277,6 +283,11 @@ impl Fetch<'_> {
             if let Some(v) = version {
                 s.versions.insert(i, v);
             }
+            // Takers wake for the object they wait for only, I/O threads
+            // for the budget this fetch no longer holds.
+            if s.wanted.contains(&i) {
+                self.arrived.notify_all();
+            }
             self.changed.notify_all();
         }
     }
@@ -288,8 +299,8 @@ impl Fetch<'_> {
             if let Some(result) = s.ready.remove(&i) {
                 if let Ok(Fetched::Bytes(data)) = &result {
                     s.held -= data.len();
+                    self.changed.notify_all();
                 }
-                self.changed.notify_all();
                 return result;
             }
             if s.cancelled {
@@ -298,7 +309,11 @@ impl Fetch<'_> {
                     "the fetch was cancelled before this block arrived",
                 ));
             }
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+            s.wanted.push(i);
+            s = self.arrived.wait(s).unwrap_or_else(|p| p.into_inner());
+            if let Some(at) = s.wanted.iter().position(|&w| w == i) {
+                s.wanted.swap_remove(at);
+            }
         }
     }
 
@@ -319,6 +334,7 @@ impl Fetch<'_> {
     pub(crate) fn cancel(&self) {
         self.lock().cancelled = true;
         self.changed.notify_all();
+        self.arrived.notify_all();
     }
 }
 
@@ -368,9 +384,11 @@ pub(crate) fn with_fetch_ranges<'a, R>(
             versions: HashMap::new(),
             spare: Vec::new(),
             spare_bytes: 0,
+            wanted: Vec::new(),
             cancelled: false,
         }),
         changed: Condvar::new(),
+        arrived: Condvar::new(),
     };
     // No more threads than requests can be in flight within the budget.
     let threads = concurrency
@@ -824,6 +842,7 @@ mod tests {
             versions: HashMap::new(),
             spare: Vec::new(),
             spare_bytes: 0,
+            wanted: Vec::new(),
             cancelled: false,
         };
         let mib = 1 << 20;
