@@ -81,6 +81,7 @@ impl Scratch {
     }
 }
 
+#[derive(Default)]
 struct FetchState {
     /// The next index to fetch.
     next: usize,
@@ -375,18 +376,7 @@ pub(crate) fn with_fetch_ranges<'a, R>(
         ranges,
         early,
         expected: expected.max(1),
-        state: Mutex::new(FetchState {
-            next: 0,
-            in_flight: 0,
-            reserved: 0,
-            held: 0,
-            ready: HashMap::new(),
-            versions: HashMap::new(),
-            spare: Vec::new(),
-            spare_bytes: 0,
-            wanted: Vec::new(),
-            cancelled: false,
-        }),
+        state: Mutex::new(FetchState::default()),
         changed: Condvar::new(),
         arrived: Condvar::new(),
     };
@@ -833,18 +823,7 @@ mod tests {
 
     #[test]
     fn spare_buffers_fit_their_range_and_their_bounds() {
-        let mut s = FetchState {
-            next: 0,
-            in_flight: 0,
-            reserved: 0,
-            held: 0,
-            ready: HashMap::new(),
-            versions: HashMap::new(),
-            spare: Vec::new(),
-            spare_bytes: 0,
-            wanted: Vec::new(),
-            cancelled: false,
-        };
+        let mut s = FetchState::default();
         let mib = 1 << 20;
         s.give_back(Vec::with_capacity(2 * mib));
         s.give_back(Vec::with_capacity(mib));
