@@ -147,19 +147,6 @@ impl Store for CachedStore {
         }
     }
 
-    fn get_range(&self, key: &str, range: ByteRange) -> Result<Option<Vec<u8>>> {
-        if !(self.cacheable)(key) {
-            return self.inner.get_range(key, range);
-        }
-        if let Some(hit) = self.lru().get(key) {
-            return Ok(hit.map(|data| {
-                let span = range.resolve(data.len() as u64);
-                data[span.start as usize..span.end as usize].to_vec()
-            }));
-        }
-        self.inner.get_range(key, range)
-    }
-
     fn get_range_into(
         &self,
         key: &str,
