@@ -6,6 +6,7 @@
 //! threads for the duration of one call, and both hold at most a budget of
 //! bytes between the two sides, whatever `io_concurrency` is.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -100,6 +101,12 @@ struct FetchState {
     spare_bytes: usize,
     /// The indexes takers are waiting for.
     wanted: Vec<usize>,
+    /// Requests added while the fetch runs ([`Fetch::push`]), numbered
+    /// after those it started with.
+    added: Vec<(Option<String>, Option<ByteRange>)>,
+    /// More requests may still be added ([`with_growing_fetch`] until
+    /// [`Fetch::close`]).
+    growing: bool,
     /// Set when the consumers stop early (an error) or are done.
     cancelled: bool,
 }
@@ -167,11 +174,33 @@ impl Fetch<'_> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The bytes fetch `i` may bring (a range's length, else `expected`),
-    /// at most the whole budget: a fetch that large goes alone.
-    fn size_of(&self, i: usize) -> usize {
-        match self.ranges.get(i).copied().flatten() {
-            Some(ByteRange::Span { len, .. }) => usize::try_from(len).unwrap_or(IO_BUDGET),
+    /// How many requests the fetch has (so far, while it grows).
+    fn total(&self, s: &FetchState) -> usize {
+        self.keys.len() + s.added.len()
+    }
+
+    /// The key and byte range of request `i` (`i < self.total(s)`).
+    fn request(&self, s: &FetchState, i: usize) -> (Option<Cow<'_, str>>, Option<ByteRange>) {
+        match i.checked_sub(self.keys.len()) {
+            None => (
+                self.keys[i].as_deref().map(Cow::Borrowed),
+                self.ranges.get(i).copied().flatten(),
+            ),
+            Some(a) => {
+                let (key, range) = &s.added[a];
+                (key.clone().map(Cow::Owned), *range)
+            }
+        }
+    }
+
+    /// The bytes a fetch of `range` may bring (a range's length, else
+    /// `expected`), at most the whole budget: a fetch that large goes
+    /// alone.
+    fn size_of(&self, range: Option<ByteRange>) -> usize {
+        match range {
+            Some(ByteRange::Span { len, .. }) | Some(ByteRange::Suffix(len)) => {
+                usize::try_from(len).unwrap_or(IO_BUDGET)
+            }
             _ => self.expected,
         }
         .min(IO_BUDGET)
@@ -187,11 +216,19 @@ impl Fetch<'_> {
     fn io_loop(&self) {
         let mut s = self.lock();
         loop {
-            if s.cancelled || s.next >= self.keys.len() {
+            if s.cancelled {
                 return;
             }
+            if s.next >= self.total(&s) {
+                if !s.growing {
+                    return;
+                }
+                s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
             let i = s.next;
-            let want = self.size_of(i);
+            let (key, range) = self.request(&s, i);
+            let want = self.size_of(range);
             if !self.fits(&s, want) {
                 s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
                 continue;
@@ -203,12 +240,11 @@ impl Fetch<'_> {
             // each: there are no more of them than objects held or under
             // way at once, which the budget bounds, however many threads
             // have fetched.
-            let range = self.ranges.get(i).copied().flatten();
             let mut buf = s.take_spare(range.map(|_| want));
             let mut unused = None;
             drop(s);
             // The bytes received, and the version a ranged fetch came with.
-            let received: Result<Option<(Vec<u8>, Option<Version>)>> = match (&self.keys[i], range)
+            let received: Result<Option<(Vec<u8>, Option<Version>)>> = match (key.as_deref(), range)
             {
                 (None, _) => {
                     unused = Some(buf);
@@ -330,6 +366,30 @@ impl Fetch<'_> {
         self.lock().versions.remove(&i)
     }
 
+    /// Adds a request to a fetch that [`with_growing_fetch`] started: the
+    /// range `range` (`None`: the whole object) of `key` (`None`: nothing
+    /// to fetch, taken as missing). Returns its index for [`Fetch::take`]:
+    /// requests are numbered in the order they are added, after the ones
+    /// the fetch started with.
+    pub(crate) fn push(&self, key: Option<String>, range: Option<ByteRange>) -> usize {
+        let mut s = self.lock();
+        debug_assert!(s.growing, "a request pushed to a fetch that does not grow");
+        s.added.push((key, range));
+        let i = self.total(&s) - 1;
+        drop(s);
+        // One idle I/O thread is enough for one request; a thread woken
+        // that the budget holds back waits for the budget's signal.
+        self.changed.notify_one();
+        i
+    }
+
+    /// No more requests will be added: the I/O threads end once every
+    /// request is fetched.
+    pub(crate) fn close(&self) {
+        self.lock().growing = false;
+        self.changed.notify_all();
+    }
+
     /// Stop fetching: the I/O threads finish what they are doing and end,
     /// and takers waiting for objects not fetched get an error.
     pub(crate) fn cancel(&self) {
@@ -370,29 +430,69 @@ pub(crate) fn with_fetch_ranges<'a, R>(
     early: Option<Early<'a>>,
     body: impl FnOnce(&Fetch<'a>) -> Result<R>,
 ) -> Result<R> {
-    let fetch = Fetch {
-        store,
-        keys,
-        ranges,
-        early,
-        expected: expected.max(1),
-        state: Mutex::new(FetchState::default()),
-        changed: Condvar::new(),
-        arrived: Condvar::new(),
-    };
+    let fetch = Fetch::new(store, keys, ranges, expected, early, false);
     // No more threads than requests can be in flight within the budget.
     let threads = concurrency
         .min(keys.len())
         .min(IO_BUDGET / fetch.expected)
         .max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| fetch.io_loop());
+    fetch.run(threads, body)
+}
+
+/// [`with_fetch_ranges`] whose requests `body` adds to while the first
+/// ones are fetched ([`Fetch::push`]), for reads that learn what to fetch
+/// from what they fetched first (a shard's index); `body` calls
+/// [`Fetch::close`] once it has added the last. `concurrency` I/O threads,
+/// within the same budget.
+pub(crate) fn with_growing_fetch<'a, R>(
+    store: &'a dyn Store,
+    keys: &'a [Option<String>],
+    ranges: &'a [Option<ByteRange>],
+    concurrency: usize,
+    expected: usize,
+    early: Option<Early<'a>>,
+    body: impl FnOnce(&Fetch<'a>) -> Result<R>,
+) -> Result<R> {
+    let fetch = Fetch::new(store, keys, ranges, expected, early, true);
+    fetch.run(concurrency.max(1), body)
+}
+
+impl<'a> Fetch<'a> {
+    fn new(
+        store: &'a dyn Store,
+        keys: &'a [Option<String>],
+        ranges: &'a [Option<ByteRange>],
+        expected: usize,
+        early: Option<Early<'a>>,
+        growing: bool,
+    ) -> Fetch<'a> {
+        Fetch {
+            store,
+            keys,
+            ranges,
+            early,
+            expected: expected.max(1),
+            state: Mutex::new(FetchState {
+                growing,
+                ..FetchState::default()
+            }),
+            changed: Condvar::new(),
+            arrived: Condvar::new(),
         }
-        let result = body(&fetch);
-        fetch.cancel();
-        result
-    })
+    }
+
+    /// Runs `body` with `threads` I/O threads fetching; stops them when it
+    /// returns.
+    fn run<R>(&self, threads: usize, body: impl FnOnce(&Fetch<'a>) -> Result<R>) -> Result<R> {
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| self.io_loop());
+            }
+            let result = body(self);
+            self.cancel();
+            result
+        })
+    }
 }
 
 /// A write or a delete for the upload threads.
@@ -859,6 +959,78 @@ mod tests {
         let store = MemoryStore::new();
         let keys: Vec<Option<String>> = (0..10_000).map(|i| Some(format!("k/{i}"))).collect();
         let r: Result<()> = with_fetch(&store, &keys, 8, 1 << 20, None, |f| {
+            f.take(0)?;
+            Err(Error::invalid_argument("stop"))
+        });
+        assert_eq!(r.unwrap_err().message(), "stop");
+    }
+
+    #[test]
+    fn a_growing_fetch_fetches_what_is_added_while_it_runs() {
+        // Each object names the next; the body learns what to fetch next
+        // from what it took, as a sharded read learns ranges from indexes.
+        let store = MemoryStore::new();
+        for i in 0..40u8 {
+            store.put(&format!("g/{i}"), &[&[i + 1, i, i, i]]).unwrap();
+        }
+        let first = vec![Some("g/0".to_string()), None];
+        let ranges = vec![None, None];
+        let early = |i: usize, bytes: &[u8], _: Option<&Version>| -> Result<bool> {
+            // Used up by the I/O thread when the object's number is odd.
+            Ok(i >= 2 && bytes[1] % 2 == 1)
+        };
+        let got = with_growing_fetch(&store, &first, &ranges, 4, 4, Some(&early), |f| {
+            assert!(matches!(f.take(1)?, Fetched::Missing));
+            let mut next = 0;
+            let mut got = Vec::new();
+            for j in 0..40 {
+                let i = if j == 0 { 0 } else { next };
+                match f.take(i)? {
+                    Fetched::Bytes(b) => {
+                        assert_eq!(b[1] as usize, j, "object {j}");
+                        got.push(b[1]);
+                        f.recycle(b);
+                    }
+                    Fetched::Used => got.push(j as u8),
+                    Fetched::Missing => panic!("object {j} is there"),
+                }
+                if j + 1 < 40 {
+                    // A suffix of 3 bytes: the object's number three times.
+                    let range = Some(ByteRange::Suffix(3));
+                    let k = f.push(
+                        Some(format!("g/{}", j + 1)),
+                        if j % 2 == 0 { None } else { range },
+                    );
+                    assert_eq!(k, j + 2, "requests are numbered in order");
+                    next = k;
+                }
+            }
+            f.close();
+            Ok(got)
+        })
+        .unwrap();
+        assert_eq!(got, (0..40).collect::<Vec<u8>>());
+    }
+
+    #[test]
+    fn a_growing_fetch_ends_when_its_body_does() {
+        // Not closed, nothing added: the I/O threads stop with the body.
+        let store = MemoryStore::new();
+        let keys = vec![None; 3];
+        let r = with_growing_fetch(&store, &keys, &[], 8, 1, None, |f| {
+            f.take(2).map(|got| matches!(got, Fetched::Missing))
+        });
+        assert!(r.unwrap());
+        // An error of the body stops requests still waiting for budget.
+        for i in 0..100 {
+            store
+                .put(&format!("b/{i}"), &[&vec![0u8; 1 << 20]])
+                .unwrap();
+        }
+        let r: Result<()> = with_growing_fetch(&store, &[], &[], 2, 1 << 20, None, |f| {
+            for i in 0..100 {
+                f.push(Some(format!("b/{i}")), None);
+            }
             f.take(0)?;
             Err(Error::invalid_argument("stop"))
         });

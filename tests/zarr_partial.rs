@@ -4,8 +4,9 @@
 //! chain, against a model of what was written (shards missing, inner
 //! chunks missing, a fill value other than zero); the requests such reads
 //! send to S3, counted by a proxy in front of SeaweedFS (one for the index
-//! and one per coalesced range, one per shard covered whole, nothing
-//! beyond what the region touches); a shard replaced by another writer
+//! and one per coalesced range, one per shard whose every inner chunk the
+//! region touches, nothing beyond what the region touches); a shard
+//! replaced by another writer
 //! between the read of its index and of its inner chunks (the proxy holds
 //! the second request back), which the read notices by the object's
 //! version and reads again whole, on S3 and GCS; and a damaged index entry
@@ -263,6 +264,11 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     // Two shards covered whole: one request each, no index read.
     let counted = read([0, 0, 32], [64, 32, 32]);
     assert_eq!((counted.requests, counted.get), (2, 2));
+    // Every inner chunk of one shard touched, the shard not covered: the
+    // shard whole in one request, its index with it.
+    let counted = read([1, 1, 33], [30, 30, 30]);
+    assert_eq!((counted.requests, counted.get), (1, 1));
+    assert!(counted.bytes_to_client < shard_bytes + 2048, "{counted:?}");
     // One inner chunk: its index and the chunk.
     let counted = read([8, 16, 24], [8, 8, 8]);
     assert_eq!((counted.requests, counted.get), (2, 2));

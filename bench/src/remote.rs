@@ -304,7 +304,7 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
         Layout::Zarr3Sharded => {
             let _ = writeln!(
                 s,
-                "\n## Object store (S3), sharded Zarr v3\n\nThe sharded array on S3; tensorstore's zarr3 driver on its s3 kvstore, zarr-python 3 through fsspec/s3fs (n/a without s3fs). The floor issues exactly the GETs libn5 must (the same ranges: whole shards, index suffixes, coalesced inner chunks) through libn5's `Store`. The table after the times counts them.\n"
+                "\n## Object store (S3), sharded Zarr v3\n\nThe sharded array on S3; tensorstore's zarr3 driver on its s3 kvstore, zarr-python 3 through fsspec/s3fs (n/a without s3fs). The floor issues exactly the GETs libn5 must (the same ranges: whole shards for those whose every inner chunk the read touches, sent alongside the index suffixes of the others, then their coalesced inner chunks) through libn5's `Store`. The table after the times counts them.\n"
             );
         }
     }

@@ -14,12 +14,13 @@
 //!   decoded.
 //! * read_blocks: per block, the index (the shard's last bytes: a suffix
 //!   range), then the inner chunk's range, decoded; one block at a time.
-//! * read_region: on an object store a shard the region covers whole read
-//!   whole; of a shard it covers in part (on a local disk, of every shard)
-//!   the index, then the inner chunks it touches, neighbours at most
-//!   [`COALESCE_GAP`] apart joined into ranges of at most [`COALESCE_MAX`]
-//!   (libn5's constants and rule); the indexes first, all at once, then the
-//!   ranges.
+//! * read_region: on an object store a shard whose every inner chunk the
+//!   region touches read whole (libn5's rule, [`touched_shards`]), while
+//!   the rest is read; of a shard it touches in part (on a local disk, of
+//!   every shard) the index, then the inner chunks it touches, neighbours
+//!   at most [`COALESCE_GAP`] apart joined into ranges of at most
+//!   [`COALESCE_MAX`] (libn5's constants and rule); the indexes first, all
+//!   at once, then the ranges.
 //! * write: every inner chunk encoded, each shard assembled with its index
 //!   and written once (a file as libn5 writes it, or one PUT).
 //!
@@ -52,6 +53,10 @@ use crate::workload::{
 pub const COALESCE_GAP: u64 = 256 << 10;
 /// The largest coalesced range (libn5's `COALESCE_MAX`).
 pub const COALESCE_MAX: u64 = 2 << 20;
+/// Over a network, a shard whose every inner chunk a read touches but that
+/// it does not cover is read whole when it holds at most this many bytes
+/// decoded (libn5's `WHOLE_SHARD_MAX`, src/region/sharded.rs).
+const WHOLE_SHARD_MAX: u64 = 48 << 20;
 /// The index entry of an inner chunk that is not stored.
 const EMPTY: u64 = u64::MAX;
 
@@ -132,8 +137,10 @@ fn parse_index(job: &Job, bytes: &[u8]) -> Result<Index, String> {
 }
 
 /// The shards a read workload touches, each with whether it is read whole
-/// (on an object store, when the workload's box covers it whole; libn5
-/// reads every shard on a local disk as index and ranges): deduplicated
+/// (on an object store, when the workload's box touches every inner chunk
+/// of it, and covers it or it holds at most [`WHOLE_SHARD_MAX`] bytes
+/// decoded; libn5 reads every shard on a local disk as index and ranges):
+/// deduplicated
 /// for whole-volume and region reads; for single blocks one per block read
 /// (repetitions included), never whole.
 pub fn touched_shards(job: &Job) -> Vec<([u64; 3], bool)> {
@@ -152,11 +159,20 @@ pub fn touched_shards(job: &Job) -> Vec<([u64; 3], bool)> {
         for y in first[1]..=last[1] {
             for x in first[0]..=last[0] {
                 let s = [x, y, z];
-                let whole = (0..3).all(|d| {
-                    let lo = s[d] * job.shard[d];
+                // The box's first and last voxel in the shard, and the
+                // shard's last voxel in the array, per dimension.
+                let (mut covered, mut every_chunk) = (true, true);
+                for (d, &sd) in s.iter().enumerate() {
+                    let lo = sd * job.shard[d];
                     let hi = (lo + job.shard[d]).min(job.dims[d]);
-                    r.offset[d] <= lo && hi <= r.offset[d] + r.shape[d]
-                });
+                    let first = r.offset[d].max(lo);
+                    let last = (r.offset[d] + r.shape[d]).min(hi) - 1;
+                    let b = job.block[d];
+                    covered &= r.offset[d] <= lo && hi <= r.offset[d] + r.shape[d];
+                    every_chunk &= first / b == lo / b && last / b == (hi - 1) / b;
+                }
+                let raw = job.shard.iter().product::<u64>() * 2;
+                let whole = covered || (every_chunk && raw <= WHOLE_SHARD_MAX);
                 out.push((s, whole && job.is_remote()));
             }
         }
@@ -417,14 +433,6 @@ impl Sink<'_> {
     }
 }
 
-/// One piece of a region read.
-enum Piece {
-    /// A shard covered whole.
-    Whole([u64; 3]),
-    /// Inner chunks of a shard covered in part.
-    Run([u64; 3], Run),
-}
-
 /// Runs a floor job of the sharded layout in this (child) process.
 pub fn run_floor(job: &Job) -> Result<Report, String> {
     if (0..3).any(|d| !job.shard[d].is_multiple_of(job.block[d])) {
@@ -517,10 +525,40 @@ fn read_blocks(job: &Job, source: &Shards, sink: &Sink) -> Result<(), String> {
 }
 
 /// read_region (and read_all on a local disk): indexes of the shards read
-/// in part, then their touched inner chunks as coalesced ranges, and the
-/// shards read whole.
+/// in part, then their touched inner chunks as coalesced ranges, and
+/// meanwhile (on an object store, at most as many at once as there are
+/// such shards besides `workers`) the shards read whole.
 fn read_region(job: &Job, source: &Shards, sink: &Sink, workers: usize) -> Result<(), String> {
     let shards = touched_shards(job);
+    let wholes: Vec<[u64; 3]> = shards.iter().filter(|s| s.1).map(|s| s.0).collect();
+    std::thread::scope(|scope| {
+        let whole = scope.spawn(|| {
+            parallel(
+                wholes.len(),
+                wholes.len().min(workers),
+                || (Coder::new(job.codec), Vec::new(), Vec::new()),
+                |(coder, bytes, chunk), i| {
+                    source.read_whole(wholes[i], bytes)?;
+                    sink.whole_shard(wholes[i], bytes, coder, chunk)
+                },
+            )
+        });
+        let partial = read_partial_shards(job, &shards, source, sink, workers);
+        let whole = whole
+            .join()
+            .map_err(|_| "a thread reading whole shards panicked")?;
+        partial.and(whole)
+    })
+}
+
+/// The part of [`read_region`] that reads shards in part.
+fn read_partial_shards(
+    job: &Job,
+    shards: &[([u64; 3], bool)],
+    source: &Shards,
+    sink: &Sink,
+    workers: usize,
+) -> Result<(), String> {
     let partial: Vec<[u64; 3]> = shards.iter().filter(|s| !s.1).map(|s| s.0).collect();
     let indexes: Vec<Mutex<Index>> = partial.iter().map(|_| Mutex::new(Vec::new())).collect();
     parallel(partial.len(), workers, Vec::new, |buf, i| {
@@ -528,7 +566,7 @@ fn read_region(job: &Job, source: &Shards, sink: &Sink, workers: usize) -> Resul
         *indexes[i].lock().expect("index") = parse_index(job, buf)?;
         Ok(())
     })?;
-    let mut pieces: Vec<Piece> = Vec::new();
+    let mut pieces: Vec<(Run, [u64; 3])> = Vec::new();
     let touched = job.touched_blocks();
     for (k, &s) in partial.iter().enumerate() {
         let index = indexes[k].lock().expect("index");
@@ -538,34 +576,28 @@ fn read_region(job: &Job, source: &Shards, sink: &Sink, workers: usize) -> Resul
             .filter_map(|&c| index[entry_number(job, c)].map(|(o, n)| (c, o, n)))
             .collect();
         for run in coalesce(wanted, COALESCE_GAP, COALESCE_MAX) {
-            pieces.push(Piece::Run(s, run));
+            pieces.push((run, s));
         }
     }
-    pieces.extend(shards.iter().filter(|s| s.1).map(|s| Piece::Whole(s.0)));
     parallel(
         pieces.len(),
         workers,
         || (Coder::new(job.codec), Vec::new(), Vec::new()),
-        |(coder, bytes, chunk), i| match &pieces[i] {
-            Piece::Whole(s) => {
-                source.read_whole(*s, bytes)?;
-                sink.whole_shard(*s, bytes, coder, chunk)
+        |(coder, bytes, chunk), i| {
+            let (run, s) = &pieces[i];
+            let range = ByteRange::Span {
+                offset: run.offset,
+                len: run.len,
+            };
+            source.read_range(*s, range, bytes)?;
+            for &(c, offset, nbytes) in &run.chunks {
+                let at = (offset - run.offset) as usize;
+                let payload = bytes
+                    .get(at..at + nbytes as usize)
+                    .ok_or("a range came back short")?;
+                sink.chunk(c, payload, coder, chunk, entry_number(job, c))?;
             }
-            Piece::Run(s, run) => {
-                let range = ByteRange::Span {
-                    offset: run.offset,
-                    len: run.len,
-                };
-                source.read_range(*s, range, bytes)?;
-                for &(c, offset, nbytes) in &run.chunks {
-                    let at = (offset - run.offset) as usize;
-                    let payload = bytes
-                        .get(at..at + nbytes as usize)
-                        .ok_or("a range came back short")?;
-                    sink.chunk(c, payload, coder, chunk, entry_number(job, c))?;
-                }
-                Ok(())
-            }
+            Ok(())
         },
     )
 }

@@ -1,35 +1,56 @@
 //! Region reads of sharded Zarr v3 arrays that fetch only what the region
-//! needs: over a network, a shard the region covers whole is one request
-//! for the whole object; of a shard it covers in part (and on a local
-//! disk, of every shard), the index is read with one range request (a
-//! suffix when it is at the end) and then only the inner chunks the region
-//! touches, neighbours coalesced into one range ([`shard::coalesce`]).
-//! Indexes and inner chunks are fetched by the I/O threads
-//! (`io_concurrency` in flight) and decoded by the container's threads, as
-//! for any region read; over a network, by the I/O thread that received
-//! them, in the order they arrive.
+//! needs. Over a network, a shard whose every inner chunk the region
+//! touches (one it covers whole, or all but the edges of its outer chunks)
+//! is one request for the whole object, made at once, with the index
+//! inside. Of a shard it touches in part (and on a local disk, of every
+//! shard) the index is read with one range request (a suffix when it is at
+//! the end), and as soon as it arrives, the inner chunks the region touches
+//! are requested, neighbours coalesced into one range ([`shard::coalesce`]).
+//! All of it is one fetch that grows as indexes arrive
+//! ([`with_growing_fetch`]): `io_concurrency` requests in flight within
+//! one budget of bytes, decoded by the container's threads as for any
+//! region read, and over a network by the I/O thread that received them,
+//! in the order they arrive.
+
+use std::sync::{Arc, Mutex};
 
 use crate::codec::Compression;
 use crate::dataset::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
-use crate::format::zarr3::shard::{self, Entry, Run, ShardLayout};
+use crate::format::zarr3::shard::{self, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_fetch_ranges, Early, Fetched, Scratch, IO_BUDGET};
+use crate::pipeline::{with_growing_fetch, Early, Fetched, Scratch, IO_BUDGET};
 use crate::storage::{ByteRange, Version};
 
-use super::{prepare_output, Grid, Planes};
+use super::{prepare_output, Grid, Overlap, Planes};
 
-/// One piece of work of a sharded read.
+/// A shard whose every inner chunk a read over a network touches, but
+/// which it does not cover whole, is fetched whole only when it holds at
+/// most this many bytes decoded: it is held whole until decoded, and a
+/// large one read in ranges costs few requests more.
+const WHOLE_SHARD_MAX: usize = 2 * IO_BUDGET;
+
+/// What one request of a sharded read fetches, by the request's index.
 enum Job {
-    /// A shard the region covers whole, fetched and decoded whole.
+    /// The index of a shard read in part (taken as it arrives; it tells
+    /// which ranges to request next).
+    Index,
+    /// A shard fetched and decoded whole.
     Whole(usize),
-    /// Inner chunks of one shard, fetched as one range.
-    Run(usize, Run),
-    /// An inner chunk that is not stored (or whose shard is not): the fill
-    /// value.
-    Fill(usize),
+    /// Inner chunks of one shard, fetched as one range, and the version of
+    /// the shard that their offsets came from (its index's).
+    Run(usize, Run, Option<Version>),
+}
+
+/// Whether the read whose overlap with a shard is `o` touches every inner
+/// chunk (of shape `chunk`, N5 order) of the shard within the array.
+fn touches_every_chunk(o: &Overlap, chunk: &[u64]) -> bool {
+    (0..chunk.len()).all(|d| {
+        let last = (o.in_block[d] + o.extent[d]).saturating_sub(1);
+        o.in_block[d] < chunk[d] && last / chunk[d] == o.block_shape[d].saturating_sub(1) / chunk[d]
+    })
 }
 
 impl Dataset {
@@ -73,9 +94,10 @@ impl Dataset {
                 path::display(self.path())
             )
         };
-        // Over a network, a shard the region covers whole is one request.
-        // On a local disk it is read like a shard covered in part: its
-        // index, then its inner chunks in ranges of at most
+        // Over a network, a shard whose every inner chunk the region needs
+        // is one request (no index first, no round trip before its bytes
+        // come). On a local disk it is read like a shard touched in part:
+        // its index, then its inner chunks in ranges of at most
         // `COALESCE_MAX`, so that decoding starts after the first few MiB
         // rather than a whole shard, the threads share every shard's work,
         // and the budget of bytes held ahead keeps several reads on the
@@ -84,40 +106,17 @@ impl Dataset {
         let mut whole = Vec::with_capacity(shards.total);
         for i in 0..shards.total {
             let o = shards.overlap(i)?;
-            whole.push(remote && o.extent == o.block_shape);
+            let covered = o.extent == o.block_shape;
+            whole.push(
+                remote
+                    && (covered
+                        || (touches_every_chunk(&o, &chunk_shape)
+                            && z.outer_bytes() <= WHOLE_SHARD_MAX)),
+            );
         }
-
-        // The indexes of the shards read in part (`None`: no such shard).
-        let partial: Vec<usize> = (0..shards.total).filter(|&i| !whole[i]).collect();
-        let index_keys: Vec<Option<String>> =
-            partial.iter().map(|&i| Some(keys[i].clone())).collect();
-        let index_ranges = vec![Some(layout.index_request()); partial.len()];
-        let mut indexes: Vec<Option<Vec<Option<Entry>>>> = vec![None; shards.total];
-        let mut versions: Vec<Option<Version>> = vec![None; shards.total];
-        with_fetch_ranges(
-            store,
-            &index_keys,
-            &index_ranges,
-            io,
-            layout.index_bytes(),
-            None,
-            |fetch| {
-                for (j, &i) in partial.iter().enumerate() {
-                    if let Fetched::Bytes(bytes) = fetch.take(j)? {
-                        // A suffix read does not tell the shard's length;
-                        // each entry is checked by what its range returns.
-                        indexes[i] = Some(layout.decode_index(&bytes, u64::MAX, &what(i))?);
-                        versions[i] = fetch.version(j);
-                    }
-                }
-                Ok(())
-            },
-        )?;
-
-        // The inner chunks each partly read shard must give, and those
-        // that read as the fill value.
-        let mut wanted: Vec<Vec<(usize, Entry)>> = vec![Vec::new(); shards.total];
-        let mut jobs: Vec<Job> = Vec::new();
+        // The inner chunks the region touches in each shard read in part:
+        // their number in `chunks` and their place in the shard's index.
+        let mut touched: Vec<Vec<(usize, usize)>> = vec![Vec::new(); shards.total];
         for c in 0..chunks.total {
             let pos = chunks.grid_pos(c);
             let shard_pos: Vec<u64> = (0..n)
@@ -126,49 +125,41 @@ impl Dataset {
             let s = shards
                 .number(&shard_pos)
                 .expect("an inner chunk the region touches lies in a shard it touches");
-            let at = entry_position(&pos, &chunk_shape, &shard_shape);
-            if whole[s] {
-                continue;
-            }
-            match indexes[s].as_ref().and_then(|e| e[layout.number(&at)]) {
-                Some(entry) => wanted[s].push((c, entry)),
-                None => jobs.push(Job::Fill(c)),
+            if !whole[s] {
+                let at = entry_position(&pos, &chunk_shape, &shard_shape);
+                touched[s].push((c, layout.number(&at)));
             }
         }
-        let mut req_keys: Vec<Option<String>> = vec![None; jobs.len()];
-        let mut req_ranges: Vec<Option<ByteRange>> = vec![None; jobs.len()];
-        // What a fetch is expected to bring, for the budget of bytes held
-        // ahead (which also bounds the requests in flight): the runs'
-        // average, and for whole shards at most a quarter of the budget,
-        // so that at least four are in flight (a compressed shard is far
-        // smaller than decoded, and what arrives counts as it is).
-        let (mut run_bytes, mut runs) = (0u64, 0u64);
-        let mut whole_bytes = 0usize;
-        for s in 0..shards.total {
-            if whole[s] {
-                jobs.push(Job::Whole(s));
-                req_keys.push(Some(keys[s].clone()));
-                req_ranges.push(None);
-                whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
-                continue;
-            }
-            for run in shard::coalesce(
-                std::mem::take(&mut wanted[s]),
-                shard::COALESCE_GAP,
-                shard::COALESCE_MAX,
-            ) {
-                req_keys.push(Some(keys[s].clone()));
-                req_ranges.push(Some(ByteRange::Span {
-                    offset: run.offset,
-                    len: run.len,
-                }));
-                run_bytes = run_bytes.saturating_add(run.len);
-                runs += 1;
-                jobs.push(Job::Run(s, run));
-            }
+
+        // The first requests: the indexes of the shards read in part, then
+        // the shards read whole. The ranges of inner chunks follow as the
+        // indexes arrive.
+        let partial: Vec<usize> = (0..shards.total).filter(|&i| !whole[i]).collect();
+        let mut first_keys: Vec<Option<String>> = Vec::new();
+        let mut first_ranges: Vec<Option<ByteRange>> = Vec::new();
+        let mut first_jobs: Vec<Arc<Job>> = Vec::new();
+        for &s in &partial {
+            first_keys.push(Some(keys[s].clone()));
+            first_ranges.push(Some(layout.index_request()));
+            first_jobs.push(Arc::new(Job::Index));
         }
-        let average = usize::try_from(run_bytes / runs.max(1)).unwrap_or(IO_BUDGET);
-        let expected = average.max(whole_bytes).clamp(1, IO_BUDGET);
+        let mut whole_bytes = 0;
+        for s in (0..shards.total).filter(|&i| whole[i]) {
+            first_keys.push(Some(keys[s].clone()));
+            first_ranges.push(None);
+            first_jobs.push(Arc::new(Job::Whole(s)));
+            // What a whole shard is expected to bring, for the budget of
+            // bytes held ahead (which also bounds the requests in flight):
+            // at most a quarter of the budget, so that at least four are
+            // in flight (a compressed shard is far smaller than decoded,
+            // and what arrives counts as it is). Ranges count as their
+            // length.
+            whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
+        }
+        // Every request's job, by the request's index; the I/O threads
+        // look a job up when its bytes arrive, while `body` adds more.
+        let jobs = Mutex::new(first_jobs);
+        let job = |j: usize| Arc::clone(&jobs.lock().unwrap_or_else(|p| p.into_inner())[j]);
 
         let _prefault = prepare_output(out);
         let out = Planes::new(out, shape, elem);
@@ -181,25 +172,19 @@ impl Dataset {
             chunk_shape: &chunk_shape,
             elem,
         };
-        // Job `j`, given what its fetch brought (`None`: nothing stored)
-        // and, for a range, the version of the shard it came from.
-        let run_job = |j: usize,
+        // A whole shard or a run, given what its fetch brought (`None`:
+        // nothing stored) and, for a range, the version of the shard it
+        // came from.
+        let run_job = |job: &Job,
                        fetched: Option<&[u8]>,
                        version: Option<&Version>,
                        buf: &mut Vec<u8>|
          -> Result<()> {
-            match &jobs[j] {
+            match job {
+                Job::Index => Ok(()),
                 Job::Whole(s) => parts.copy_shard_in(*s, fetched, buf, &out, &what(*s)),
-                Job::Fill(c) => {
-                    let mut o = chunks.overlap(*c)?;
-                    o.block_shape = chunk_shape.clone();
-                    buf.resize(chunk_bytes, 0);
-                    z.fill_buffer(buf);
-                    out.copy_in(buf, &o, elem, false, j);
-                    Ok(())
-                }
-                Job::Run(s, run) => {
-                    if let (Some(a), Some(b)) = (&versions[*s], version) {
+                Job::Run(s, run, index_version) => {
+                    if let (Some(a), Some(b)) = (index_version, version) {
                         if a != b {
                             // Replaced since its index was read: the
                             // offsets are the old shard's. The new shard
@@ -241,40 +226,110 @@ impl Dataset {
                 }
             }
         };
+        // An inner chunk that reads as the fill value.
+        let fill = |c: usize, buf: &mut Vec<u8>| -> Result<()> {
+            let mut o = chunks.overlap(c)?;
+            o.block_shape = chunk_shape.clone();
+            buf.resize(chunk_bytes, 0);
+            z.fill_buffer(buf);
+            out.copy_in(buf, &o, elem, false, c);
+            Ok(())
+        };
         // Over a network, the I/O thread that received a shard or a run
         // decodes it at once, in whatever order they arrive, at most
         // `threads` of them at a time (as for N5 blocks, see
         // `Dataset::read_region`); the container's threads take the rest.
+        // Indexes go to `body`.
         let scratch = Scratch::new(self.container().options().threads);
         let use_early = |j: usize, bytes: &[u8], version: Option<&Version>| -> Result<bool> {
+            let job = job(j);
+            if let Job::Index = *job {
+                return Ok(false);
+            }
             scratch
-                .with(|buf| run_job(j, Some(bytes), version, buf))
+                .with(|buf| run_job(&job, Some(bytes), version, buf))
                 .map(|()| true)
         };
         let early: Option<Early> = remote.then_some(&use_early);
-        with_fetch_ranges(
+        with_growing_fetch(
             store,
-            &req_keys,
-            &req_ranges,
+            &first_keys,
+            &first_ranges,
             io,
-            expected,
+            whole_bytes,
             early,
             |fetch| {
-                let result =
-                    self.container()
-                        .pool()
-                        .run(jobs.len(), Vec::new, |buf: &mut Vec<u8>, j| {
-                            match fetch.take(j)? {
-                                Fetched::Used => Ok(()),
-                                Fetched::Missing => run_job(j, None, None, buf),
-                                Fetched::Bytes(bytes) => {
-                                    let version = fetch.version(j);
-                                    let done = run_job(j, Some(&bytes), version.as_ref(), buf);
-                                    fetch.recycle(bytes);
-                                    done
-                                }
+                // Each index as it arrives, in order: the ranges it
+                // locates are requested at once.
+                let mut fills: Vec<usize> = Vec::new();
+                let requested = (|| -> Result<()> {
+                    for (j, &s) in partial.iter().enumerate() {
+                        let (index, version) = match fetch.take(j)? {
+                            Fetched::Bytes(bytes) => {
+                                // A suffix read does not tell the shard's
+                                // length; each entry is checked by what its
+                                // range returns.
+                                let index = layout.decode_index(&bytes, u64::MAX, &what(s))?;
+                                fetch.recycle(bytes);
+                                (Some(index), fetch.version(j))
                             }
-                        });
+                            Fetched::Missing => (None, None),
+                            Fetched::Used => {
+                                return Err(Error::new(
+                                    ErrorKind::Internal,
+                                    format!("{}: the shard's index was used up early", what(s)),
+                                ))
+                            }
+                        };
+                        let mut wanted = Vec::new();
+                        for &(c, at) in &touched[s] {
+                            match index.as_ref().and_then(|e| e[at]) {
+                                Some(entry) => wanted.push((c, entry)),
+                                None => fills.push(c),
+                            }
+                        }
+                        for run in shard::coalesce(wanted, shard::COALESCE_GAP, shard::COALESCE_MAX)
+                        {
+                            let range = ByteRange::Span {
+                                offset: run.offset,
+                                len: run.len,
+                            };
+                            // The job first: its bytes may arrive before
+                            // `push` returns.
+                            jobs.lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(Arc::new(Job::Run(s, run, version.clone())));
+                            fetch.push(Some(keys[s].clone()), Some(range));
+                        }
+                    }
+                    Ok(())
+                })();
+                fetch.close();
+                requested?;
+                let requests = jobs.lock().unwrap_or_else(|p| p.into_inner()).len();
+                let result = self.container().pool().run(
+                    requests + fills.len(),
+                    Vec::new,
+                    |buf: &mut Vec<u8>, j| {
+                        if j >= requests {
+                            return fill(fills[j - requests], buf);
+                        }
+                        let job = job(j);
+                        if let Job::Index = *job {
+                            return Ok(());
+                        }
+                        match fetch.take(j)? {
+                            Fetched::Used => Ok(()),
+                            Fetched::Missing => run_job(&job, None, None, buf),
+                            Fetched::Bytes(bytes) => {
+                                let version = fetch.version(j);
+                                let done = run_job(&job, Some(&bytes), version.as_ref(), buf);
+                                fetch.recycle(bytes);
+                                done
+                            }
+                        }
+                    },
+                );
                 if result.is_err() {
                     fetch.cancel();
                 }
