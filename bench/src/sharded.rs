@@ -19,7 +19,8 @@
 //!   the rest is read; of a shard it touches in part (on a local disk, of
 //!   every shard) the index, then the inner chunks it touches, neighbours
 //!   at most [`COALESCE_GAP`] apart joined into ranges of at most
-//!   [`COALESCE_MAX`] (libn5's constants and rule); the indexes first, all
+//!   [`COALESCE_MAX`] ([`COALESCE_MAX_REMOTE`] on an object store; libn5's
+//!   constants and rule); the indexes first, all
 //!   at once, then the ranges.
 //! * write: every inner chunk encoded, each shard assembled with its index
 //!   and written once (a file as libn5 writes it, or one PUT).
@@ -53,6 +54,9 @@ use crate::workload::{
 pub const COALESCE_GAP: u64 = 256 << 10;
 /// The largest coalesced range (libn5's `COALESCE_MAX`).
 pub const COALESCE_MAX: u64 = 2 << 20;
+/// The largest coalesced range on an object store (libn5's
+/// `COALESCE_MAX_REMOTE`).
+pub const COALESCE_MAX_REMOTE: u64 = 8 << 20;
 /// Over a network, a shard whose every inner chunk a read touches but that
 /// it does not cover is read whole when it holds at most this many bytes
 /// decoded (libn5's `WHOLE_SHARD_MAX`, src/region/sharded.rs).
@@ -575,7 +579,15 @@ fn read_partial_shards(
             .filter(|&&c| shard_of(job, c) == s)
             .filter_map(|&c| index[entry_number(job, c)].map(|(o, n)| (c, o, n)))
             .collect();
-        for run in coalesce(wanted, COALESCE_GAP, COALESCE_MAX) {
+        for run in coalesce(
+            wanted,
+            COALESCE_GAP,
+            if job.is_remote() {
+                COALESCE_MAX_REMOTE
+            } else {
+                COALESCE_MAX
+            },
+        ) {
             pieces.push((run, s));
         }
     }

@@ -98,8 +98,8 @@ impl Dataset {
         // is one request (no index first, no round trip before its bytes
         // come). On a local disk it is read like a shard touched in part:
         // its index, then its inner chunks in ranges of at most
-        // `COALESCE_MAX`, so that decoding starts after the first few MiB
-        // rather than a whole shard, the threads share every shard's work,
+        // `COALESCE_MAX` (over a network `COALESCE_MAX_REMOTE`), so that
+        // decoding starts after the first few MiB rather than a whole shard, the threads share every shard's work,
         // and the budget of bytes held ahead keeps several reads on the
         // disk (a whole shard can be most of the budget).
         let remote = store.capabilities().remote;
@@ -288,8 +288,15 @@ impl Dataset {
                                 None => fills.push(c),
                             }
                         }
-                        for run in shard::coalesce(wanted, shard::COALESCE_GAP, shard::COALESCE_MAX)
-                        {
+                        for run in shard::coalesce(
+                            wanted,
+                            shard::COALESCE_GAP,
+                            if remote {
+                                shard::COALESCE_MAX_REMOTE
+                            } else {
+                                shard::COALESCE_MAX
+                            },
+                        ) {
                             let range = ByteRange::Span {
                                 offset: run.offset,
                                 len: run.len,
