@@ -179,17 +179,21 @@ impl Fetch<'_> {
         self.keys.len() + s.added.len()
     }
 
-    /// The key and byte range of request `i` (`i < self.total(s)`).
-    fn request(&self, s: &FetchState, i: usize) -> (Option<Cow<'_, str>>, Option<ByteRange>) {
+    /// The byte range of request `i` (`i < self.total(s)`; `None`: the
+    /// whole object).
+    fn range(&self, s: &FetchState, i: usize) -> Option<ByteRange> {
         match i.checked_sub(self.keys.len()) {
-            None => (
-                self.keys[i].as_deref().map(Cow::Borrowed),
-                self.ranges.get(i).copied().flatten(),
-            ),
-            Some(a) => {
-                let (key, range) = &s.added[a];
-                (key.clone().map(Cow::Owned), *range)
-            }
+            None => self.ranges.get(i).copied().flatten(),
+            Some(a) => s.added[a].1,
+        }
+    }
+
+    /// The key of request `i` (`i < self.total(s)`), borrowed from the
+    /// first requests, copied from those added (which the lock guards).
+    fn key(&self, s: &FetchState, i: usize) -> Option<Cow<'_, str>> {
+        match i.checked_sub(self.keys.len()) {
+            None => self.keys[i].as_deref().map(Cow::Borrowed),
+            Some(a) => s.added[a].0.clone().map(Cow::Owned),
         }
     }
 
@@ -227,12 +231,13 @@ impl Fetch<'_> {
                 continue;
             }
             let i = s.next;
-            let (key, range) = self.request(&s, i);
+            let range = self.range(&s, i);
             let want = self.size_of(range);
             if !self.fits(&s, want) {
                 s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
                 continue;
             }
+            let key = self.key(&s, i);
             s.next += 1;
             s.in_flight += 1;
             s.reserved += want;
