@@ -34,52 +34,55 @@ pub(crate) enum Fetched {
     Used,
 }
 
-/// What an I/O thread may do with an object's bytes as soon as they arrive,
-/// while they are still in its cache and before any taker sees them: given
-/// the object's index, bytes and (for a ranged fetch) the version they came
-/// with, `Ok(true)` when it used them up (the taker then gets
-/// [`Fetched::Used`] and the buffer serves the thread's next fetch),
-/// `Ok(false)` to hand them on; an error goes to the taker.
-pub(crate) type Early<'e> = &'e (dyn Fn(usize, &[u8], Option<&Version>) -> Result<bool> + Sync);
-
-/// A few scratch buffers shared by threads that decode: at most as many
-/// decode at once as there are buffers; [`Scratch::with`] waits for one.
-/// I/O threads that decode what they received ([`Early`]) take one each,
-/// so that no more of them than the container's threads decode at a time.
-pub(crate) struct Scratch {
-    free: Mutex<Vec<Vec<u8>>>,
-    freed: Condvar,
+/// What an I/O thread did with an object's bytes it offered to [`Early`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EarlyUse {
+    /// Used up: the taker gets [`Fetched::Used`] and the buffer serves the
+    /// next fetch.
+    Used,
+    /// Not for early use: the taker gets the bytes.
+    HandOn,
+    /// To be used with a decoding buffer (only when offered without one):
+    /// the bytes are offered again with one of the fetch's buffers, by
+    /// this I/O thread when one is free, else by the thread that holds
+    /// one, which uses every object waiting before it gives its buffer
+    /// back; this thread goes on fetching meanwhile.
+    NeedsBuffer,
 }
 
-impl Scratch {
-    /// `n` buffers (at least one), empty until first used.
-    pub(crate) fn new(n: usize) -> Scratch {
-        Scratch {
-            free: Mutex::new(vec![Vec::new(); n.max(1)]),
-            freed: Condvar::new(),
-        }
-    }
+/// What an I/O thread may do with an object's bytes as soon as they arrive,
+/// while they are still in its cache and before any taker sees them.
+///
+/// `work` is offered the object's index, bytes and (for a ranged fetch) the
+/// version they came with, first without a decoding buffer: it may use
+/// them up at once (a copy), hand them on, or ask for a buffer
+/// ([`EarlyUse::NeedsBuffer`]); an error goes to the taker. At most
+/// `buffers` objects are used with a buffer at a time (the threads the
+/// caller decodes with). An object that finds every buffer in use waits
+/// in a queue for the next free one rather than its I/O thread waiting: the
+/// thread that holds a buffer works through the queue without a wake-up
+/// or a switch between objects, while the other I/O threads keep their
+/// requests in flight. Bytes waiting count in the fetch's budget.
+#[derive(Clone, Copy)]
+pub(crate) struct Early<'e> {
+    /// The work done with an object's bytes.
+    pub(crate) work: EarlyWork<'e>,
+    /// Decoding buffers: objects used with one at a time, at most.
+    pub(crate) buffers: usize,
+}
 
-    /// Run `f` with a buffer, waiting while every buffer is in use; the
-    /// buffer keeps its capacity (and contents) for the next user.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-        let mut buf = {
-            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                match free.pop() {
-                    Some(buf) => break buf,
-                    None => free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
-                }
-            }
-        };
-        let r = f(&mut buf);
-        self.free
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(buf);
-        self.freed.notify_one();
-        r
-    }
+/// The work of [`Early`]: given an object's index, bytes, version and a
+/// decoding buffer (`None` at first), what it did with them.
+pub(crate) type EarlyWork<'e> =
+    &'e (dyn Fn(usize, &[u8], Option<&Version>, Option<&mut Vec<u8>>) -> Result<EarlyUse> + Sync);
+
+/// An object received that waits for a decoding buffer ([`Early`]).
+struct Waiting {
+    index: usize,
+    bytes: Vec<u8>,
+    version: Option<Version>,
+    /// Fetched whole (its buffer is kept for later fetches once used).
+    whole: bool,
 }
 
 #[derive(Default)]
@@ -109,6 +112,10 @@ struct FetchState {
     growing: bool,
     /// Set when the consumers stop early (an error) or are done.
     cancelled: bool,
+    /// Decoding buffers not in use ([`Early::buffers`]).
+    free_buffers: Vec<Vec<u8>>,
+    /// Objects received that wait for a decoding buffer, oldest first.
+    waiting: std::collections::VecDeque<Waiting>,
 }
 
 impl FetchState {
@@ -271,66 +278,125 @@ impl Fetch<'_> {
                 },
             };
             // Bytes received count as held from now on, whoever uses them:
-            // an I/O thread that decodes them itself may wait for a
-            // decoding slot, and what it holds meanwhile is in the budget.
+            // an object waiting for a decoding buffer is in the budget.
             s = self.lock();
             s.in_flight -= 1;
             s.reserved -= want;
             if let Some(buf) = unused {
                 s.give_back(buf);
             }
-            let mut version = None;
-            let result = match received {
-                Err(e) => Err(e),
-                Ok(None) => Ok(Fetched::Missing),
-                Ok(Some((bytes, v))) => {
-                    s.held += bytes.len();
-                    match self.early {
-                        None => {
-                            version = v;
-                            Ok(Fetched::Bytes(bytes))
-                        }
-                        Some(early) => {
-                            drop(s);
-                            self.changed.notify_all();
-                            let used = early(i, &bytes, v.as_ref());
-                            s = self.lock();
-                            match used {
-                                Ok(false) => {
-                                    version = v;
-                                    Ok(Fetched::Bytes(bytes))
-                                }
-                                used => {
-                                    s.held -= bytes.len();
-                                    if range.is_none() {
-                                        s.give_back(bytes);
-                                    }
-                                    // A range used up here is freed on the
-                                    // thread that made it, whose allocator
-                                    // gives its memory to the thread's next
-                                    // range anyway; kept, ranges of every
-                                    // size would hold memory the budget
-                                    // does not count. A range handed to a
-                                    // taker comes back with `recycle`: freed
-                                    // there, it would not serve the I/O
-                                    // threads.
-                                    used.map(|_| Fetched::Used)
-                                }
-                            }
-                        }
-                    }
+            let (bytes, version) = match received {
+                Err(e) => {
+                    self.settle(&mut s, i, Err(e), None);
+                    continue;
                 }
+                Ok(None) => {
+                    self.settle(&mut s, i, Ok(Fetched::Missing), None);
+                    continue;
+                }
+                Ok(Some(got)) => got,
             };
-            s.ready.insert(i, result);
-            if let Some(v) = version {
-                s.versions.insert(i, v);
-            }
-            // Takers wake for the object they wait for only, I/O threads
-            // for the budget this fetch no longer holds.
-            if s.wanted.contains(&i) {
-                self.arrived.notify_all();
-            }
+            s.held += bytes.len();
+            let Some(early) = self.early else {
+                self.settle(&mut s, i, Ok(Fetched::Bytes(bytes)), version);
+                continue;
+            };
+            drop(s);
             self.changed.notify_all();
+            let offered = (early.work)(i, &bytes, version.as_ref(), None);
+            s = self.lock();
+            let got = Waiting {
+                index: i,
+                bytes,
+                version,
+                whole: range.is_none(),
+            };
+            if !matches!(offered, Ok(EarlyUse::NeedsBuffer)) {
+                self.used_early(&mut s, got, offered);
+                continue;
+            }
+            match s.free_buffers.pop() {
+                Some(buf) => s = self.use_buffered(s, got, buf, early.work),
+                // The thread that holds a buffer uses it next.
+                None => s.waiting.push_back(got),
+            }
+        }
+    }
+
+    /// Records the outcome of request `i` for its taker, with the version
+    /// a ranged fetch came with, and wakes whoever waits for it.
+    fn settle(
+        &self,
+        s: &mut FetchState,
+        i: usize,
+        result: Result<Fetched>,
+        version: Option<Version>,
+    ) {
+        s.ready.insert(i, result);
+        if let Some(v) = version {
+            s.versions.insert(i, v);
+        }
+        // Takers wake for the object they wait for only, I/O threads for
+        // the budget this fetch no longer holds.
+        if s.wanted.contains(&i) {
+            self.arrived.notify_all();
+        }
+        self.changed.notify_all();
+    }
+
+    /// Settles an object offered to [`Early`] by what the offer did.
+    fn used_early(&self, s: &mut FetchState, got: Waiting, used: Result<EarlyUse>) {
+        let Waiting {
+            index,
+            bytes,
+            version,
+            whole,
+        } = got;
+        match used {
+            Ok(EarlyUse::HandOn) | Ok(EarlyUse::NeedsBuffer) => {
+                self.settle(s, index, Ok(Fetched::Bytes(bytes)), version)
+            }
+            used => {
+                s.held -= bytes.len();
+                if whole {
+                    s.give_back(bytes);
+                }
+                // A range used up here is freed on the thread that made
+                // it, whose allocator gives its memory to the thread's
+                // next range anyway; kept, ranges of every size would hold
+                // memory the budget does not count. A range handed to a
+                // taker comes back with `recycle`: freed there, it would
+                // not serve the I/O threads.
+                self.settle(s, index, used.map(|_| Fetched::Used), None)
+            }
+        }
+    }
+
+    /// Uses `got` with the decoding buffer `buf`, then every object that
+    /// waits for one, oldest first, and gives the buffer back once none
+    /// waits (or the fetch is cancelled: what waits is dropped then).
+    fn use_buffered<'s>(
+        &'s self,
+        mut s: MutexGuard<'s, FetchState>,
+        mut got: Waiting,
+        mut buf: Vec<u8>,
+        work: EarlyWork,
+    ) -> MutexGuard<'s, FetchState> {
+        loop {
+            drop(s);
+            let used = work(got.index, &got.bytes, got.version.as_ref(), Some(&mut buf));
+            s = self.lock();
+            self.used_early(&mut s, got, used);
+            if s.cancelled {
+                s.waiting.clear();
+            }
+            match s.waiting.pop_front() {
+                Some(next) => got = next,
+                None => {
+                    s.free_buffers.push(buf);
+                    return s;
+                }
+            }
         }
     }
 
@@ -479,6 +545,10 @@ impl<'a> Fetch<'a> {
             expected: expected.max(1),
             state: Mutex::new(FetchState {
                 growing,
+                free_buffers: match early {
+                    Some(e) => vec![Vec::new(); e.buffers.max(1)],
+                    None => Vec::new(),
+                },
                 ..FetchState::default()
             }),
             changed: Condvar::new(),
@@ -684,17 +754,23 @@ mod tests {
         let keys: Vec<Option<String>> = (0..41).map(|i| Some(format!("k/{i}"))).collect();
         let seen = Mutex::new(Vec::new());
         // Even objects are used up early, 13 fails, odd ones go on.
-        let early = |i: usize, bytes: &[u8], _: Option<&Version>| {
+        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
             assert_eq!(bytes, [i as u8; 100]);
+            assert!(buf.is_none(), "no object asks for a buffer");
             if i == 13 {
                 return Err(Error::invalid_argument("thirteen"));
             }
             if i.is_multiple_of(2) {
                 seen.lock().unwrap().push(i);
+                return Ok(EarlyUse::Used);
             }
-            Ok(i.is_multiple_of(2))
+            Ok(EarlyUse::HandOn)
         };
-        let taken = with_fetch(&store, &keys, 3, 100, Some(&early), |f| {
+        let early = Early {
+            work: &work,
+            buffers: 1,
+        };
+        let taken = with_fetch(&store, &keys, 3, 100, Some(early), |f| {
             (0..41)
                 .map(|i| {
                     Ok(match f.take(i) {
@@ -722,6 +798,72 @@ mod tests {
     }
 
     #[test]
+    fn objects_waiting_for_a_decoding_buffer_are_used_by_the_thread_holding_one() {
+        let store = MemoryStore::new();
+        for i in 0..60u8 {
+            store.put(&format!("w/{i}"), &[&[i; 1000]]).unwrap();
+        }
+        let keys: Vec<Option<String>> = (0..60).map(|i| Some(format!("w/{i}"))).collect();
+        // (uses with a buffer under way, most at once, offers made while
+        // one was under way, uses that found the buffer kept from before)
+        let stats = Mutex::new((0usize, 0usize, 0usize, 0usize));
+        let used = Mutex::new(Vec::new());
+        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+            let Some(buf) = buf else {
+                if stats.lock().unwrap().0 > 0 {
+                    stats.lock().unwrap().2 += 1;
+                }
+                return Ok(EarlyUse::NeedsBuffer);
+            };
+            {
+                let mut st = stats.lock().unwrap();
+                st.0 += 1;
+                st.1 = st.1.max(st.0);
+                st.3 += usize::from(buf.capacity() >= 1000);
+            }
+            buf.clear();
+            buf.extend_from_slice(bytes);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            stats.lock().unwrap().0 -= 1;
+            if i == 17 {
+                return Err(Error::invalid_argument("seventeen"));
+            }
+            used.lock().unwrap().push(i);
+            Ok(EarlyUse::Used)
+        };
+        let early = Early {
+            work: &work,
+            buffers: 2,
+        };
+        let taken = with_fetch(&store, &keys, 8, 1000, Some(early), |f| {
+            Ok((0..60)
+                .map(|i| match f.take(i) {
+                    Ok(Fetched::Used) => "used".to_string(),
+                    Ok(_) => "not used".to_string(),
+                    Err(e) => e.message().to_string(),
+                })
+                .collect::<Vec<_>>())
+        })
+        .unwrap();
+        for (i, t) in taken.iter().enumerate() {
+            assert_eq!(t, if i == 17 { "seventeen" } else { "used" }, "object {i}");
+        }
+        let mut used = used.into_inner().unwrap();
+        used.sort();
+        assert_eq!(used, (0..60).filter(|&i| i != 17).collect::<Vec<_>>());
+        let (_, most, fetched_meanwhile, kept) = stats.into_inner().unwrap();
+        assert!(most <= 2, "{most} objects used with a buffer at once");
+        assert!(
+            fetched_meanwhile > 0,
+            "I/O threads fetched on while objects were decoded"
+        );
+        assert!(
+            kept >= 58 - 2,
+            "decoding buffers are kept between uses ({kept})"
+        );
+    }
+
+    #[test]
     fn ranged_fetches_are_offered_early_with_their_version() {
         let store = MemoryStore::new();
         for i in 0..20u8 {
@@ -739,13 +881,23 @@ mod tests {
                     .expect("the memory store versions its objects")
             })
             .collect();
-        // Objects divisible by three are used up early, the rest handed on.
-        let early = |i: usize, bytes: &[u8], version: Option<&Version>| {
-            assert_eq!(bytes, [i as u8; 16], "the range of object {i}");
-            assert_eq!(version, Some(&versions[i]), "object {i}");
-            Ok(i.is_multiple_of(3))
+        // Objects divisible by three are used up early (with a decoding
+        // buffer when also even), the rest handed on.
+        let work =
+            |i: usize, bytes: &[u8], version: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+                assert_eq!(bytes, [i as u8; 16], "the range of object {i}");
+                assert_eq!(version, Some(&versions[i]), "object {i}");
+                Ok(match (i % 3, i % 2, buf) {
+                    (0, 0, None) => EarlyUse::NeedsBuffer,
+                    (0, _, _) => EarlyUse::Used,
+                    _ => EarlyUse::HandOn,
+                })
+            };
+        let early = Early {
+            work: &work,
+            buffers: 2,
         };
-        let taken = with_fetch_ranges(&store, &keys, &ranges, 4, 16, Some(&early), |f| {
+        let taken = with_fetch_ranges(&store, &keys, &ranges, 4, 16, Some(early), |f| {
             (0..21)
                 .map(|i| {
                     Ok(match f.take(i)? {
@@ -770,8 +922,8 @@ mod tests {
     fn ranges_held_by_io_threads_stay_within_the_budget() {
         // Ranges of 7 MiB, though the caller expects 1 byte per fetch: the
         // budget counts each range by its length while it is fetched, and
-        // by what arrived while an I/O thread holds it (here waiting in
-        // `early`, as a thread waiting for a decoding slot does).
+        // by what arrived until it is used (here slowly, with the one
+        // decoding buffer, while the rest wait for it).
         let store = MemoryStore::new();
         let len = 7 << 20;
         for i in 0..12 {
@@ -788,19 +940,24 @@ mod tests {
             12
         ];
         let holding = Mutex::new((0usize, 0usize));
-        let early = |i: usize, bytes: &[u8], _: Option<&Version>| {
+        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
             assert_eq!(bytes.len(), len);
             assert!(bytes.iter().all(|&b| b == i as u8));
-            {
+            if buf.is_none() {
                 let mut h = holding.lock().unwrap();
                 h.0 += bytes.len();
                 h.1 = h.1.max(h.0);
+                return Ok(EarlyUse::NeedsBuffer);
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
             holding.lock().unwrap().0 -= bytes.len();
-            Ok(true)
+            Ok(EarlyUse::Used)
         };
-        with_fetch_ranges(&store, &keys, &ranges, 16, 1, Some(&early), |f| {
+        let early = Early {
+            work: &work,
+            buffers: 1,
+        };
+        with_fetch_ranges(&store, &keys, &ranges, 16, 1, Some(early), |f| {
             for i in 0..12 {
                 assert!(matches!(f.take(i)?, Fetched::Used), "object {i}");
             }
@@ -980,11 +1137,19 @@ mod tests {
         }
         let first = vec![Some("g/0".to_string()), None];
         let ranges = vec![None, None];
-        let early = |i: usize, bytes: &[u8], _: Option<&Version>| -> Result<bool> {
-            // Used up by the I/O thread when the object's number is odd.
-            Ok(i >= 2 && bytes[1] % 2 == 1)
+        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+            // Used up with a decoding buffer when the object's number is odd.
+            Ok(match (i >= 2 && bytes[1] % 2 == 1, buf) {
+                (false, _) => EarlyUse::HandOn,
+                (true, None) => EarlyUse::NeedsBuffer,
+                (true, Some(_)) => EarlyUse::Used,
+            })
         };
-        let got = with_growing_fetch(&store, &first, &ranges, 4, 4, Some(&early), |f| {
+        let early = Early {
+            work: &work,
+            buffers: 1,
+        };
+        let got = with_growing_fetch(&store, &first, &ranges, 4, 4, Some(early), |f| {
             assert!(matches!(f.take(1)?, Fetched::Missing));
             let mut next = 0;
             let mut got = Vec::new();

@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_fetch, with_upload, Fetched, Scratch, Upload};
+use crate::pipeline::{with_fetch, with_upload, Early, EarlyUse, Fetched, Upload};
 use crate::storage::Version;
 
 /// Where a box sits inside an array: the array's shape and the box's offset
@@ -561,31 +561,39 @@ impl Dataset {
         // thread that received it, while its bytes are still in that core's
         // cache and while that thread would only wait for the network: a
         // raw block stored whole is copied at once, any other is decoded
-        // first, by at most `threads` I/O threads at a time (each takes one
-        // of `threads` decode buffers, waiting for one when all are in use).
-        // Handing blocks to the decoding threads instead costs a wake-up
-        // and a switch per block, which on a busy machine cost more than a
-        // fifth of the CPU time of a compressed read. (From a local disk,
-        // whose I/O threads are seldom idle, the decoding threads copy
-        // several neighbouring blocks row by row, which is faster there.)
-        let scratch = Scratch::new(self.container().options().threads);
-        let use_early = |i: usize, bytes: &[u8], _: Option<&Version>| -> Result<bool> {
+        // first, at most `threads` at a time (see `Early`: a block that
+        // finds every decoding buffer in use waits for the thread that
+        // holds one, and its own I/O thread fetches on). Handing blocks to
+        // the decoding threads instead costs a wake-up and a switch per
+        // block, which on a busy machine cost more than a fifth of the CPU
+        // time of a compressed read. (From a local disk, whose I/O threads
+        // are seldom idle, the decoding threads copy several neighbouring
+        // blocks row by row, which is faster there.)
+        let use_early = |i: usize,
+                         bytes: &[u8],
+                         _: Option<&Version>,
+                         buf: Option<&mut Vec<u8>>|
+         -> Result<EarlyUse> {
             let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
             if let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? {
                 out.copy_in(&bytes[at..at + nbytes], &o, elem, true, i);
-                return Ok(true);
+                return Ok(EarlyUse::Used);
             }
-            scratch.with(|buf| {
-                buf.resize(nbytes, 0);
-                let read = self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?;
-                let big_endian = matches!(read, BlockRead::BigEndian);
-                out.copy_in(&buf[..nbytes], &o, elem, big_endian, i);
-                Ok(true)
-            })
+            let Some(buf) = buf else {
+                return Ok(EarlyUse::NeedsBuffer);
+            };
+            buf.resize(nbytes, 0);
+            let read = self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?;
+            let big_endian = matches!(read, BlockRead::BigEndian);
+            out.copy_in(&buf[..nbytes], &o, elem, big_endian, i);
+            Ok(EarlyUse::Used)
         };
         let remote = store.capabilities().remote;
-        let early: Option<crate::pipeline::Early> = remote.then_some(&use_early);
+        let early = remote.then_some(Early {
+            work: &use_early,
+            buffers: self.container().options().threads,
+        });
         with_fetch(store, &keys, io, block_bytes, early, |fetch| {
             let init = Vec::<(Vec<u8>, Fetched)>::new;
             let result = self

@@ -21,7 +21,7 @@ use crate::format::array::ZarrArray;
 use crate::format::zarr3::shard::{self, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_growing_fetch, Early, Fetched, Scratch, IO_BUDGET};
+use crate::pipeline::{with_growing_fetch, Early, EarlyUse, Fetched, IO_BUDGET};
 use crate::storage::{ByteRange, Version};
 
 use super::{prepare_output, Grid, Overlap, Planes};
@@ -238,19 +238,26 @@ impl Dataset {
         // Over a network, the I/O thread that received a shard or a run
         // decodes it at once, in whatever order they arrive, at most
         // `threads` of them at a time (as for N5 blocks, see
-        // `Dataset::read_region`); the container's threads take the rest.
-        // Indexes go to `body`.
-        let scratch = Scratch::new(self.container().options().threads);
-        let use_early = |j: usize, bytes: &[u8], version: Option<&Version>| -> Result<bool> {
+        // `Dataset::read_region` and `Early`); the container's threads
+        // take the rest. Indexes go to `body`.
+        let use_early = |j: usize,
+                         bytes: &[u8],
+                         version: Option<&Version>,
+                         buf: Option<&mut Vec<u8>>|
+         -> Result<EarlyUse> {
             let job = job(j);
             if let Job::Index = *job {
-                return Ok(false);
+                return Ok(EarlyUse::HandOn);
             }
-            scratch
-                .with(|buf| run_job(&job, Some(bytes), version, buf))
-                .map(|()| true)
+            let Some(buf) = buf else {
+                return Ok(EarlyUse::NeedsBuffer);
+            };
+            run_job(&job, Some(bytes), version, buf).map(|()| EarlyUse::Used)
         };
-        let early: Option<Early> = remote.then_some(&use_early);
+        let early = remote.then_some(Early {
+            work: &use_early,
+            buffers: self.container().options().threads,
+        });
         with_growing_fetch(
             store,
             &first_keys,
