@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::storage::{ByteRange, Store, Version};
@@ -44,45 +44,74 @@ pub(crate) enum EarlyUse {
     HandOn,
     /// To be used with a decoding buffer (only when offered without one):
     /// the bytes are offered again with one of the fetch's buffers, by
-    /// this I/O thread when one is free, else by the thread that holds
-    /// one, which uses every object waiting before it gives its buffer
-    /// back; this thread goes on fetching meanwhile.
+    /// this I/O thread when one is free, else by a thread that holds one,
+    /// which uses every object waiting before it gives its buffer back;
+    /// this thread goes on fetching meanwhile.
     NeedsBuffer,
+    /// To be used in this many parts, each with a decoding buffer (only
+    /// when offered without one): parts `0..n` are offered like
+    /// [`EarlyUse::NeedsBuffer`] objects, so that threads holding a buffer
+    /// work on one object side by side; it is used up once every part is
+    /// (an error of any part goes to the taker).
+    Parts(usize),
+}
+
+/// An object's bytes offered to [`Early`].
+pub(crate) struct Offer<'b> {
+    /// The object's index.
+    pub(crate) index: usize,
+    /// The part offered ([`EarlyUse::Parts`]); 0 when not in parts.
+    pub(crate) part: usize,
+    /// The bytes received.
+    pub(crate) bytes: &'b [u8],
+    /// The version a ranged fetch came with.
+    pub(crate) version: Option<&'b Version>,
 }
 
 /// What an I/O thread may do with an object's bytes as soon as they arrive,
 /// while they are still in its cache and before any taker sees them.
 ///
-/// `work` is offered the object's index, bytes and (for a ranged fetch) the
-/// version they came with, first without a decoding buffer: it may use
+/// `work` is offered the bytes first without a decoding buffer: it may use
 /// them up at once (a copy), hand them on, or ask for a buffer
-/// ([`EarlyUse::NeedsBuffer`]); an error goes to the taker. At most
-/// `buffers` objects are used with a buffer at a time (the threads the
-/// caller decodes with). An object that finds every buffer in use waits
-/// in a queue for the next free one rather than its I/O thread waiting: the
-/// thread that holds a buffer works through the queue without a wake-up
-/// or a switch between objects, while the other I/O threads keep their
-/// requests in flight. Bytes waiting count in the fetch's budget.
+/// ([`EarlyUse::NeedsBuffer`], [`EarlyUse::Parts`]); an error goes to the
+/// taker. At most `buffers` objects or parts are used with a buffer at a
+/// time (the threads the caller decodes with). One that finds every
+/// buffer in use waits in a queue for the next free one rather than its
+/// I/O thread waiting: the threads that hold a buffer work through the
+/// queue without a wake-up or a switch between objects, while the other
+/// I/O threads keep their requests in flight, and I/O threads with nothing
+/// to fetch take a free buffer to help. Bytes waiting count in the fetch's
+/// budget.
 #[derive(Clone, Copy)]
 pub(crate) struct Early<'e> {
     /// The work done with an object's bytes.
     pub(crate) work: EarlyWork<'e>,
-    /// Decoding buffers: objects used with one at a time, at most.
+    /// Decoding buffers: objects or parts used with one at a time, at most.
     pub(crate) buffers: usize,
 }
 
-/// The work of [`Early`]: given an object's index, bytes, version and a
-/// decoding buffer (`None` at first), what it did with them.
+/// The work of [`Early`]: given an object's bytes and a decoding buffer
+/// (`None` at first), what it did with them.
 pub(crate) type EarlyWork<'e> =
-    &'e (dyn Fn(usize, &[u8], Option<&Version>, Option<&mut Vec<u8>>) -> Result<EarlyUse> + Sync);
+    &'e (dyn Fn(Offer<'_>, Option<&mut Vec<u8>>) -> Result<EarlyUse> + Sync);
 
-/// An object received that waits for a decoding buffer ([`Early`]).
+/// An object (or a part of one) received that waits for a decoding buffer
+/// ([`Early`]).
 struct Waiting {
     index: usize,
-    bytes: Vec<u8>,
+    part: usize,
+    /// Shared by the parts of one object.
+    bytes: Arc<Vec<u8>>,
     version: Option<Version>,
     /// Fetched whole (its buffer is kept for later fetches once used).
     whole: bool,
+}
+
+/// The parts of an object in parts ([`EarlyUse::Parts`]) not used yet, and
+/// the first error of those used.
+struct PartsLeft {
+    left: usize,
+    error: Option<Error>,
 }
 
 #[derive(Default)]
@@ -114,8 +143,17 @@ struct FetchState {
     cancelled: bool,
     /// Decoding buffers not in use ([`Early::buffers`]).
     free_buffers: Vec<Vec<u8>>,
-    /// Objects received that wait for a decoding buffer, oldest first.
+    /// Objects received (or their parts) that wait for a decoding buffer,
+    /// oldest first.
     waiting: std::collections::VecDeque<Waiting>,
+    /// Objects in parts, by index, until every part is used.
+    parts: HashMap<usize, PartsLeft>,
+    /// I/O threads with nothing left to fetch that stay to help use what
+    /// arrives in parts.
+    idle: usize,
+    /// Objects received and being offered to [`Early`] (they may come in
+    /// parts).
+    offering: usize,
 }
 
 impl FetchState {
@@ -230,20 +268,39 @@ impl Fetch<'_> {
             if s.cancelled {
                 return;
             }
-            if s.next >= self.total(&s) {
-                if !s.growing {
-                    return;
+            let more = s.next < self.total(&s);
+            let (range, want) = match more {
+                true => {
+                    let range = self.range(&s, s.next);
+                    (range, self.size_of(range))
+                }
+                false => (None, 0),
+            };
+            if !more || !self.fits(&s, want) {
+                // Nothing to fetch now: help use what waits for a buffer.
+                if let (Some(early), false) = (self.early, s.waiting.is_empty()) {
+                    if let Some(buf) = s.free_buffers.pop() {
+                        s = self.use_buffered(s, buf, early.work);
+                        continue;
+                    }
+                }
+                if !more && !s.growing {
+                    // Done, but for a few threads (as many as could decode
+                    // at once) while fetches are under way: an object that
+                    // arrives in parts is used by several threads.
+                    let helpers = self.early.map_or(0, |e| e.buffers);
+                    if s.in_flight + s.offering == 0 || s.idle >= helpers {
+                        return;
+                    }
+                    s.idle += 1;
+                    s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                    s.idle -= 1;
+                    continue;
                 }
                 s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
                 continue;
             }
             let i = s.next;
-            let range = self.range(&s, i);
-            let want = self.size_of(range);
-            if !self.fits(&s, want) {
-                s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
             let key = self.key(&s, i);
             s.next += 1;
             s.in_flight += 1;
@@ -301,24 +358,55 @@ impl Fetch<'_> {
                 self.settle(&mut s, i, Ok(Fetched::Bytes(bytes)), version);
                 continue;
             };
+            s.offering += 1;
             drop(s);
             self.changed.notify_all();
-            let offered = (early.work)(i, &bytes, version.as_ref(), None);
+            let offer = Offer {
+                index: i,
+                part: 0,
+                bytes: &bytes,
+                version: version.as_ref(),
+            };
+            let offered = (early.work)(offer, None);
             s = self.lock();
+            s.offering -= 1;
             let got = Waiting {
                 index: i,
-                bytes,
+                part: 0,
+                bytes: Arc::new(bytes),
                 version,
                 whole: range.is_none(),
             };
-            if !matches!(offered, Ok(EarlyUse::NeedsBuffer)) {
-                self.used_early(&mut s, got, offered);
-                continue;
+            match offered {
+                Ok(EarlyUse::NeedsBuffer) | Ok(EarlyUse::Parts(0 | 1)) => s.waiting.push_back(got),
+                Ok(EarlyUse::Parts(n)) => {
+                    s.parts.insert(
+                        i,
+                        PartsLeft {
+                            left: n,
+                            error: None,
+                        },
+                    );
+                    for part in 1..n {
+                        s.waiting.push_back(Waiting {
+                            part,
+                            bytes: got.bytes.clone(),
+                            version: got.version.clone(),
+                            ..got
+                        });
+                    }
+                    s.waiting.push_front(got);
+                    // Idle I/O threads take the parts that find a buffer.
+                    self.changed.notify_all();
+                }
+                other => {
+                    self.used_early(&mut s, got, other);
+                    continue;
+                }
             }
-            match s.free_buffers.pop() {
-                Some(buf) => s = self.use_buffered(s, got, buf, early.work),
-                // The thread that holds a buffer uses it next.
-                None => s.waiting.push_back(got),
+            // Otherwise a thread that holds a buffer uses it next.
+            if let Some(buf) = s.free_buffers.pop() {
+                s = self.use_buffered(s, buf, early.work);
             }
         }
     }
@@ -344,19 +432,33 @@ impl Fetch<'_> {
         self.changed.notify_all();
     }
 
-    /// Settles an object offered to [`Early`] by what the offer did.
-    fn used_early(&self, s: &mut FetchState, got: Waiting, used: Result<EarlyUse>) {
+    /// Settles an object (or a part of one) offered to [`Early`] by what
+    /// the offer did; an object in parts once its last part is used.
+    fn used_early(&self, s: &mut FetchState, got: Waiting, mut used: Result<EarlyUse>) {
         let Waiting {
             index,
             bytes,
             version,
             whole,
+            ..
         } = got;
-        match used {
-            Ok(EarlyUse::HandOn) | Ok(EarlyUse::NeedsBuffer) => {
-                self.settle(s, index, Ok(Fetched::Bytes(bytes)), version)
+        if let Some(p) = s.parts.get_mut(&index) {
+            p.left -= 1;
+            if let Err(e) = used {
+                p.error.get_or_insert(e);
             }
-            used => {
+            if p.left > 0 {
+                return;
+            }
+            used = match s.parts.remove(&index).and_then(|p| p.error) {
+                Some(e) => Err(e),
+                None => Ok(EarlyUse::Used),
+            };
+        }
+        // The last part's bytes are no longer shared.
+        let bytes = Arc::try_unwrap(bytes).unwrap_or_else(|shared| shared.to_vec());
+        match used {
+            Ok(EarlyUse::Used) | Err(_) => {
                 s.held -= bytes.len();
                 if whole {
                     s.give_back(bytes);
@@ -369,34 +471,37 @@ impl Fetch<'_> {
                 // not serve the I/O threads.
                 self.settle(s, index, used.map(|_| Fetched::Used), None)
             }
+            Ok(_) => self.settle(s, index, Ok(Fetched::Bytes(bytes)), version),
         }
     }
 
-    /// Uses `got` with the decoding buffer `buf`, then every object that
-    /// waits for one, oldest first, and gives the buffer back once none
-    /// waits (or the fetch is cancelled: what waits is dropped then).
+    /// Uses what waits for a decoding buffer with `buf`, oldest first, and
+    /// gives the buffer back once nothing waits (or the fetch is
+    /// cancelled: what waits is dropped then).
     fn use_buffered<'s>(
         &'s self,
         mut s: MutexGuard<'s, FetchState>,
-        mut got: Waiting,
         mut buf: Vec<u8>,
         work: EarlyWork,
     ) -> MutexGuard<'s, FetchState> {
         loop {
-            drop(s);
-            let used = work(got.index, &got.bytes, got.version.as_ref(), Some(&mut buf));
-            s = self.lock();
-            self.used_early(&mut s, got, used);
             if s.cancelled {
                 s.waiting.clear();
             }
-            match s.waiting.pop_front() {
-                Some(next) => got = next,
-                None => {
-                    s.free_buffers.push(buf);
-                    return s;
-                }
-            }
+            let Some(got) = s.waiting.pop_front() else {
+                s.free_buffers.push(buf);
+                return s;
+            };
+            drop(s);
+            let offer = Offer {
+                index: got.index,
+                part: got.part,
+                bytes: &got.bytes,
+                version: got.version.as_ref(),
+            };
+            let used = work(offer, Some(&mut buf));
+            s = self.lock();
+            self.used_early(&mut s, got, used);
         }
     }
 
@@ -754,7 +859,8 @@ mod tests {
         let keys: Vec<Option<String>> = (0..41).map(|i| Some(format!("k/{i}"))).collect();
         let seen = Mutex::new(Vec::new());
         // Even objects are used up early, 13 fails, odd ones go on.
-        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+            let (i, bytes) = (o.index, o.bytes);
             assert_eq!(bytes, [i as u8; 100]);
             assert!(buf.is_none(), "no object asks for a buffer");
             if i == 13 {
@@ -808,7 +914,8 @@ mod tests {
         // one was under way, uses that found the buffer kept from before)
         let stats = Mutex::new((0usize, 0usize, 0usize, 0usize));
         let used = Mutex::new(Vec::new());
-        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+            let (i, bytes) = (o.index, o.bytes);
             let Some(buf) = buf else {
                 if stats.lock().unwrap().0 > 0 {
                     stats.lock().unwrap().2 += 1;
@@ -864,6 +971,73 @@ mod tests {
     }
 
     #[test]
+    fn objects_in_parts_are_used_side_by_side_and_once_every_part_is() {
+        // Object i comes in i % 5 parts (as one object below 2); the last
+        // one's parts are slow, and idle I/O threads help with them.
+        let store = MemoryStore::new();
+        for i in 0..31u8 {
+            store.put(&format!("p/{i}"), &[&[i; 500]]).unwrap();
+        }
+        let keys: Vec<Option<String>> = (0..31).map(|i| Some(format!("p/{i}"))).collect();
+        let seen = Mutex::new(Vec::new());
+        // (uses with a buffer under way, most at once)
+        let busy = Mutex::new((0usize, 0usize));
+        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+            assert_eq!(o.bytes, [o.index as u8; 500]);
+            let n = o.index % 5;
+            let Some(buf) = buf else {
+                return Ok(EarlyUse::Parts(n));
+            };
+            assert!(o.part < n.max(1), "part {} of object {}", o.part, o.index);
+            {
+                let mut b = busy.lock().unwrap();
+                b.0 += 1;
+                b.1 = b.1.max(b.0);
+            }
+            buf.resize(10, 0);
+            let ms = if o.index == 29 { 30 } else { 1 };
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            busy.lock().unwrap().0 -= 1;
+            seen.lock().unwrap().push((o.index, o.part));
+            if (o.index, o.part) == (13, 2) {
+                return Err(Error::invalid_argument("part 2 of 13"));
+            }
+            Ok(EarlyUse::Used)
+        };
+        let early = Early {
+            work: &work,
+            buffers: 3,
+        };
+        let taken = with_fetch(&store, &keys, 4, 500, Some(early), |f| {
+            Ok((0..31)
+                .map(|i| match f.take(i) {
+                    Ok(Fetched::Used) => "used".to_string(),
+                    Ok(_) => "not used".to_string(),
+                    Err(e) => e.message().to_string(),
+                })
+                .collect::<Vec<_>>())
+        })
+        .unwrap();
+        for (i, t) in taken.iter().enumerate() {
+            let want = if i == 13 { "part 2 of 13" } else { "used" };
+            assert_eq!(t, want, "object {i}");
+        }
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        let want: Vec<(usize, usize)> = (0..31)
+            .flat_map(|i| (0..(i % 5).max(1)).map(move |p| (i, p)))
+            .collect();
+        assert_eq!(seen, want, "every part used once");
+        let (_, most) = busy.into_inner().unwrap();
+        // Object 29's four slow parts are used side by side by the threads
+        // that have nothing left to fetch, three at once at most.
+        assert!(
+            (2..=3).contains(&most),
+            "{most} parts used at once with 3 buffers"
+        );
+    }
+
+    #[test]
     fn ranged_fetches_are_offered_early_with_their_version() {
         let store = MemoryStore::new();
         for i in 0..20u8 {
@@ -883,16 +1057,16 @@ mod tests {
             .collect();
         // Objects divisible by three are used up early (with a decoding
         // buffer when also even), the rest handed on.
-        let work =
-            |i: usize, bytes: &[u8], version: Option<&Version>, buf: Option<&mut Vec<u8>>| {
-                assert_eq!(bytes, [i as u8; 16], "the range of object {i}");
-                assert_eq!(version, Some(&versions[i]), "object {i}");
-                Ok(match (i % 3, i % 2, buf) {
-                    (0, 0, None) => EarlyUse::NeedsBuffer,
-                    (0, _, _) => EarlyUse::Used,
-                    _ => EarlyUse::HandOn,
-                })
-            };
+        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+            let (i, bytes, version) = (o.index, o.bytes, o.version);
+            assert_eq!(bytes, [i as u8; 16], "the range of object {i}");
+            assert_eq!(version, Some(&versions[i]), "object {i}");
+            Ok(match (i % 3, i % 2, buf) {
+                (0, 0, None) => EarlyUse::NeedsBuffer,
+                (0, _, _) => EarlyUse::Used,
+                _ => EarlyUse::HandOn,
+            })
+        };
         let early = Early {
             work: &work,
             buffers: 2,
@@ -940,7 +1114,8 @@ mod tests {
             12
         ];
         let holding = Mutex::new((0usize, 0usize));
-        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+            let (i, bytes) = (o.index, o.bytes);
             assert_eq!(bytes.len(), len);
             assert!(bytes.iter().all(|&b| b == i as u8));
             if buf.is_none() {
@@ -1137,7 +1312,8 @@ mod tests {
         }
         let first = vec![Some("g/0".to_string()), None];
         let ranges = vec![None, None];
-        let work = |i: usize, bytes: &[u8], _: Option<&Version>, buf: Option<&mut Vec<u8>>| {
+        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+            let (i, bytes) = (o.index, o.bytes);
             // Used up with a decoding buffer when the object's number is odd.
             Ok(match (i >= 2 && bytes[1] % 2 == 1, buf) {
                 (false, _) => EarlyUse::HandOn,

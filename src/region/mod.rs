@@ -12,8 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_fetch, with_upload, Early, EarlyUse, Fetched, Upload};
-use crate::storage::Version;
+use crate::pipeline::{with_fetch, with_upload, Early, EarlyUse, Fetched, Offer, Upload};
 
 /// Where a box sits inside an array: the array's shape and the box's offset
 /// in it (elements, dimension 0 fastest).
@@ -569,11 +568,8 @@ impl Dataset {
         // time of a compressed read. (From a local disk, whose I/O threads
         // are seldom idle, the decoding threads copy several neighbouring
         // blocks row by row, which is faster there.)
-        let use_early = |i: usize,
-                         bytes: &[u8],
-                         _: Option<&Version>,
-                         buf: Option<&mut Vec<u8>>|
-         -> Result<EarlyUse> {
+        let use_early = |offer: Offer, buf: Option<&mut Vec<u8>>| -> Result<EarlyUse> {
+            let (i, bytes) = (offer.index, offer.bytes);
             let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
             if let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? {

@@ -21,7 +21,7 @@ use crate::format::array::ZarrArray;
 use crate::format::zarr3::shard::{self, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
-use crate::pipeline::{with_growing_fetch, Early, EarlyUse, Fetched, IO_BUDGET};
+use crate::pipeline::{with_growing_fetch, Early, EarlyUse, Fetched, Offer, IO_BUDGET};
 use crate::storage::{ByteRange, Version};
 
 use super::{prepare_output, Grid, Overlap, Planes};
@@ -175,26 +175,34 @@ impl Dataset {
         // A whole shard or a run, given what its fetch brought (`None`:
         // nothing stored) and, for a range, the version of the shard it
         // came from.
+        // The `piece` (k, n) is the k-th of n slices of its inner chunks.
         let run_job = |job: &Job,
                        fetched: Option<&[u8]>,
                        version: Option<&Version>,
-                       buf: &mut Vec<u8>|
+                       buf: &mut Vec<u8>,
+                       piece: (usize, usize)|
          -> Result<()> {
             match job {
                 Job::Index => Ok(()),
-                Job::Whole(s) => parts.copy_shard_in(*s, fetched, buf, &out, &what(*s)),
+                Job::Whole(s) => parts.copy_shard_in(*s, fetched, buf, &out, &what(*s), piece),
                 Job::Run(s, run, index_version) => {
-                    if let (Some(a), Some(b)) = (index_version, version) {
-                        if a != b {
-                            // Replaced since its index was read: the
-                            // offsets are the old shard's. The new shard
-                            // whole.
-                            let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
-                            return parts.copy_shard_in(*s, shard.as_deref(), buf, &out, &what(*s));
-                        }
+                    if replaced(index_version.as_ref(), version) {
+                        // Replaced since its index was read: the offsets
+                        // are the old shard's. The new shard whole (a run
+                        // that finds it so is not read in pieces).
+                        let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
+                        let all = (0, 1);
+                        return parts.copy_shard_in(
+                            *s,
+                            shard.as_deref(),
+                            buf,
+                            &out,
+                            &what(*s),
+                            all,
+                        );
                     }
                     buf.resize(chunk_bytes, 0);
-                    for &(c, entry) in &run.chunks {
+                    for &(c, entry) in &run.chunks[slice(run.chunks.len(), piece)] {
                         let mut o = chunks.overlap(c)?;
                         o.block_shape = chunk_shape.clone();
                         // A shard gone since its index was read (deleted)
@@ -237,22 +245,35 @@ impl Dataset {
         };
         // Over a network, the I/O thread that received a shard or a run
         // decodes it at once, in whatever order they arrive, at most
-        // `threads` of them at a time (as for N5 blocks, see
-        // `Dataset::read_region` and `Early`); the container's threads
-        // take the rest. Indexes go to `body`.
-        let use_early = |j: usize,
-                         bytes: &[u8],
-                         version: Option<&Version>,
-                         buf: Option<&mut Vec<u8>>|
-         -> Result<EarlyUse> {
-            let job = job(j);
-            if let Job::Index = *job {
-                return Ok(EarlyUse::HandOn);
-            }
-            let Some(buf) = buf else {
-                return Ok(EarlyUse::NeedsBuffer);
+        // `threads` at a time (as for N5 blocks, see
+        // `Dataset::read_region` and `Early`), in pieces of a few inner
+        // chunks that the threads decoding share: a whole shard, often the
+        // last to arrive, is then decoded by all of them rather than by
+        // one while the others wait. The container's threads take the
+        // rest. Indexes go to `body`.
+        let use_early = |offer: Offer, buf: Option<&mut Vec<u8>>| -> Result<EarlyUse> {
+            let job = job(offer.index);
+            let pieces = match &*job {
+                Job::Index => return Ok(EarlyUse::HandOn),
+                Job::Whole(_) => layout.chunks().div_ceil(PIECE_CHUNKS),
+                Job::Run(_, _, index_version)
+                    if replaced(index_version.as_ref(), offer.version) =>
+                {
+                    1
+                }
+                Job::Run(_, run, _) => run.chunks.len().div_ceil(PIECE_CHUNKS),
             };
-            run_job(&job, Some(bytes), version, buf).map(|()| EarlyUse::Used)
+            let Some(buf) = buf else {
+                return Ok(EarlyUse::Parts(pieces));
+            };
+            run_job(
+                &job,
+                Some(offer.bytes),
+                offer.version,
+                buf,
+                (offer.part, pieces.max(1)),
+            )
+            .map(|()| EarlyUse::Used)
         };
         let early = remote.then_some(Early {
             work: &use_early,
@@ -334,10 +355,11 @@ impl Dataset {
                         }
                         match fetch.take(j)? {
                             Fetched::Used => Ok(()),
-                            Fetched::Missing => run_job(&job, None, None, buf),
+                            Fetched::Missing => run_job(&job, None, None, buf, (0, 1)),
                             Fetched::Bytes(bytes) => {
                                 let version = fetch.version(j);
-                                let done = run_job(&job, Some(&bytes), version.as_ref(), buf);
+                                let all = (0, 1);
+                                let done = run_job(&job, Some(&bytes), version.as_ref(), buf, all);
                                 fetch.recycle(bytes);
                                 done
                             }
@@ -370,8 +392,9 @@ impl ShardParts<'_> {
     /// Copies every inner chunk of shard `s` that the region touches into
     /// `out`, decoding each from `shard`, the shard's bytes read whole
     /// (one version of it), into `buf` (one inner chunk), or the fill value
-    /// when the shard or the inner chunk is not stored. `what` names the
-    /// shard in errors.
+    /// when the shard or the inner chunk is not stored; of the shard's
+    /// inner chunks (in the order of its index) only the slice `piece`
+    /// (see [`slice`]). `what` names the shard in errors.
     fn copy_shard_in(
         &self,
         s: usize,
@@ -379,6 +402,7 @@ impl ShardParts<'_> {
         buf: &mut Vec<u8>,
         out: &Planes,
         what: &str,
+        piece: (usize, usize),
     ) -> Result<()> {
         let layout = self.layout;
         let entries = match shard {
@@ -389,7 +413,8 @@ impl ShardParts<'_> {
         let n = shard_pos.len();
         let chunks = self.chunks;
         buf.resize(layout.inner.chunk_bytes(), 0);
-        for (i, entry) in (0..layout.chunks()).map(|i| (i, entries.as_ref().and_then(|e| e[i]))) {
+        let mine = slice(layout.chunks(), piece);
+        for (i, entry) in mine.map(|i| (i, entries.as_ref().and_then(|e| e[i]))) {
             // The inner chunk's N5 grid position, and its number among the
             // region's inner chunks.
             let at = layout.position(i);
@@ -416,6 +441,22 @@ impl ShardParts<'_> {
         }
         Ok(())
     }
+}
+
+/// Inner chunks per piece of a whole shard or a run that the threads
+/// decoding over a network share (see `read_region_sharded`): 64³ chunks
+/// of 2-byte elements make pieces of 2 MiB decoded.
+const PIECE_CHUNKS: usize = 4;
+
+/// The `k`-th of `n` slices, as equal as can be, of `0..len`.
+fn slice(len: usize, (k, n): (usize, usize)) -> std::ops::Range<usize> {
+    len * k / n..len * (k + 1) / n
+}
+
+/// Whether a shard's range came from another version of it than its index
+/// (both known): replaced in between.
+fn replaced(index_version: Option<&Version>, version: Option<&Version>) -> bool {
+    matches!((index_version, version), (Some(a), Some(b)) if a != b)
 }
 
 /// The position (C order) in its shard of the inner chunk at the N5 grid
