@@ -212,6 +212,9 @@ pub(crate) struct Fetch<'a> {
     changed: Condvar,
     /// Signalled when an object a taker waits for is ready.
     arrived: Condvar,
+    /// Signalled when a decoder takes an object from the queue (I/O
+    /// threads whose object found the queue full wait on it).
+    decoded: Condvar,
 }
 
 impl Fetch<'_> {
@@ -378,7 +381,18 @@ impl Fetch<'_> {
                 whole: range.is_none(),
             };
             match offered {
-                Ok(EarlyUse::NeedsBuffer) | Ok(EarlyUse::Parts(0 | 1)) => s.waiting.push_back(got),
+                Ok(EarlyUse::NeedsBuffer) | Ok(EarlyUse::Parts(0 | 1)) => {
+                    // A short queue keeps the decoders going without a
+                    // wake-up between objects; when they fall further
+                    // behind (data arriving faster than it is decoded),
+                    // this thread waits with its object rather than fetch
+                    // further ahead, which only costs memory and CPU.
+                    let most = 2 * early.buffers.max(1);
+                    while s.free_buffers.is_empty() && s.waiting.len() >= most && !s.cancelled {
+                        s = self.decoded.wait(s).unwrap_or_else(|p| p.into_inner());
+                    }
+                    s.waiting.push_back(got)
+                }
                 Ok(EarlyUse::Parts(n)) => {
                     s.parts.insert(
                         i,
@@ -492,6 +506,7 @@ impl Fetch<'_> {
                 s.free_buffers.push(buf);
                 return s;
             };
+            self.decoded.notify_one();
             drop(s);
             let offer = Offer {
                 index: got.index,
@@ -572,6 +587,7 @@ impl Fetch<'_> {
         self.lock().cancelled = true;
         self.changed.notify_all();
         self.arrived.notify_all();
+        self.decoded.notify_all();
     }
 }
 
@@ -658,6 +674,7 @@ impl<'a> Fetch<'a> {
             }),
             changed: Condvar::new(),
             arrived: Condvar::new(),
+            decoded: Condvar::new(),
         }
     }
 
@@ -816,6 +833,18 @@ mod tests {
     use super::*;
     use crate::storage::MemoryStore;
 
+    /// What a taker gets for each of the first `n` objects, in words.
+    fn outcomes(f: &Fetch, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| match f.take(i) {
+                Ok(Fetched::Used) => "used".to_string(),
+                Ok(Fetched::Bytes(b)) => format!("bytes {}", b[0]),
+                Ok(Fetched::Missing) => "missing".to_string(),
+                Err(e) => e.message().to_string(),
+            })
+            .collect()
+    }
+
     #[test]
     fn fetches_every_key_in_any_taking_order() {
         let store = MemoryStore::new();
@@ -876,19 +905,8 @@ mod tests {
             work: &work,
             buffers: 1,
         };
-        let taken = with_fetch(&store, &keys, 3, 100, Some(early), |f| {
-            (0..41)
-                .map(|i| {
-                    Ok(match f.take(i) {
-                        Ok(Fetched::Used) => "used".to_string(),
-                        Ok(Fetched::Bytes(b)) => format!("bytes {}", b[0]),
-                        Ok(Fetched::Missing) => "missing".to_string(),
-                        Err(e) => e.message().to_string(),
-                    })
-                })
-                .collect::<Result<Vec<_>>>()
-        })
-        .unwrap();
+        let taken =
+            with_fetch(&store, &keys, 3, 100, Some(early), |f| Ok(outcomes(f, 41))).unwrap();
         for (i, t) in taken.iter().enumerate() {
             let expect = match i {
                 13 => "thirteen".to_string(),
@@ -942,16 +960,8 @@ mod tests {
             work: &work,
             buffers: 2,
         };
-        let taken = with_fetch(&store, &keys, 8, 1000, Some(early), |f| {
-            Ok((0..60)
-                .map(|i| match f.take(i) {
-                    Ok(Fetched::Used) => "used".to_string(),
-                    Ok(_) => "not used".to_string(),
-                    Err(e) => e.message().to_string(),
-                })
-                .collect::<Vec<_>>())
-        })
-        .unwrap();
+        let taken =
+            with_fetch(&store, &keys, 8, 1000, Some(early), |f| Ok(outcomes(f, 60))).unwrap();
         for (i, t) in taken.iter().enumerate() {
             assert_eq!(t, if i == 17 { "seventeen" } else { "used" }, "object {i}");
         }
@@ -1008,16 +1018,8 @@ mod tests {
             work: &work,
             buffers: 3,
         };
-        let taken = with_fetch(&store, &keys, 4, 500, Some(early), |f| {
-            Ok((0..31)
-                .map(|i| match f.take(i) {
-                    Ok(Fetched::Used) => "used".to_string(),
-                    Ok(_) => "not used".to_string(),
-                    Err(e) => e.message().to_string(),
-                })
-                .collect::<Vec<_>>())
-        })
-        .unwrap();
+        let taken =
+            with_fetch(&store, &keys, 4, 500, Some(early), |f| Ok(outcomes(f, 31))).unwrap();
         for (i, t) in taken.iter().enumerate() {
             let want = if i == 13 { "part 2 of 13" } else { "used" };
             assert_eq!(t, want, "object {i}");
