@@ -46,7 +46,8 @@ pub(crate) enum EarlyUse {
     /// the bytes are offered again with one of the fetch's buffers, by
     /// this I/O thread when one is free, else by a thread that holds one,
     /// which uses every object waiting before it gives its buffer back;
-    /// this thread goes on fetching meanwhile.
+    /// this thread goes on fetching meanwhile (unless two objects per
+    /// buffer already wait: then it waits with its own).
     NeedsBuffer,
     /// To be used in this many parts, each with a decoding buffer (only
     /// when offered without one): parts `0..n` are offered like
@@ -80,8 +81,10 @@ pub(crate) struct Offer<'b> {
 /// I/O thread waiting: the threads that hold a buffer work through the
 /// queue without a wake-up or a switch between objects, while the other
 /// I/O threads keep their requests in flight, and I/O threads with nothing
-/// to fetch take a free buffer to help. Bytes waiting count in the fetch's
-/// budget.
+/// to fetch take a free buffer to help. The queue holds two objects per
+/// buffer (parts aside); an I/O thread whose object finds it full waits
+/// with it, as data then arrives faster than it is decoded. Bytes waiting
+/// count in the fetch's budget.
 #[derive(Clone, Copy)]
 pub(crate) struct Early<'e> {
     /// The work done with an object's bytes.
