@@ -938,9 +938,8 @@ mod tests {
         let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
             let (i, bytes) = (o.index, o.bytes);
             let Some(buf) = buf else {
-                if stats.lock().unwrap().0 > 0 {
-                    stats.lock().unwrap().2 += 1;
-                }
+                let mut st = stats.lock().unwrap();
+                st.2 += usize::from(st.0 > 0);
                 return Ok(EarlyUse::NeedsBuffer);
             };
             {

@@ -568,7 +568,13 @@ impl Dataset {
         // time of a compressed read. (From a local disk, whose I/O threads
         // are seldom idle, the decoding threads copy several neighbouring
         // blocks row by row, which is faster there.)
+        let compressed = attrs.compression != crate::codec::Compression::Raw;
         let use_early = |offer: Offer, buf: Option<&mut Vec<u8>>| -> Result<EarlyUse> {
+            // A compressed block is never copied as it came: it asks for a
+            // buffer before its place in the region is worked out (once).
+            if compressed && buf.is_none() {
+                return Ok(EarlyUse::NeedsBuffer);
+            }
             let (i, bytes) = (offer.index, offer.bytes);
             let o = grid.overlap(i)?;
             let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;

@@ -99,9 +99,10 @@ impl Dataset {
         // come). On a local disk it is read like a shard touched in part:
         // its index, then its inner chunks in ranges of at most
         // `COALESCE_MAX` (over a network `COALESCE_MAX_REMOTE`), so that
-        // decoding starts after the first few MiB rather than a whole shard, the threads share every shard's work,
-        // and the budget of bytes held ahead keeps several reads on the
-        // disk (a whole shard can be most of the budget).
+        // decoding starts after the first few MiB rather than a whole
+        // shard, the threads share every shard's work, and the budget of
+        // bytes held ahead keeps several reads on the disk (a whole shard
+        // can be most of the budget).
         let remote = store.capabilities().remote;
         let mut whole = Vec::with_capacity(shards.total);
         for i in 0..shards.total {
