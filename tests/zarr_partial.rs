@@ -9,7 +9,10 @@
 //! replaced by another writer
 //! between the read of its index and of its inner chunks (the proxy holds
 //! the second request back), which the read notices by the object's
-//! version and reads again whole, on S3 and GCS; and a damaged index entry
+//! version and reads again whole, on S3 and GCS; indexes kept by an open
+//! array over a network (one request per inner chunk once its shard's
+//! index is known) and shards replaced or filled in since, which reads
+//! notice by the version or by the missing entry; and a damaged index entry
 //! met by a partial or a whole-shard read named with its shard and inner
 //! chunk.
 
@@ -257,10 +260,11 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
         "{counted:?}"
     );
     assert!(counted.bytes_to_client < shard_bytes / 2);
-    // A corner of each of the 8 shards: 8 indexes and 8 ranges.
+    // A corner of each of the 8 shards: 8 ranges and the indexes of the 7
+    // shards whose index the read before did not keep.
     let counted = read([28, 28, 28], [8, 8, 8]);
-    assert_eq!((counted.requests, counted.get), (16, 16));
-    assert!(counted.bytes_to_client < 8 * (1024 + 1028) + 16 * 2048);
+    assert_eq!((counted.requests, counted.get), (15, 15));
+    assert!(counted.bytes_to_client < 8 * 1024 + 7 * 1028 + 15 * 2048);
     // Two shards covered whole: one request each, no index read.
     let counted = read([0, 0, 32], [64, 32, 32]);
     assert_eq!((counted.requests, counted.get), (2, 2));
@@ -269,12 +273,45 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     let counted = read([1, 1, 33], [30, 30, 30]);
     assert_eq!((counted.requests, counted.get), (1, 1));
     assert!(counted.bytes_to_client < shard_bytes + 2048, "{counted:?}");
-    // One inner chunk: its index and the chunk.
+    // One inner chunk of a shard whose index is kept: the chunk alone.
     let counted = read([8, 16, 24], [8, 8, 8]);
-    assert_eq!((counted.requests, counted.get), (2, 2));
+    assert_eq!((counted.requests, counted.get), (1, 1));
     // The whole array: every shard once.
     let counted = read([0, 0, 0], [64, 64, 64]);
     assert_eq!((counted.requests, counted.get), (8, 8));
+
+    // Another open array keeps its own indexes: one inner chunk read by
+    // block is its index and the chunk, the next of the same shard the
+    // chunk alone, and so for a region of a few in that shard.
+    let d = through(&place, &proxy).open_dataset("a").unwrap();
+    let mut block = |pos: [u64; 3]| {
+        settle();
+        proxy.reset_counters();
+        let mut got = vec![0u8; 8 * 8 * 8 * 2];
+        assert!(d.read_block_into(&pos, &mut got).unwrap());
+        let mut want = vec![0u8; got.len()];
+        let offset = pos.map(|p| p * 8);
+        boxed(&mut model, &dims, &mut want, &offset, &[8, 8, 8], 2, true);
+        assert!(got == want, "block {pos:?}");
+        settle();
+        proxy.counters().get
+    };
+    assert_eq!(block([4, 0, 0]), 2);
+    assert_eq!(block([5, 1, 2]), 1);
+    assert_eq!(block([0, 4, 0]), 2, "another shard");
+    let mut read = |offset: [u64; 3], shape: [u64; 3]| {
+        settle();
+        proxy.reset_counters();
+        let len = shape.iter().product::<u64>() as usize * 2;
+        let mut got = vec![0u8; len];
+        d.read_region(&offset, &shape, &mut got).unwrap();
+        let mut want = vec![0u8; len];
+        boxed(&mut model, &dims, &mut want, &offset, &shape, 2, true);
+        assert!(got == want, "{offset:?}+{shape:?}");
+        settle();
+        proxy.counters().get
+    };
+    assert_eq!(read([36, 4, 4], [8, 8, 8]), 1);
 }
 
 #[test]
@@ -376,6 +413,129 @@ fn a_shard_replaced_during_a_partial_read_is_read_again_whole() {
             true,
         );
         assert!(got == want, "{:?}: block: not the old data", place.kind);
+    }
+}
+
+#[test]
+fn kept_indexes_notice_shards_replaced_since() {
+    for place in common::places::object_stores("zarr-kept") {
+        let upstream = match place.kind {
+            Kind::S3 => n5_testkit::s3_signed().unwrap().addr(),
+            _ => n5_testkit::gcs().unwrap().addr(),
+        };
+        // One shard of 32³ holding 8³ inner chunks compressed with zstd, so
+        // that other data moves the inner chunks within the shard.
+        let doc = json!({
+            "shape": [32, 32, 32], "data_type": "uint16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
+            "chunk_key_encoding": {"name": "default"},
+            "fill_value": 0,
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [8, 8, 8],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                           {"name": "zstd", "configuration": {"level": 1, "checksum": false}}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "crc32c"}],
+                "index_location": "end"}}]
+        });
+        let dims = [32u64, 32, 32];
+        let n = 32 * 32 * 32;
+        // Random data but for the last inner chunk, left to the fill value
+        // (not stored).
+        let mut old = common::bytes(21, n * 2);
+        let zeros = vec![0u8; 8 * 8 * 8 * 2];
+        boxed(
+            &mut old,
+            &dims,
+            &mut zeros.clone(),
+            &[24, 24, 24],
+            &[8, 8, 8],
+            2,
+            false,
+        );
+        let new: Vec<u8> = (0..n as u32)
+            .flat_map(|i| ((i / 5) as u16).to_ne_bytes())
+            .collect();
+        let writer = zarr3(&place, Mode::Create);
+        let w = writer.create_dataset_json("a", &doc).unwrap();
+        w.write_region(&[0, 0, 0], &dims, &old).unwrap();
+        let proxy = Proxy::start(upstream);
+        let d = through(&place, &proxy).open_dataset("a").unwrap();
+        let settle = || std::thread::sleep(Duration::from_millis(200));
+        let kind = place.kind;
+        // Reads block `pos`, checks it against `model` and gives the GETs.
+        let block = |pos: [u64; 3], model: &[u8]| {
+            settle();
+            proxy.reset_counters();
+            let mut got = vec![0u8; 8 * 8 * 8 * 2];
+            d.read_block_into(&pos, &mut got).unwrap();
+            let mut want = vec![0u8; got.len()];
+            let mut model = model.to_vec();
+            let offset = pos.map(|p| p * 8);
+            boxed(&mut model, &dims, &mut want, &offset, &[8, 8, 8], 2, true);
+            assert!(got == want, "{kind:?}: block {pos:?}");
+            settle();
+            proxy.counters().get
+        };
+        let region = |offset: [u64; 3], shape: [u64; 3], model: &[u8]| {
+            settle();
+            proxy.reset_counters();
+            let len = shape.iter().product::<u64>() as usize * 2;
+            let mut got = vec![0u8; len];
+            d.read_region(&offset, &shape, &mut got).unwrap();
+            let mut want = vec![0u8; len];
+            boxed(
+                &mut model.to_vec(),
+                &dims,
+                &mut want,
+                &offset,
+                &shape,
+                2,
+                true,
+            );
+            assert!(got == want, "{kind:?}: {offset:?}+{shape:?}");
+            settle();
+            proxy.counters().get
+        };
+        // The index once, then each inner chunk alone.
+        assert_eq!(block([0, 0, 0], &old), 2, "{kind:?}");
+        assert_eq!(block([1, 0, 0], &old), 1, "{kind:?}");
+        assert_eq!(region([4, 4, 4], [8, 8, 8], &old), 1, "{kind:?}");
+
+        // Replaced: the range read with the kept index comes with another
+        // version, and the new shard is read whole (2 GETs: the range, then
+        // the shard); the old index is forgotten, the new one read and kept.
+        w.write_region(&[0, 0, 0], &dims, &new).unwrap();
+        assert_eq!(block([0, 0, 0], &new), 2, "{kind:?}");
+        assert_eq!(block([2, 1, 0], &new), 2, "{kind:?}");
+        assert_eq!(block([3, 1, 0], &new), 1, "{kind:?}");
+        // The same for a region read, replaced with the old data again.
+        w.write_region(&[0, 0, 0], &dims, &old).unwrap();
+        assert!(region([4, 4, 4], [8, 8, 8], &old) >= 2, "{kind:?}");
+
+        // An index kept while an inner chunk was missing does not say it
+        // still is: the index is read again.
+        assert_eq!(block([3, 3, 3], &old), 1, "{kind:?}: missing");
+        let mut filled = old.clone();
+        let chunk = common::bytes(22, 8 * 8 * 8 * 2);
+        w.write_region(&[24, 24, 24], &[8, 8, 8], &chunk).unwrap();
+        boxed(
+            &mut filled,
+            &dims,
+            &mut chunk.clone(),
+            &[24, 24, 24],
+            &[8, 8, 8],
+            2,
+            false,
+        );
+        assert_eq!(block([3, 3, 3], &filled), 2, "{kind:?}: written since");
+        assert_eq!(region([20, 20, 20], [12, 12, 12], &filled), 1, "{kind:?}");
+
+        // Gone (all fill value): the fill value.
+        w.write_region(&[0, 0, 0], &dims, &vec![0u8; n * 2])
+            .unwrap();
+        let _ = block([1, 0, 0], &vec![0u8; n * 2]);
+        let _ = region([4, 4, 4], [8, 8, 8], &vec![0u8; n * 2]);
     }
 }
 

@@ -13,7 +13,9 @@
 //!   on a local disk as read_region of the whole volume; every inner chunk
 //!   decoded.
 //! * read_blocks: per block, the index (the shard's last bytes: a suffix
-//!   range), then the inner chunk's range, decoded; one block at a time.
+//!   range; on an object store once per shard, as libn5 keeps the indexes
+//!   it read over a network), then the inner chunk's range, decoded; one
+//!   block at a time.
 //! * read_region: on an object store a shard whose every inner chunk the
 //!   region touches read whole (libn5's rule, [`touched_shards`]), while
 //!   the rest is read; of a shard it touches in part (on a local disk, of
@@ -513,13 +515,19 @@ fn read_all(job: &Job, source: &Shards, sink: &Sink, workers: usize) -> Result<(
 }
 
 /// read_blocks: per block the index, then the inner chunk; one at a time.
+/// On an object store, as libn5 keeps the indexes it read, each shard's
+/// index once.
 fn read_blocks(job: &Job, source: &Shards, sink: &Sink) -> Result<(), String> {
     let mut coder = Coder::new(job.codec);
     let (mut index, mut bytes, mut chunk) = (Vec::new(), Vec::new(), Vec::new());
+    let mut kept: std::collections::HashMap<[u64; 3], Index> = Default::default();
     for (i, &c) in job.positions.iter().enumerate() {
         let s = shard_of(job, c);
-        source.read_range(s, ByteRange::Suffix(index_len(job)), &mut index)?;
-        let Some((offset, len)) = parse_index(job, &index)?[entry_number(job, c)] else {
+        if !job.is_remote() || !kept.contains_key(&s) {
+            source.read_range(s, ByteRange::Suffix(index_len(job)), &mut index)?;
+            kept.insert(s, parse_index(job, &index)?);
+        }
+        let Some((offset, len)) = kept[&s][entry_number(job, c)] else {
             continue;
         };
         source.read_range(s, ByteRange::Span { offset, len }, &mut bytes)?;

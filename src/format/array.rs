@@ -5,13 +5,16 @@
 //! whole chunk or shard. Works on any [`Store`]; N5's own blocks are
 //! `format::n5`'s.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::node::{parse_json, ZARRAY, ZARR_JSON};
 use super::zarr2;
 use super::zarr3::chain::Chain;
+use super::zarr3::index_cache::IndexCache;
 use super::zarr3::metadata::KeyEncoding;
-use super::zarr3::shard::{self, ShardLayout};
+use super::zarr3::shard::{self, Entry, ShardLayout};
 use super::Format;
 use crate::codec::Compression;
 use crate::dtype::DataType;
@@ -37,6 +40,8 @@ pub(crate) struct ZarrArray {
     /// One element of the fill value, native byte order.
     fill: Vec<u8>,
     codec: Codec,
+    /// The shard indexes kept from reads over a network.
+    indexes: IndexCache,
 }
 
 #[derive(Debug)]
@@ -98,6 +103,7 @@ impl ZarrArray {
                     fill: meta.fill_value.clone(),
                     codec: Codec::V2(meta),
                     document,
+                    indexes: IndexCache::default(),
                 })
             }
             _ => {
@@ -131,9 +137,16 @@ impl ZarrArray {
                         levels,
                     },
                     document,
+                    indexes: IndexCache::default(),
                 })
             }
         }
+    }
+
+    /// The shard indexes kept from reads over a network (see
+    /// [`IndexCache`]).
+    pub(crate) fn indexes(&self) -> &IndexCache {
+        &self.indexes
     }
 
     /// The container format the array belongs to.
@@ -235,7 +248,9 @@ impl ZarrArray {
     /// into `out` ([`ZarrArray::block_bytes`], full size at the edges; with
     /// `None`, only whether it is stored):
     /// the chunk, or in a sharded array the inner chunk, found through the
-    /// shard's index with a range request and fetched with another. A
+    /// shard's index with a range request (over a network, an index kept
+    /// from an earlier read that lists the inner chunk, checked by the
+    /// version the chunk's range comes with) and fetched with another. A
     /// missing chunk or inner chunk reads as the fill value and gives
     /// `false`. Errors name the key and, in a shard, the inner chunk.
     pub(crate) fn read_block(
@@ -276,17 +291,43 @@ impl ZarrArray {
         let mut within: Vec<u64> = (0..c_pos.len())
             .map(|d| (c_pos[d] * self.inner[d]) % self.outer[d])
             .collect();
-        // The first level through range requests.
+        // The first level through range requests: the index (unless one
+        // kept from an earlier read over a network lists the inner chunk),
+        // then the inner chunk.
         let first = &levels[0];
-        let range = first.index_request();
-        let Some((index, version)) = store.get_range_versioned(&key, range)? else {
-            return fill(out);
-        };
-        // The shard's length is not known from a suffix read; every entry
-        // is checked against what its range read returns instead.
-        let entries = first.decode_index(&index, u64::MAX, &what)?;
         let at = chunk_of(first, &mut within);
-        let Some(mut entry) = entries[first.number(&at)] else {
+        let number = first.number(&at);
+        let remote = store.capabilities().remote;
+        // A kept index is not used to say that an inner chunk is missing
+        // or stored (only a read of the chunk's range can tell that it is
+        // still right), so not for `out: None`.
+        let kept = if remote && out.is_some() {
+            self.indexes
+                .get(&key)
+                .filter(|known| known.entries[number].is_some())
+        } else {
+            None
+        };
+        let from_cache = kept.is_some();
+        let (entries, version) = match kept {
+            Some(known) => (known.entries, Some(known.version)),
+            None => {
+                let range = first.index_request();
+                let Some((index, version)) = store.get_range_versioned(&key, range)? else {
+                    return fill(out);
+                };
+                // The shard's length is not known from a suffix read; every
+                // entry is checked against what its range read returns
+                // instead.
+                let entries: Arc<[Option<Entry>]> =
+                    first.decode_index(&index, u64::MAX, &what)?.into();
+                if let (true, Some(version)) = (remote, &version) {
+                    self.indexes.put(&key, version.clone(), entries.clone());
+                }
+                (entries, version)
+            }
+        };
+        let Some(mut entry) = entries[number] else {
             return fill(out);
         };
         if out.is_none() && levels.len() == 1 {
@@ -297,10 +338,17 @@ impl ZarrArray {
             len: entry.nbytes,
         };
         let bytes = match store.get_range_versioned(&key, span)? {
-            Some((bytes, now)) if now.is_none() || version.is_none() || now == version => bytes,
+            // A kept index only with the version it was read from; one
+            // just read also when the store tells no version.
+            Some((bytes, now))
+                if now == version || (!from_cache && (now.is_none() || version.is_none())) =>
+            {
+                bytes
+            }
             // Replaced (or deleted) since the index was read: the offsets
             // are the old shard's. The new shard whole, in one request.
             _ => {
+                self.indexes.forget(&key);
                 let Some(shard) = store.get(&key)? else {
                     return fill(out);
                 };
@@ -313,7 +361,7 @@ impl ZarrArray {
                     len,
                     &what,
                 )?;
-                let Some(now) = entries[first.number(&at)] else {
+                let Some(now) = entries[number] else {
                     return fill(out);
                 };
                 entry = now;

@@ -5,7 +5,11 @@
 //! inside. Of a shard it touches in part (and on a local disk, of every
 //! shard) the index is read with one range request (a suffix when it is at
 //! the end), and as soon as it arrives, the inner chunks the region touches
-//! are requested, neighbours coalesced into one range ([`shard::coalesce`]).
+//! are requested, neighbours coalesced into one range ([`shard::coalesce`]);
+//! over a network, a shard whose index an earlier read of the same open
+//! array kept (`format::zarr3::index_cache`) and which lists every inner
+//! chunk touched has its ranges requested at once, each checked by the
+//! version it comes with.
 //! All of it is one fetch that grows as indexes arrive
 //! ([`with_growing_fetch`]): `io_concurrency` requests in flight within
 //! one budget of bytes, decoded by the container's threads as for any
@@ -18,6 +22,7 @@ use crate::codec::Compression;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
+use crate::format::zarr3::index_cache::Known;
 use crate::format::zarr3::shard::{self, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
@@ -39,9 +44,17 @@ enum Job {
     Index,
     /// A shard fetched and decoded whole.
     Whole(usize),
-    /// Inner chunks of one shard, fetched as one range, and the version of
-    /// the shard that their offsets came from (its index's).
-    Run(usize, Run, Option<Version>),
+    /// Inner chunks of one shard, fetched as one range, and the index
+    /// their offsets came from.
+    Run(usize, Run, IndexFrom),
+}
+
+/// The index a run's offsets came from.
+enum IndexFrom {
+    /// Read by this read, with the shard's version if the store told it.
+    Read(Option<Version>),
+    /// Kept from an earlier read, with the shard's version then.
+    Kept(Version),
 }
 
 /// Whether the read whose overlap with a shard is `o` touches every inner
@@ -132,10 +145,38 @@ impl Dataset {
             }
         }
 
-        // The first requests: the indexes of the shards read in part, then
-        // the shards read whole. The ranges of inner chunks follow as the
-        // indexes arrive.
-        let partial: Vec<usize> = (0..shards.total).filter(|&i| !whole[i]).collect();
+        // Over a network, the indexes kept from earlier reads that list
+        // every inner chunk the region touches in their shard (one that
+        // lists one missing may be older than the chunk, and is read again).
+        let indexes = z.indexes();
+        let mut kept: Vec<Option<Known>> = vec![None; shards.total];
+        if remote {
+            for s in (0..shards.total).filter(|&i| !whole[i]) {
+                kept[s] = indexes
+                    .get(&keys[s])
+                    .filter(|k| touched[s].iter().all(|&(_, at)| k.entries[at].is_some()));
+            }
+        }
+        // The inner chunks `wanted` of one shard as coalesced ranges.
+        let runs = |wanted: Vec<(usize, shard::Entry)>| {
+            shard::coalesce(
+                wanted,
+                shard::COALESCE_GAP,
+                if remote {
+                    shard::COALESCE_MAX_REMOTE
+                } else {
+                    shard::COALESCE_MAX
+                },
+            )
+        };
+
+        // The first requests: the indexes of the shards read in part, the
+        // shards read whole, and the ranges of the shards whose indexes
+        // were kept. The ranges of other inner chunks follow as the indexes
+        // arrive.
+        let partial: Vec<usize> = (0..shards.total)
+            .filter(|&i| !whole[i] && kept[i].is_none())
+            .collect();
         let mut first_keys: Vec<Option<String>> = Vec::new();
         let mut first_ranges: Vec<Option<ByteRange>> = Vec::new();
         let mut first_jobs: Vec<Arc<Job>> = Vec::new();
@@ -156,6 +197,22 @@ impl Dataset {
             // and what arrives counts as it is). Ranges count as their
             // length.
             whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
+        }
+        for (s, known) in kept.iter().enumerate() {
+            let Some(known) = known else { continue };
+            let wanted = touched[s]
+                .iter()
+                .filter_map(|&(c, at)| known.entries[at].map(|e| (c, e)))
+                .collect();
+            for run in runs(wanted) {
+                first_keys.push(Some(keys[s].clone()));
+                first_ranges.push(Some(ByteRange::Span {
+                    offset: run.offset,
+                    len: run.len,
+                }));
+                let from = IndexFrom::Kept(known.version.clone());
+                first_jobs.push(Arc::new(Job::Run(s, run, from)));
+            }
         }
         // Every request's job, by the request's index; the I/O threads
         // look a job up when its bytes arrive, while `body` adds more.
@@ -186,11 +243,12 @@ impl Dataset {
             match job {
                 Job::Index => Ok(()),
                 Job::Whole(s) => parts.copy_shard_in(*s, fetched, buf, &out, &what(*s), piece),
-                Job::Run(s, run, index_version) => {
-                    if replaced(index_version.as_ref(), version) {
+                Job::Run(s, run, from) => {
+                    if replaced(from, version) {
                         // Replaced since its index was read: the offsets
                         // are the old shard's. The new shard whole (a run
                         // that finds it so is not read in pieces).
+                        indexes.forget(&keys[*s]);
                         let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
                         let all = (0, 1);
                         return parts.copy_shard_in(
@@ -257,11 +315,7 @@ impl Dataset {
             let pieces = match &*job {
                 Job::Index => return Ok(EarlyUse::HandOn),
                 Job::Whole(_) => layout.chunks().div_ceil(PIECE_CHUNKS),
-                Job::Run(_, _, index_version)
-                    if replaced(index_version.as_ref(), offer.version) =>
-                {
-                    1
-                }
+                Job::Run(_, _, from) if replaced(from, offer.version) => 1,
                 Job::Run(_, run, _) => run.chunks.len().div_ceil(PIECE_CHUNKS),
             };
             let Some(buf) = buf else {
@@ -298,9 +352,14 @@ impl Dataset {
                                 // A suffix read does not tell the shard's
                                 // length; each entry is checked by what its
                                 // range returns.
-                                let index = layout.decode_index(&bytes, u64::MAX, &what(s))?;
+                                let index: Arc<[Option<shard::Entry>]> =
+                                    layout.decode_index(&bytes, u64::MAX, &what(s))?.into();
                                 fetch.recycle(bytes);
-                                (Some(index), fetch.version(j))
+                                let version = fetch.version(j);
+                                if let (true, Some(version)) = (remote, &version) {
+                                    indexes.put(&keys[s], version.clone(), index.clone());
+                                }
+                                (Some(index), version)
                             }
                             Fetched::Missing => (None, None),
                             Fetched::Used => {
@@ -317,15 +376,7 @@ impl Dataset {
                                 None => fills.push(c),
                             }
                         }
-                        for run in shard::coalesce(
-                            wanted,
-                            shard::COALESCE_GAP,
-                            if remote {
-                                shard::COALESCE_MAX_REMOTE
-                            } else {
-                                shard::COALESCE_MAX
-                            },
-                        ) {
+                        for run in runs(wanted) {
                             let range = ByteRange::Span {
                                 offset: run.offset,
                                 len: run.len,
@@ -334,7 +385,7 @@ impl Dataset {
                             // `push` returns.
                             jobs.lock()
                                 .unwrap_or_else(|p| p.into_inner())
-                                .push(Arc::new(Job::Run(s, run, version.clone())));
+                                .push(Arc::new(Job::Run(s, run, IndexFrom::Read(version.clone()))));
                             fetch.push(Some(keys[s].clone()), Some(range));
                         }
                     }
@@ -454,10 +505,15 @@ fn slice(len: usize, (k, n): (usize, usize)) -> std::ops::Range<usize> {
     len * k / n..len * (k + 1) / n
 }
 
-/// Whether a shard's range came from another version of it than its index
-/// (both known): replaced in between.
-fn replaced(index_version: Option<&Version>, version: Option<&Version>) -> bool {
-    matches!((index_version, version), (Some(a), Some(b)) if a != b)
+/// Whether a shard's range, which came with `version`, came from another
+/// version of it than the index `from`: replaced in between. An index read
+/// by the same read is trusted when either version is unknown; a kept one
+/// only with the same version.
+fn replaced(from: &IndexFrom, version: Option<&Version>) -> bool {
+    match from {
+        IndexFrom::Read(index) => matches!((index, version), (Some(a), Some(b)) if a != b),
+        IndexFrom::Kept(index) => version != Some(index),
+    }
 }
 
 /// The position (C order) in its shard of the inner chunk at the N5 grid

@@ -1,7 +1,9 @@
 //! Zarr v3: zarr.json documents of groups and arrays (`metadata`), the
-//! codec chain that turns chunks into bytes (`chain`), and the
-//! `sharding_indexed` codec's shards and their indexes (`shard`).
+//! codec chain that turns chunks into bytes (`chain`), the
+//! `sharding_indexed` codec's shards and their indexes (`shard`), and the
+//! indexes an open array keeps from reads over a network (`index_cache`).
 
 pub(crate) mod chain;
+pub(crate) mod index_cache;
 pub(crate) mod metadata;
 pub(crate) mod shard;
