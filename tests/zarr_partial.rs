@@ -6,15 +6,15 @@
 //! send to S3, counted by a proxy in front of SeaweedFS (one for the index
 //! and one per coalesced range, one per shard whose every inner chunk the
 //! region touches, nothing beyond what the region touches); a shard
-//! replaced by another writer
-//! between the read of its index and of its inner chunks (the proxy holds
-//! the second request back), which the read notices by the object's
-//! version and reads again whole, on S3 and GCS; indexes kept by an open
-//! array over a network (one request per inner chunk once its shard's
-//! index is known) and shards replaced or filled in since, which reads
-//! notice by the version or by the missing entry; and a damaged index entry
-//! met by a partial or a whole-shard read named with its shard and inner
-//! chunk.
+//! replaced by another writer between the read of its index and of its
+//! inner chunks (the proxy holds the second request back), which the read
+//! notices by the object's version and reads again whole, on S3 and GCS;
+//! indexes kept by an open array on S3 and GCS (one request per inner
+//! chunk once its shard's index is known) and shards replaced or filled in
+//! since, which reads notice by the version or by the missing entry,
+//! reading a replaced shard again once however many of its ranges find it
+//! so; and a damaged index entry met by a partial or a whole-shard read
+//! named with its shard and inner chunk.
 
 mod common;
 
@@ -511,7 +511,7 @@ fn kept_indexes_notice_shards_replaced_since() {
         assert_eq!(block([3, 1, 0], &new), 1, "{kind:?}");
         // The same for a region read, replaced with the old data again.
         w.write_region(&[0, 0, 0], &dims, &old).unwrap();
-        assert!(region([4, 4, 4], [8, 8, 8], &old) >= 2, "{kind:?}");
+        assert_eq!(region([4, 4, 4], [8, 8, 8], &old), 2, "{kind:?}");
 
         // An index kept while an inner chunk was missing does not say it
         // still is: the index is read again.
@@ -531,12 +531,76 @@ fn kept_indexes_notice_shards_replaced_since() {
         assert_eq!(block([3, 3, 3], &filled), 2, "{kind:?}: written since");
         assert_eq!(region([20, 20, 20], [12, 12, 12], &filled), 1, "{kind:?}");
 
-        // Gone (all fill value): the fill value.
-        w.write_region(&[0, 0, 0], &dims, &vec![0u8; n * 2])
-            .unwrap();
-        let _ = block([1, 0, 0], &vec![0u8; n * 2]);
-        let _ = region([4, 4, 4], [8, 8, 8], &vec![0u8; n * 2]);
+        // Gone (written all fill value): a region read with the kept index
+        // finds no range (or another version) and reads the shard whole,
+        // which is not there (or has no inner chunks): the fill value; the
+        // index is forgotten, and a block read reads it again.
+        let zeros = vec![0u8; n * 2];
+        w.write_region(&[0, 0, 0], &dims, &zeros).unwrap();
+        assert_eq!(region([4, 4, 4], [8, 8, 8], &zeros), 2, "{kind:?}: gone");
+        assert_eq!(block([1, 0, 0], &zeros), 1, "{kind:?}: gone");
     }
+}
+
+#[test]
+fn a_replaced_shard_is_read_again_once_by_a_read_of_several_of_its_ranges() {
+    let s3 = server_or_skip!(n5_testkit::s3_signed());
+    let Some(place) = common::places::place(Kind::S3, "zarr-reread") else {
+        return;
+    };
+    // One shard of 128³ holding 32³ inner chunks of 64 KiB (bytes codec):
+    // inner chunks 0 and 16 (z 0 and 1) lie 960 KiB apart, further than
+    // ranges are coalesced across, so a read of both is two ranges.
+    let doc = json!({
+        "shape": [128, 128, 128], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [128, 128, 128]}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [32, 32, 32],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "crc32c"}],
+            "index_location": "end"}}]
+    });
+    let dims = [128u64, 128, 128];
+    let n = 128 * 128 * 128;
+    let old = common::bytes(31, n * 2);
+    let new = common::bytes(32, n * 2);
+    let writer = zarr3(&place, Mode::Create);
+    let w = writer.create_dataset_json("a", &doc).unwrap();
+    w.write_region(&[0, 0, 0], &dims, &old).unwrap();
+    let proxy = Proxy::start(s3.addr());
+    let d = through(&place, &proxy).open_dataset("a").unwrap();
+    // N5 order: x 4..12, y 4..12, z 20..40 (inner chunks z 0 and 1).
+    let (offset, shape) = ([4u64, 4, 20], [8u64, 8, 20]);
+    let read = |model: &[u8]| {
+        std::thread::sleep(Duration::from_millis(200));
+        proxy.reset_counters();
+        let len = shape.iter().product::<u64>() as usize * 2;
+        let mut got = vec![0u8; len];
+        d.read_region(&offset, &shape, &mut got).unwrap();
+        let mut want = vec![0u8; len];
+        boxed(
+            &mut model.to_vec(),
+            &dims,
+            &mut want,
+            &offset,
+            &shape,
+            2,
+            true,
+        );
+        assert!(got == want);
+        std::thread::sleep(Duration::from_millis(200));
+        proxy.counters().get
+    };
+    // The index and two ranges; then the two ranges alone.
+    assert_eq!(read(&old), 3);
+    assert_eq!(read(&old), 2);
+    // Replaced: both ranges come back with another version, and the shard
+    // is read whole once, not once per range.
+    w.write_region(&[0, 0, 0], &dims, &new).unwrap();
+    assert_eq!(read(&new), 3);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::node::{parse_json, ZARRAY, ZARR_JSON};
 use super::zarr2;
 use super::zarr3::chain::Chain;
-use super::zarr3::index_cache::IndexCache;
+use super::zarr3::index_cache::{self, IndexCache, IndexFrom};
 use super::zarr3::metadata::KeyEncoding;
 use super::zarr3::shard::{self, Entry, ShardLayout};
 use super::Format;
@@ -297,20 +297,16 @@ impl ZarrArray {
         let first = &levels[0];
         let at = chunk_of(first, &mut within);
         let number = first.number(&at);
-        let remote = store.capabilities().remote;
+        let keeping = index_cache::applies(store.capabilities());
         // A kept index is not used to say that an inner chunk is missing
         // or stored (only a read of the chunk's range can tell that it is
         // still right), so not for `out: None`.
-        let kept = if remote && out.is_some() {
-            self.indexes
-                .get(&key)
-                .filter(|known| known.entries[number].is_some())
-        } else {
-            None
+        let kept = match out {
+            Some(_) if keeping => self.indexes.listing(&key, std::iter::once(number)),
+            _ => None,
         };
-        let from_cache = kept.is_some();
-        let (entries, version) = match kept {
-            Some(known) => (known.entries, Some(known.version)),
+        let (entries, from) = match kept {
+            Some(known) => (known.entries, IndexFrom::Kept(known.version)),
             None => {
                 let range = first.index_request();
                 let Some((index, version)) = store.get_range_versioned(&key, range)? else {
@@ -321,10 +317,10 @@ impl ZarrArray {
                 // instead.
                 let entries: Arc<[Option<Entry>]> =
                     first.decode_index(&index, u64::MAX, &what)?.into();
-                if let (true, Some(version)) = (remote, &version) {
-                    self.indexes.put(&key, version.clone(), entries.clone());
+                if keeping {
+                    self.indexes.keep(&key, version.as_ref(), &entries);
                 }
-                (entries, version)
+                (entries, IndexFrom::Read(version))
             }
         };
         let Some(mut entry) = entries[number] else {
@@ -338,13 +334,7 @@ impl ZarrArray {
             len: entry.nbytes,
         };
         let bytes = match store.get_range_versioned(&key, span)? {
-            // A kept index only with the version it was read from; one
-            // just read also when the store tells no version.
-            Some((bytes, now))
-                if now == version || (!from_cache && (now.is_none() || version.is_none())) =>
-            {
-                bytes
-            }
+            Some((bytes, now)) if !index_cache::replaced(&from, now.as_ref()) => bytes,
             // Replaced (or deleted) since the index was read: the offsets
             // are the old shard's. The new shard whole, in one request.
             _ => {
@@ -592,6 +582,9 @@ impl ZarrArray {
         if empty {
             store.delete(&key)?;
         }
+        // This array's reads need not try an index it kept of the shard
+        // before (its version would tell them).
+        self.indexes.forget(&key);
         Ok(())
     }
 

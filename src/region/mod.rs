@@ -782,6 +782,9 @@ impl Dataset {
                         return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
                     }
                     let key = path::join(self.path(), &z.outer_key(&pos));
+                    // This array's reads need not try an index it kept of
+                    // the shard before (its version would tell them).
+                    z.indexes().forget(&key);
                     let mut out = upload.map_or_else(|| std::mem::take(scratch), Upload::buffer);
                     out.clear();
                     let keep = if let (Some(layout), true) =

@@ -16,13 +16,14 @@
 //! region read, and over a network by the I/O thread that received them,
 //! in the order they arrive.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::codec::Compression;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
-use crate::format::zarr3::index_cache::Known;
+use crate::format::zarr3::index_cache::{self, replaced, IndexFrom, Known};
 use crate::format::zarr3::shard::{self, Run, ShardLayout};
 use crate::metadata::DatasetAttributes;
 use crate::path;
@@ -47,14 +48,6 @@ enum Job {
     /// Inner chunks of one shard, fetched as one range, and the index
     /// their offsets came from.
     Run(usize, Run, IndexFrom),
-}
-
-/// The index a run's offsets came from.
-enum IndexFrom {
-    /// Read by this read, with the shard's version if the store told it.
-    Read(Option<Version>),
-    /// Kept from an earlier read, with the shard's version then.
-    Kept(Version),
 }
 
 /// Whether the read whose overlap with a shard is `o` touches every inner
@@ -149,12 +142,11 @@ impl Dataset {
         // every inner chunk the region touches in their shard (one that
         // lists one missing may be older than the chunk, and is read again).
         let indexes = z.indexes();
+        let keeping = index_cache::applies(store.capabilities());
         let mut kept: Vec<Option<Known>> = vec![None; shards.total];
-        if remote {
+        if keeping {
             for s in (0..shards.total).filter(|&i| !whole[i]) {
-                kept[s] = indexes
-                    .get(&keys[s])
-                    .filter(|k| touched[s].iter().all(|&(_, at)| k.entries[at].is_some()));
+                kept[s] = indexes.listing(&keys[s], touched[s].iter().map(|&(_, at)| at));
             }
         }
         // The inner chunks `wanted` of one shard as coalesced ranges.
@@ -230,6 +222,8 @@ impl Dataset {
             chunk_shape: &chunk_shape,
             elem,
         };
+        // Shards read again whole because a run found them replaced.
+        let reread: Vec<AtomicBool> = (0..shards.total).map(|_| AtomicBool::new(false)).collect();
         // A whole shard or a run, given what its fetch brought (`None`:
         // nothing stored) and, for a range, the version of the shard it
         // came from.
@@ -247,8 +241,13 @@ impl Dataset {
                     if replaced(from, version) {
                         // Replaced since its index was read: the offsets
                         // are the old shard's. The new shard whole (a run
-                        // that finds it so is not read in pieces).
+                        // that finds it so is not read in pieces), every
+                        // inner chunk the region touches in it, once: the
+                        // shard's other runs that find it so are done.
                         indexes.forget(&keys[*s]);
+                        if reread[*s].swap(true, Ordering::AcqRel) {
+                            return Ok(());
+                        }
                         let shard = store.get(&keys[*s]).map_err(|e| e.context(what(*s)))?;
                         let all = (0, 1);
                         return parts.copy_shard_in(
@@ -356,8 +355,8 @@ impl Dataset {
                                     layout.decode_index(&bytes, u64::MAX, &what(s))?.into();
                                 fetch.recycle(bytes);
                                 let version = fetch.version(j);
-                                if let (true, Some(version)) = (remote, &version) {
-                                    indexes.put(&keys[s], version.clone(), index.clone());
+                                if keeping {
+                                    indexes.keep(&keys[s], version.as_ref(), &index);
                                 }
                                 (Some(index), version)
                             }
@@ -503,17 +502,6 @@ const PIECE_CHUNKS: usize = 4;
 /// The `k`-th of `n` slices, as equal as can be, of `0..len`.
 fn slice(len: usize, (k, n): (usize, usize)) -> std::ops::Range<usize> {
     len * k / n..len * (k + 1) / n
-}
-
-/// Whether a shard's range, which came with `version`, came from another
-/// version of it than the index `from`: replaced in between. An index read
-/// by the same read is trusted when either version is unknown; a kept one
-/// only with the same version.
-fn replaced(from: &IndexFrom, version: Option<&Version>) -> bool {
-    match from {
-        IndexFrom::Read(index) => matches!((index, version), (Some(a), Some(b)) if a != b),
-        IndexFrom::Kept(index) => version != Some(index),
-    }
 }
 
 /// The position (C order) in its shard of the inner chunk at the N5 grid

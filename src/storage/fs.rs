@@ -163,6 +163,7 @@ impl Store for FsStore {
             writable: true,
             list: true,
             remote: false,
+            exact_versions: false,
         }
     }
 

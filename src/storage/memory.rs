@@ -77,6 +77,7 @@ impl Store for MemoryStore {
             writable: true,
             list: true,
             remote: false,
+            exact_versions: true,
         }
     }
 

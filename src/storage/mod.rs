@@ -119,6 +119,13 @@ pub struct Capabilities {
     /// Whether its requests cross a network, so that multi-block work
     /// should keep many requests in flight.
     pub remote: bool,
+    /// Whether two reads of a key that come back with the same version
+    /// always read the same object (an S3 ETag, a GCS generation, the
+    /// memory store's counter). A plain HTTP server's ETag or
+    /// Last-Modified is often made from the modification time in whole
+    /// seconds, which two versions can share, and so can a file's
+    /// modification time, size and inode.
+    pub exact_versions: bool,
 }
 
 /// What [`Store::get_exact`] found.

@@ -317,6 +317,7 @@ impl Store for WebStore {
             writable: false,
             list: false,
             remote: true,
+            exact_versions: false,
         }
     }
 

@@ -544,6 +544,7 @@ impl Store for GcsStore {
             writable: true,
             list: true,
             remote: true,
+            exact_versions: true,
         }
     }
 

@@ -745,6 +745,7 @@ impl Store for S3Store {
             writable: true,
             list: true,
             remote: true,
+            exact_versions: true,
         }
     }
 
