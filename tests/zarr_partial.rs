@@ -200,6 +200,123 @@ fn through(place: &Place, proxy: &Proxy) -> Container {
     Container::open_with(&place.location, Mode::Read, options).unwrap()
 }
 
+/// The server behind the object store `place` (S3 or GCS).
+fn upstream(place: &Place) -> std::net::SocketAddr {
+    match place.kind {
+        Kind::S3 => n5_testkit::s3_signed().unwrap().addr(),
+        _ => n5_testkit::gcs().unwrap().addr(),
+    }
+}
+
+/// A uint16 array of `shape`³ in shards of `shard`³ holding inner chunks
+/// of `chunk`³ with the bytes codec alone (every size known), index at
+/// the end, fill value 0.
+fn raw_shards(shape: u64, shard: u64, chunk: u64) -> Value {
+    json!({
+        "shape": [shape, shape, shape], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard, shard, shard]}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [chunk, chunk, chunk],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "crc32c"}],
+            "index_location": "end"}}]
+    })
+}
+
+/// One shard of 32³ uint16 holding 8³ inner chunks compressed with zstd
+/// (so that other data gives the inner chunks other sizes and places),
+/// index at the end, fill value 0.
+fn one_zstd_shard() -> Value {
+    json!({
+        "shape": [32, 32, 32], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
+        "chunk_key_encoding": {"name": "default"},
+        "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [8, 8, 8],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                       {"name": "zstd", "configuration": {"level": 1, "checksum": false}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                             {"name": "crc32c"}],
+            "index_location": "end"}}]
+    })
+}
+
+/// Reads of a uint16 dataset of shape `dims` through `proxy`, each checked
+/// against `model` (the N5-order array), with what the proxy counted.
+struct Counted<'a> {
+    proxy: &'a Proxy,
+    dims: [u64; 3],
+}
+
+impl Counted<'_> {
+    /// The proxy counts an answer's bytes as it forwards them: a moment
+    /// before resetting and before reading its counters lets the answers
+    /// of one read be counted with that read.
+    fn settle() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    fn counting(&self, read: impl FnOnce()) -> n5_testkit::Counters {
+        Counted::settle();
+        self.proxy.reset_counters();
+        read();
+        Counted::settle();
+        self.proxy.counters()
+    }
+
+    /// Read the box `shape` at `offset` of `d`.
+    fn region(
+        &self,
+        d: &n5::Dataset,
+        offset: [u64; 3],
+        shape: [u64; 3],
+        model: &[u8],
+    ) -> n5_testkit::Counters {
+        let len = shape.iter().product::<u64>() as usize * 2;
+        let mut got = vec![0u8; len];
+        let counted = self.counting(|| d.read_region(&offset, &shape, &mut got).unwrap());
+        let mut want = vec![0u8; len];
+        let dims = self.dims;
+        boxed(
+            &mut model.to_vec(),
+            &dims,
+            &mut want,
+            &offset,
+            &shape,
+            2,
+            true,
+        );
+        assert!(got == want, "{offset:?}+{shape:?}");
+        counted
+    }
+
+    /// Read the block (an inner chunk of 8³) at `pos` of `d`; its GETs.
+    fn block(&self, d: &n5::Dataset, pos: [u64; 3], model: &[u8]) -> u64 {
+        let mut got = vec![0u8; 8 * 8 * 8 * 2];
+        let counted = self.counting(|| {
+            d.read_block_into(&pos, &mut got).unwrap();
+        });
+        let mut want = vec![0u8; got.len()];
+        let offset = pos.map(|p| p * 8);
+        let dims = self.dims;
+        boxed(
+            &mut model.to_vec(),
+            &dims,
+            &mut want,
+            &offset,
+            &[8, 8, 8],
+            2,
+            true,
+        );
+        assert!(got == want, "block {pos:?}");
+        counted.get
+    }
+}
+
 #[test]
 fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     let s3 = server_or_skip!(n5_testkit::s3_signed());
@@ -208,18 +325,7 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     };
     // uint16 of 64³ in shards of 32³ holding 8³ inner chunks of 1 KiB
     // (bytes codec only: every size is known), index at the end.
-    let doc = json!({
-        "shape": [64, 64, 64], "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
-        "chunk_key_encoding": {"name": "default"},
-        "fill_value": 0,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [8, 8, 8],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                             {"name": "crc32c"}],
-            "index_location": "end"}}]
-    });
+    let doc = raw_shards(64, 32, 8);
     let data = common::bytes(3, 64 * 64 * 64 * 2);
     {
         let c = zarr3(&place, Mode::Create);
@@ -230,23 +336,12 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     let proxy = Proxy::start(s3.addr());
     let c = through(&place, &proxy);
     let d = c.open_dataset("a").unwrap();
-    let dims = [64u64, 64, 64];
-    let mut model = data.clone();
-    // The proxy counts an answer's bytes as it forwards them: a moment
-    // before resetting and before reading its counters lets the answers
-    // of one read be counted with that read.
-    let settle = || std::thread::sleep(Duration::from_millis(200));
-    let mut read = |offset: [u64; 3], shape: [u64; 3]| {
-        settle();
-        proxy.reset_counters();
-        let len = shape.iter().product::<u64>() as usize * 2;
-        let mut got = vec![0u8; len];
-        d.read_region(&offset, &shape, &mut got).unwrap();
-        let mut want = vec![0u8; len];
-        boxed(&mut model, &dims, &mut want, &offset, &shape, 2, true);
-        assert!(got == want, "{offset:?}+{shape:?}");
-        settle();
-        let counted = proxy.counters();
+    let counter = Counted {
+        proxy: &proxy,
+        dims: [64, 64, 64],
+    };
+    let read = |offset: [u64; 3], shape: [u64; 3]| {
+        let counted = counter.region(&d, offset, shape, &data);
         eprintln!("{offset:?}+{shape:?}: {counted:?}");
         counted
     };
@@ -284,59 +379,20 @@ fn partial_reads_fetch_only_the_inner_chunks_they_touch() {
     // block is its index and the chunk, the next of the same shard the
     // chunk alone, and so for a region of a few in that shard.
     let d = through(&place, &proxy).open_dataset("a").unwrap();
-    let mut block = |pos: [u64; 3]| {
-        settle();
-        proxy.reset_counters();
-        let mut got = vec![0u8; 8 * 8 * 8 * 2];
-        assert!(d.read_block_into(&pos, &mut got).unwrap());
-        let mut want = vec![0u8; got.len()];
-        let offset = pos.map(|p| p * 8);
-        boxed(&mut model, &dims, &mut want, &offset, &[8, 8, 8], 2, true);
-        assert!(got == want, "block {pos:?}");
-        settle();
-        proxy.counters().get
-    };
-    assert_eq!(block([4, 0, 0]), 2);
-    assert_eq!(block([5, 1, 2]), 1);
-    assert_eq!(block([0, 4, 0]), 2, "another shard");
-    let mut read = |offset: [u64; 3], shape: [u64; 3]| {
-        settle();
-        proxy.reset_counters();
-        let len = shape.iter().product::<u64>() as usize * 2;
-        let mut got = vec![0u8; len];
-        d.read_region(&offset, &shape, &mut got).unwrap();
-        let mut want = vec![0u8; len];
-        boxed(&mut model, &dims, &mut want, &offset, &shape, 2, true);
-        assert!(got == want, "{offset:?}+{shape:?}");
-        settle();
-        proxy.counters().get
-    };
-    assert_eq!(read([36, 4, 4], [8, 8, 8]), 1);
+    assert_eq!(counter.block(&d, [4, 0, 0], &data), 2);
+    assert_eq!(counter.block(&d, [5, 1, 2], &data), 1);
+    assert_eq!(counter.block(&d, [0, 4, 0], &data), 2, "another shard");
+    let region = counter.region(&d, [36, 4, 4], [8, 8, 8], &data);
+    assert_eq!(region.get, 1);
 }
 
 #[test]
 fn a_shard_replaced_during_a_partial_read_is_read_again_whole() {
     for place in common::places::object_stores("zarr-replaced") {
-        let upstream = match place.kind {
-            Kind::S3 => n5_testkit::s3_signed().unwrap().addr(),
-            _ => n5_testkit::gcs().unwrap().addr(),
-        };
-        // One shard of 32³ holding 8³ inner chunks compressed with zstd:
-        // new data gives the inner chunks other sizes, so the old index's
+        let upstream = upstream(&place);
+        // New data gives the inner chunks other sizes, so the old index's
         // offsets do not fit the new shard.
-        let doc = json!({
-            "shape": [32, 32, 32], "data_type": "uint16",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
-            "chunk_key_encoding": {"name": "default"},
-            "fill_value": 0,
-            "codecs": [{"name": "sharding_indexed", "configuration": {
-                "chunk_shape": [8, 8, 8],
-                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                           {"name": "zstd", "configuration": {"level": 1, "checksum": false}}],
-                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                                 {"name": "crc32c"}],
-                "index_location": "end"}}]
-        });
+        let doc = one_zstd_shard();
         let n = 32 * 32 * 32;
         let old = common::bytes(11, n * 2);
         let new: Vec<u8> = (0..n as u32)
@@ -419,25 +475,8 @@ fn a_shard_replaced_during_a_partial_read_is_read_again_whole() {
 #[test]
 fn kept_indexes_notice_shards_replaced_since() {
     for place in common::places::object_stores("zarr-kept") {
-        let upstream = match place.kind {
-            Kind::S3 => n5_testkit::s3_signed().unwrap().addr(),
-            _ => n5_testkit::gcs().unwrap().addr(),
-        };
-        // One shard of 32³ holding 8³ inner chunks compressed with zstd, so
-        // that other data moves the inner chunks within the shard.
-        let doc = json!({
-            "shape": [32, 32, 32], "data_type": "uint16",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32, 32, 32]}},
-            "chunk_key_encoding": {"name": "default"},
-            "fill_value": 0,
-            "codecs": [{"name": "sharding_indexed", "configuration": {
-                "chunk_shape": [8, 8, 8],
-                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                           {"name": "zstd", "configuration": {"level": 1, "checksum": false}}],
-                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                                 {"name": "crc32c"}],
-                "index_location": "end"}}]
-        });
+        let upstream = upstream(&place);
+        let doc = one_zstd_shard();
         let dims = [32u64, 32, 32];
         let n = 32 * 32 * 32;
         // Random data but for the last inner chunk, left to the fill value
@@ -461,41 +500,14 @@ fn kept_indexes_notice_shards_replaced_since() {
         w.write_region(&[0, 0, 0], &dims, &old).unwrap();
         let proxy = Proxy::start(upstream);
         let d = through(&place, &proxy).open_dataset("a").unwrap();
-        let settle = || std::thread::sleep(Duration::from_millis(200));
         let kind = place.kind;
-        // Reads block `pos`, checks it against `model` and gives the GETs.
-        let block = |pos: [u64; 3], model: &[u8]| {
-            settle();
-            proxy.reset_counters();
-            let mut got = vec![0u8; 8 * 8 * 8 * 2];
-            d.read_block_into(&pos, &mut got).unwrap();
-            let mut want = vec![0u8; got.len()];
-            let mut model = model.to_vec();
-            let offset = pos.map(|p| p * 8);
-            boxed(&mut model, &dims, &mut want, &offset, &[8, 8, 8], 2, true);
-            assert!(got == want, "{kind:?}: block {pos:?}");
-            settle();
-            proxy.counters().get
+        let counter = Counted {
+            proxy: &proxy,
+            dims,
         };
+        let block = |pos: [u64; 3], model: &[u8]| counter.block(&d, pos, model);
         let region = |offset: [u64; 3], shape: [u64; 3], model: &[u8]| {
-            settle();
-            proxy.reset_counters();
-            let len = shape.iter().product::<u64>() as usize * 2;
-            let mut got = vec![0u8; len];
-            d.read_region(&offset, &shape, &mut got).unwrap();
-            let mut want = vec![0u8; len];
-            boxed(
-                &mut model.to_vec(),
-                &dims,
-                &mut want,
-                &offset,
-                &shape,
-                2,
-                true,
-            );
-            assert!(got == want, "{kind:?}: {offset:?}+{shape:?}");
-            settle();
-            proxy.counters().get
+            counter.region(&d, offset, shape, model).get
         };
         // The index once, then each inner chunk alone.
         assert_eq!(block([0, 0, 0], &old), 2, "{kind:?}");
@@ -551,18 +563,7 @@ fn a_replaced_shard_is_read_again_once_by_a_read_of_several_of_its_ranges() {
     // One shard of 128³ holding 32³ inner chunks of 64 KiB (bytes codec):
     // inner chunks 0 and 16 (z 0 and 1) lie 960 KiB apart, further than
     // ranges are coalesced across, so a read of both is two ranges.
-    let doc = json!({
-        "shape": [128, 128, 128], "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [128, 128, 128]}},
-        "chunk_key_encoding": {"name": "default"},
-        "fill_value": 0,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [32, 32, 32],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                             {"name": "crc32c"}],
-            "index_location": "end"}}]
-    });
+    let doc = raw_shards(128, 128, 32);
     let dims = [128u64, 128, 128];
     let n = 128 * 128 * 128;
     let old = common::bytes(31, n * 2);
@@ -573,27 +574,11 @@ fn a_replaced_shard_is_read_again_once_by_a_read_of_several_of_its_ranges() {
     let proxy = Proxy::start(s3.addr());
     let d = through(&place, &proxy).open_dataset("a").unwrap();
     // N5 order: x 4..12, y 4..12, z 20..40 (inner chunks z 0 and 1).
-    let (offset, shape) = ([4u64, 4, 20], [8u64, 8, 20]);
-    let read = |model: &[u8]| {
-        std::thread::sleep(Duration::from_millis(200));
-        proxy.reset_counters();
-        let len = shape.iter().product::<u64>() as usize * 2;
-        let mut got = vec![0u8; len];
-        d.read_region(&offset, &shape, &mut got).unwrap();
-        let mut want = vec![0u8; len];
-        boxed(
-            &mut model.to_vec(),
-            &dims,
-            &mut want,
-            &offset,
-            &shape,
-            2,
-            true,
-        );
-        assert!(got == want);
-        std::thread::sleep(Duration::from_millis(200));
-        proxy.counters().get
+    let counter = Counted {
+        proxy: &proxy,
+        dims,
     };
+    let read = |model: &[u8]| counter.region(&d, [4, 4, 20], [8, 8, 20], model).get;
     // The index and two ranges; then the two ranges alone.
     assert_eq!(read(&old), 3);
     assert_eq!(read(&old), 2);
