@@ -44,6 +44,7 @@ pub mod format;
 pub use format::n5::block;
 /// N5 dataset metadata (see [`format::n5::metadata`]).
 pub use format::n5::metadata;
+mod lru;
 mod os;
 mod parallel;
 pub mod path;

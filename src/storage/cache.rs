@@ -6,12 +6,12 @@
 //! Writes and deletes through the cache update or drop its entries; what
 //! other processes write is seen once an entry is evicted.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version};
 use crate::error::Result;
+use crate::lru::Lru;
 
 /// Which keys a [`CachedStore`] keeps.
 pub type Cacheable = fn(&str) -> bool;
@@ -19,63 +19,24 @@ pub type Cacheable = fn(&str) -> bool;
 /// A missing object costs this much of the budget (the key and the entry).
 const MISSING_COST: u64 = 64;
 
-/// A cached object (`None`: the key holds none) and its last use.
-type Entry = (Option<Arc<Vec<u8>>>, u64);
+/// A cached object (`None`: the key holds none).
+type Value = Option<Arc<Vec<u8>>>;
 
-#[derive(Debug, Default)]
-struct Lru {
-    /// Key to entry.
-    entries: HashMap<String, Entry>,
-    /// Last use to key, oldest first.
-    order: BTreeMap<u64, String>,
-    bytes: u64,
-    tick: u64,
-}
-
-fn cost(key: &str, value: &Option<Arc<Vec<u8>>>) -> u64 {
+fn cost(key: &str, value: &Value) -> u64 {
     key.len() as u64
         + value
             .as_ref()
             .map_or(MISSING_COST, |v| v.len() as u64 + MISSING_COST)
 }
 
-impl Lru {
-    fn get(&mut self, key: &str) -> Option<Option<Arc<Vec<u8>>>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let (value, used) = self.entries.get_mut(key)?;
-        self.order.remove(used);
-        *used = tick;
-        self.order.insert(tick, key.to_string());
-        Some(value.clone())
+/// Keep `value` at `key` in `lru` within `budget`.
+fn keep(lru: &mut Lru<Value>, key: &str, value: Value, budget: u64) {
+    let c = cost(key, &value);
+    if c > budget / 4 {
+        lru.remove(key);
+        return; // one object may not take over the cache
     }
-
-    fn remove(&mut self, key: &str) {
-        if let Some((value, used)) = self.entries.remove(key) {
-            self.order.remove(&used);
-            self.bytes -= cost(key, &value);
-        }
-    }
-
-    fn insert(&mut self, key: &str, value: Option<Arc<Vec<u8>>>, budget: u64) {
-        self.remove(key);
-        let c = cost(key, &value);
-        if c > budget / 4 {
-            return; // one object may not take over the cache
-        }
-        self.tick += 1;
-        self.bytes += c;
-        self.entries.insert(key.to_string(), (value, self.tick));
-        self.order.insert(self.tick, key.to_string());
-        while self.bytes > budget {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some((value, _)) = self.entries.remove(&oldest) {
-                self.bytes -= cost(&oldest, &value);
-            }
-        }
-    }
+    lru.insert(key, value, c, budget);
 }
 
 /// A store with a cache of whole objects in front.
@@ -84,7 +45,7 @@ pub struct CachedStore {
     inner: Arc<dyn Store>,
     budget: u64,
     cacheable: Cacheable,
-    lru: Mutex<Lru>,
+    lru: Mutex<Lru<Value>>,
 }
 
 impl CachedStore {
@@ -99,7 +60,7 @@ impl CachedStore {
         }
     }
 
-    fn lru(&self) -> std::sync::MutexGuard<'_, Lru> {
+    fn lru(&self) -> std::sync::MutexGuard<'_, Lru<Value>> {
         self.lru.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -109,14 +70,14 @@ impl CachedStore {
             return Ok(hit);
         }
         let value = self.inner.get(key)?.map(Arc::new);
-        self.lru().insert(key, value.clone(), self.budget);
+        keep(&mut self.lru(), key, value.clone(), self.budget);
         Ok(value)
     }
 
     /// The bytes cached and the number of entries.
     pub fn usage(&self) -> (u64, usize) {
         let lru = self.lru();
-        (lru.bytes, lru.entries.len())
+        (lru.bytes(), lru.len())
     }
 }
 
@@ -218,7 +179,6 @@ impl Store for CachedStore {
             let mut lru = self.lru();
             let prefix = format!("{dir}/");
             let doomed: Vec<String> = lru
-                .entries
                 .keys()
                 .filter(|k| dir.is_empty() || k.starts_with(&prefix))
                 .cloned()

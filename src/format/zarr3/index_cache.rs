@@ -9,11 +9,11 @@
 //! ([`Capabilities::exact_versions`]); bounded by [`MAX_BYTES`] per open
 //! array, the oldest indexes going first.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use super::shard::Entry;
+use crate::lru::Lru;
 use crate::storage::{Capabilities, Version};
 
 /// Bytes of kept indexes per open array at most, counting each index's
@@ -61,37 +61,25 @@ pub(crate) struct Known {
     pub entries: Arc<[Option<Entry>]>,
 }
 
-/// The indexes kept for one open array, by shard key.
+/// The indexes kept for one open array, by shard key, the oldest kept
+/// going first.
 #[derive(Default)]
 pub(crate) struct IndexCache {
-    inner: Mutex<Inner>,
-}
-
-#[derive(Default)]
-struct Inner {
-    /// By key: when it was kept (a sequence number), its counted bytes and
-    /// the index.
-    map: HashMap<String, (u64, usize, Known)>,
-    /// Keys in the order they were kept, with that sequence number; a key
-    /// kept again or forgotten leaves a stale pair that is skipped.
-    order: VecDeque<(u64, String)>,
-    /// Bytes counted for what `map` holds.
-    bytes: usize,
-    next: u64,
+    inner: Mutex<Lru<Known>>,
 }
 
 impl fmt::Debug for IndexCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = self.lock();
         f.debug_struct("IndexCache")
-            .field("shards", &inner.map.len())
-            .field("bytes", &inner.bytes)
+            .field("shards", &inner.len())
+            .field("bytes", &inner.bytes())
             .finish()
     }
 }
 
 impl IndexCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Known>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -104,7 +92,7 @@ impl IndexCache {
         mut numbers: impl Iterator<Item = usize>,
     ) -> Option<Known> {
         let inner = self.lock();
-        let (_, _, known) = inner.map.get(key)?;
+        let known = inner.peek(key)?;
         numbers
             .all(|n| known.entries.get(n).is_some_and(|e| e.is_some()))
             .then(|| known.clone())
@@ -128,46 +116,21 @@ impl IndexCache {
             + version.0.len()
             + PER_INDEX;
         let mut inner = self.lock();
-        inner.remove(key);
         if cost > MAX_BYTES {
+            inner.remove(key);
             return;
         }
-        while inner.bytes + cost > MAX_BYTES {
-            let Some((seq, oldest)) = inner.order.pop_front() else {
-                break;
-            };
-            if inner.map.get(&oldest).is_some_and(|(s, _, _)| *s == seq) {
-                inner.remove(&oldest);
-            }
-        }
-        let seq = inner.next;
-        inner.next += 1;
-        inner.bytes += cost;
-        inner.order.push_back((seq, key.to_string()));
         let known = Known {
             version: version.clone(),
             entries: Arc::clone(entries),
         };
-        inner.map.insert(key.to_string(), (seq, cost, known));
-        // Stale pairs never outnumber the kept ones by much.
-        if inner.order.len() > 2 * inner.map.len() + 64 {
-            let Inner { map, order, .. } = &mut *inner;
-            order.retain(|(s, k)| map.get(k).is_some_and(|(kept, _, _)| kept == s));
-        }
+        inner.insert(key, known, cost as u64, MAX_BYTES as u64);
     }
 
     /// Forget the index of the shard at `key` (found replaced or gone, or
     /// written by this process).
     pub(crate) fn forget(&self, key: &str) {
         self.lock().remove(key);
-    }
-}
-
-impl Inner {
-    fn remove(&mut self, key: &str) {
-        if let Some((_, cost, _)) = self.map.remove(key) {
-            self.bytes -= cost;
-        }
     }
 }
 
@@ -211,7 +174,7 @@ mod tests {
         assert!(cache.listing("a", [8].into_iter()).is_none(), "beyond");
         cache.forget("a");
         assert!(cache.listing("a", 0..1).is_none());
-        assert_eq!(cache.lock().bytes, 0);
+        assert_eq!(cache.lock().bytes(), 0);
     }
 
     #[test]
@@ -231,7 +194,7 @@ mod tests {
         for k in 0..4 {
             cache.keep(&format!("s{k}"), Some(&v("1")), &index(per));
         }
-        assert!(cache.lock().bytes <= MAX_BYTES);
+        assert!(cache.lock().bytes() <= MAX_BYTES as u64);
         // Kept again: now the newest.
         cache.keep("s0", Some(&v("2")), &index(per));
         cache.keep("s4", Some(&v("1")), &index(per));
@@ -245,16 +208,16 @@ mod tests {
         for k in [0, 4, 5] {
             assert!(cache.listing(&format!("s{k}"), 0..1).is_some(), "s{k}");
         }
-        assert!(cache.lock().bytes <= MAX_BYTES);
+        assert!(cache.lock().bytes() <= MAX_BYTES as u64);
         // Larger than the bound: not kept, nothing else lost.
-        let before = cache.lock().bytes;
+        let before = cache.lock().bytes();
         cache.keep("huge", Some(&v("1")), &index(MAX_BYTES / 16));
         assert!(cache.listing("huge", 0..1).is_none());
-        assert_eq!(cache.lock().bytes, before);
+        assert_eq!(cache.lock().bytes(), before);
     }
 
     #[test]
-    fn stale_order_pairs_stay_few() {
+    fn kept_and_forgotten_again_and_again_the_count_stays_right() {
         let cache = IndexCache::default();
         for round in 0..10_000 {
             cache.keep("a", Some(&v(&round.to_string())), &index(2));
@@ -263,7 +226,8 @@ mod tests {
             }
         }
         let inner = cache.lock();
-        assert!(inner.order.len() <= 2 * inner.map.len() + 65);
+        assert!(inner.len() <= 1);
+        assert_eq!(inner.bytes() == 0, inner.len() == 0);
     }
 
     #[test]
