@@ -25,7 +25,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use n5_testkit::Proxy;
+use n5_testkit::client::Request;
+use n5_testkit::{Proxy, S3Server};
 use serde_json::{json, Value};
 
 use crate::sharded::Needed;
@@ -105,6 +106,62 @@ fn needed(job: &Job) -> Option<Needed> {
     }
 }
 
+/// Makes room for a write of `bytes` into `bucket`, untimed: grows the
+/// bucket's volumes until the writable ones have room for twice `bytes`;
+/// returns how many it grew.
+///
+/// SeaweedFS keeps a bucket's objects in volumes of its own, closed at
+/// [`S3Server::VOLUME_SIZE_LIMIT`], and left alone holds one writable
+/// volume and grows the next as it fills: every PUT of a write appends to
+/// that one volume, and those that meet a growth wait for it (seen: the
+/// same PUTs 0.5 to 2.8 s from round to round, 0.45 to 0.6 s with volumes
+/// grown first). An object store's PUTs do not wait for its disks, so
+/// every write starts with room to spare. Twice, because sizes reach the
+/// master by heartbeat: the previous write may not be counted yet.
+fn make_room(server: &S3Server, bucket: &str, bytes: u64) -> Result<u64, String> {
+    let master = server.master_addr();
+    let get = |target: &str| -> Result<Value, String> {
+        let r = Request::new("GET", target)
+            .send(master)
+            .map_err(|e| format!("SeaweedFS master {master}{target}: {e}"))?;
+        if r.status != 200 {
+            return Err(format!(
+                "SeaweedFS master {master}{target}: {} {}",
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            ));
+        }
+        serde_json::from_slice(&r.body)
+            .map_err(|e| format!("SeaweedFS master {master}{target}: {e}"))
+    };
+    // {"Volumes": {"DataCenters": {DC: {RACK: {NODE: [volume, ...]}}}}}
+    let status = get("/vol/status")?;
+    let mut room = 0u64;
+    let nodes = status["Volumes"]["DataCenters"]
+        .as_object()
+        .into_iter()
+        .flat_map(|dcs| dcs.values())
+        .filter_map(Value::as_object)
+        .flat_map(|racks| racks.values())
+        .filter_map(Value::as_object)
+        .flat_map(|nodes| nodes.values());
+    for volume in nodes.filter_map(Value::as_array).flatten() {
+        if volume["Collection"] == bucket && volume["ReadOnly"] == false {
+            let size = volume["Size"].as_u64().unwrap_or(u64::MAX);
+            room += S3Server::VOLUME_SIZE_LIMIT.saturating_sub(size);
+        }
+    }
+    let want = bytes.saturating_mul(2);
+    if room >= want {
+        return Ok(0);
+    }
+    let count = (want - room).div_ceil(S3Server::VOLUME_SIZE_LIMIT);
+    let grown = get(&format!(
+        "/vol/grow?collection={bucket}&count={count}&replication=000"
+    ))?;
+    Ok(grown["count"].as_u64().unwrap_or(0))
+}
+
 /// Runs the object-store part; returns its cells.
 pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, String> {
     let server = n5_testkit::s3_anonymous().map_err(|e| format!("SeaweedFS: {e}"))?;
@@ -122,6 +179,16 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
         "io_concurrency": IO_CONCURRENCY,
     });
     let imps: Vec<Impl> = imps.iter().copied().filter(|&i| i != Impl::Z5py).collect();
+    let raw_bytes = std::fs::metadata(&setup.raw)
+        .map_err(|e| format!("{}: {e}", setup.raw.display()))?
+        .len();
+    let mut grown = 0;
+    let mut room = |what: &str| match make_room(server, &bucket, raw_bytes) {
+        Ok(n) => grown += n,
+        Err(e) => {
+            say!("object store: room for {what} not made, its PUTs may wait for new volumes: {e}")
+        }
+    };
     let mut cells = Vec::new();
     for &latency_ms in &config.latencies {
         proxy.set_latency(Duration::from_millis(latency_ms));
@@ -157,6 +224,7 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
             let mut workloads = config.workloads.clone();
             if !workloads.contains(&Workload::Write) {
                 // Untimed: the container the reads need.
+                room("the untimed write");
                 run_job(
                     config,
                     &job(Impl::Libn5, Workload::Write, config.threads[0]),
@@ -189,6 +257,9 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                         {
                             results.insert(key, (done, requests));
                             continue;
+                        }
+                        if workload == Workload::Write {
+                            room(j.imp.name());
                         }
                         proxy.reset_counters();
                         let outcome = run_job(config, j);
@@ -229,6 +300,7 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
         }
     }
     proxy.set_latency(Duration::ZERO);
+    say!("object store: {grown} volumes grown before writes, untimed");
     Ok(cells)
 }
 

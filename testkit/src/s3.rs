@@ -56,6 +56,7 @@ impl Credentials {
 /// drop. Path-style addressing: `http://127.0.0.1:PORT/BUCKET/KEY`.
 pub struct S3Server {
     addr: SocketAddr,
+    master: SocketAddr,
     mode: S3Mode,
     credentials: Option<Credentials>,
     // Declared last: stopped after the fields above are of no use.
@@ -71,6 +72,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const SERVICES: [&str; 6] = ["master", "volume", "filer", "s3", "webdav", "admin"];
 
 impl S3Server {
+    /// The size at which SeaweedFS closes a volume to writes (its
+    /// `-master.volumeSizeLimitMB`) and grows another.
+    pub const VOLUME_SIZE_LIMIT: u64 = 64 << 20;
+
     /// Starts a SeaweedFS in a fresh temp dir and waits (at most 60 s) until
     /// its S3 API creates a bucket and stores and reads an object. Retries
     /// twice with other ports when one was taken in the meantime.
@@ -136,7 +141,11 @@ impl S3Server {
             // disk, after which PUTs fail with 500 InternalError ("no free
             // volumes"). Volumes are sparse files, so many small ones cost
             // nothing until written.
-            .args(["-master.volumeSizeLimitMB=64", "-volume.max=2000"])
+            .arg(format!(
+                "-master.volumeSizeLimitMB={}",
+                Self::VOLUME_SIZE_LIMIT >> 20
+            ))
+            .arg("-volume.max=2000")
             // As S3 does: a PUT into a missing bucket is NoSuchBucket (not a
             // new bucket), deleting a bucket with objects is BucketNotEmpty.
             .args([
@@ -169,6 +178,7 @@ impl S3Server {
         let process = ServerProcess::spawn("SeaweedFS", cmd, dir, Duration::from_secs(8))?;
         let server = S3Server {
             addr: SocketAddr::from(([127, 0, 0, 1], ports[3])),
+            master: SocketAddr::from(([127, 0, 0, 1], ports[0])),
             mode,
             credentials,
             process,
@@ -210,6 +220,13 @@ impl S3Server {
     /// The S3 API's address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The master's HTTP address: volume administration
+    /// (`/vol/status`, `/vol/grow?collection=BUCKET&count=N`; each bucket
+    /// is a collection of volumes of its own), unsigned.
+    pub fn master_addr(&self) -> SocketAddr {
+        self.master
     }
 
     /// The endpoint URL, `http://127.0.0.1:PORT` (no trailing slash).
