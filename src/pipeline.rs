@@ -717,7 +717,12 @@ struct UploadState {
 pub(crate) struct Upload<'a> {
     store: &'a dyn Store,
     state: Mutex<UploadState>,
-    changed: Condvar,
+    /// Signalled once per queued write (one I/O thread wakes for it) and
+    /// at the close (all wake to finish).
+    work: Condvar,
+    /// Signalled when a write ends: the budget it held is free, or it
+    /// failed; the encoding threads waiting to queue wake.
+    room: Condvar,
 }
 
 impl Upload<'_> {
@@ -728,14 +733,16 @@ impl Upload<'_> {
     fn push(&self, op: Op, len: usize) -> Result<()> {
         let mut s = self.lock();
         while s.error.is_none() && s.pending > 0 && s.pending + len > IO_BUDGET {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self.room.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         if let Some(e) = &s.error {
             return Err(e.clone());
         }
         s.pending += len;
         s.queue.push_back(op);
-        self.changed.notify_all();
+        // One write, one I/O thread: waking them all for each would cost
+        // every idle one a context switch per block.
+        self.work.notify_one();
         Ok(())
     }
 
@@ -764,7 +771,7 @@ impl Upload<'_> {
                 if s.closed {
                     return;
                 }
-                s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                s = self.work.wait(s).unwrap_or_else(|p| p.into_inner());
                 continue;
             };
             drop(s);
@@ -786,7 +793,7 @@ impl Upload<'_> {
                     s.spare.push(buf);
                 }
             }
-            self.changed.notify_all();
+            self.room.notify_all();
         }
     }
 }
@@ -808,7 +815,8 @@ pub(crate) fn with_upload<R>(
             closed: false,
             spare: Vec::new(),
         }),
-        changed: Condvar::new(),
+        work: Condvar::new(),
+        room: Condvar::new(),
     };
     std::thread::scope(|scope| {
         for _ in 0..concurrency.max(1) {
@@ -822,7 +830,7 @@ pub(crate) fn with_upload<R>(
                 s.queue.clear();
             }
         }
-        upload.changed.notify_all();
+        upload.work.notify_all();
         result
     })
     .and_then(|r| match upload.lock().error.take() {
