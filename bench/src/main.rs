@@ -294,6 +294,10 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     } else if job.imp.is_peer() {
         peers::run(&config.python, job)
     } else {
+        // The job, to run again alone (`--one`), under a profiler say.
+        if std::env::var_os("N5_BENCH_SHOW_JOBS").is_some() {
+            eprintln!("JOB {}", job.to_json());
+        }
         match std::env::current_exe().and_then(|exe| {
             Command::new(exe)
                 .arg("--one")
