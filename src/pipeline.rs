@@ -17,6 +17,11 @@ use crate::storage::{ByteRange, Store, Version};
 /// call may hold (besides one block in flight per I/O thread).
 pub(crate) const IO_BUDGET: usize = 24 << 20;
 
+/// Writes an upload lets be queued or under way whatever their size: a
+/// shard larger than the budget is sent while the next is encoded and
+/// queued beside it, rather than one object on the wire at a time.
+const UPLOAD_OBJECTS_ANY_SIZE: usize = 2;
+
 /// Buffers one fetch keeps for reuse once their bytes are used, and their
 /// memory at most (besides what the budget counts).
 const SPARE_BUFFERS: usize = 16;
@@ -705,6 +710,8 @@ struct UploadState {
     queue: std::collections::VecDeque<Op>,
     /// Bytes queued and being written.
     pending: usize,
+    /// Writes queued and being written.
+    pending_puts: usize,
     /// The first failure; later work is dropped.
     error: Option<Error>,
     /// No more work will come.
@@ -732,13 +739,17 @@ impl Upload<'_> {
 
     fn push(&self, op: Op, len: usize) -> Result<()> {
         let mut s = self.lock();
-        while s.error.is_none() && s.pending > 0 && s.pending + len > IO_BUDGET {
+        while s.error.is_none()
+            && s.pending_puts >= UPLOAD_OBJECTS_ANY_SIZE
+            && s.pending + len > IO_BUDGET
+        {
             s = self.room.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         if let Some(e) = &s.error {
             return Err(e.clone());
         }
         s.pending += len;
+        s.pending_puts += usize::from(matches!(op, Op::Put(..)));
         s.queue.push_back(op);
         // One write, one I/O thread: waking them all for each would cost
         // every idle one a context switch per block.
@@ -747,7 +758,8 @@ impl Upload<'_> {
     }
 
     /// Queue the write of `data` to `key` (an atomic [`Store::put`]);
-    /// waits while the queue holds its budget. Fails with the first error
+    /// waits while the queue holds its budget and at least
+    /// [`UPLOAD_OBJECTS_ANY_SIZE`] writes. Fails with the first error
     /// of an earlier write.
     pub(crate) fn put(&self, key: String, data: Vec<u8>) -> Result<()> {
         let len = data.len();
@@ -781,6 +793,7 @@ impl Upload<'_> {
             };
             s = self.lock();
             s.pending -= len;
+            s.pending_puts -= usize::from(buf.is_some());
             if let Err(e) = result {
                 if s.error.is_none() {
                     s.error = Some(e);
@@ -811,6 +824,7 @@ pub(crate) fn with_upload<R>(
         state: Mutex::new(UploadState {
             queue: Default::default(),
             pending: 0,
+            pending_puts: 0,
             error: None,
             closed: false,
             spare: Vec::new(),
@@ -1157,15 +1171,19 @@ mod tests {
     }
 
     /// A memory store that counts the ranged reads it is given a buffer
-    /// that already has room for the range.
-    #[derive(Debug)]
-    struct RoomCounting {
+    /// that already has room for the range, and the most writes under way
+    /// at once (each write pausing for `put_pause` first).
+    #[derive(Debug, Default)]
+    struct Watched {
         inner: MemoryStore,
         ranged: std::sync::atomic::AtomicUsize,
         with_room: std::sync::atomic::AtomicUsize,
+        put_pause: std::time::Duration,
+        putting: std::sync::atomic::AtomicUsize,
+        most_putting: std::sync::atomic::AtomicUsize,
     }
 
-    impl Store for RoomCounting {
+    impl Store for Watched {
         fn location(&self) -> &str {
             self.inner.location()
         }
@@ -1200,7 +1218,13 @@ mod tests {
             self.inner.size(key)
         }
         fn put(&self, key: &str, parts: &[&[u8]]) -> Result<()> {
-            self.inner.put(key, parts)
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = self.putting.fetch_add(1, SeqCst) + 1;
+            self.most_putting.fetch_max(now, SeqCst);
+            std::thread::sleep(self.put_pause);
+            let put = self.inner.put(key, parts);
+            self.putting.fetch_sub(1, SeqCst);
+            put
         }
         fn put_if(
             &self,
@@ -1235,11 +1259,7 @@ mod tests {
         // start a fetch between a take and its give-back, so a few more
         // than two are made.)
         use std::sync::atomic::Ordering::Relaxed;
-        let store = RoomCounting {
-            inner: MemoryStore::new(),
-            ranged: Default::default(),
-            with_room: Default::default(),
-        };
+        let store = Watched::default();
         let (n, len) = (20, 9 << 20);
         let data: Vec<u8> = (0..len + 5).map(|i| (i % 251) as u8).collect();
         store.put("s", &[&data]).unwrap();
@@ -1268,6 +1288,45 @@ mod tests {
             fresh <= n / 2,
             "{fresh} of {n} ranged reads got a new buffer"
         );
+    }
+
+    #[test]
+    fn objects_larger_than_the_budget_are_written_two_at_a_time() {
+        // Four objects each larger than the whole budget, queued as fast as
+        // they come, with 4 I/O threads: two are under way at once, never
+        // more (the memory they hold), never fewer (one on the wire at a
+        // time would leave the threads idle).
+        use std::sync::atomic::Ordering::SeqCst;
+        let store = Watched {
+            put_pause: std::time::Duration::from_millis(50),
+            ..Default::default()
+        };
+        let len = IO_BUDGET + 1;
+        with_upload(&store, 4, |upload| {
+            for i in 0..4u8 {
+                upload.put(format!("big/{i}"), vec![i; len])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(store.most_putting.load(SeqCst), UPLOAD_OBJECTS_ANY_SIZE);
+        for i in 0..4u8 {
+            let got = store.get(&format!("big/{i}")).unwrap().unwrap();
+            assert!(got.len() == len && got.iter().all(|&b| b == i), "big/{i}");
+        }
+        // Small objects go many at a time within the budget.
+        let store = Watched {
+            put_pause: std::time::Duration::from_millis(50),
+            ..Default::default()
+        };
+        with_upload(&store, 4, |upload| {
+            for i in 0..8u8 {
+                upload.put(format!("small/{i}"), vec![i; 1 << 10])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(store.most_putting.load(SeqCst), 4);
     }
 
     #[test]
