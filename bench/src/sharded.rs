@@ -44,7 +44,8 @@ use std::sync::{Arc, Mutex};
 use n5::storage::{ByteRange, Store};
 
 use crate::floor::{
-    block_bytes, block_shape, io_err, parallel, place, positions_of, write_atomic, Coder, Gate,
+    block_bytes, block_shape, io_err, parallel, place, positions_of, write_atomic, Coder, Encoders,
+    Gate,
 };
 use crate::sys;
 use crate::workload::{
@@ -657,6 +658,7 @@ fn write_floor(
             .collect::<Result<_, String>>()?
     };
     let target = Shards::open(job, &job.scratch)?;
+    let encoders = Encoders::new(job.codec);
     let (report, ()) = measure(
         job.repeats,
         || {
@@ -668,31 +670,32 @@ fn write_floor(
             Ok(((), f64::NAN))
         },
         |()| {
-            parallel(
-                shards.len(),
-                workers,
-                || (Coder::new(job.codec), Vec::new()),
-                |(coder, buf), i| {
-                    if !encode {
-                        return target.write(shards[i], &inputs[i][0].1, i);
-                    }
-                    buf.clear();
-                    let mut index = vec![(EMPTY, EMPTY); n_entries];
+            parallel(shards.len(), workers, Vec::new, |buf, i| {
+                if !encode {
+                    return target.write(shards[i], &inputs[i][0].1, i);
+                }
+                buf.clear();
+                let mut index = vec![(EMPTY, EMPTY); n_entries];
+                // A shard's inner chunks in one pass through the gate, as
+                // libn5 encodes a shard on one thread: one shard is sent
+                // while the next is encoded.
+                encoders.with(gate, |coder| {
                     for (c, data) in &inputs[i] {
                         let start = buf.len() as u64;
-                        gate.run(|| coder.encode(data, buf))?;
+                        coder.encode(data, buf)?;
                         index[entry_number(job, *c)] = (start, buf.len() as u64 - start);
                     }
-                    let at = buf.len();
-                    for (offset, nbytes) in index {
-                        buf.extend_from_slice(&offset.to_le_bytes());
-                        buf.extend_from_slice(&nbytes.to_le_bytes());
-                    }
-                    let crc = crc32c::crc32c(&buf[at..]);
-                    buf.extend_from_slice(&crc.to_le_bytes());
-                    target.write(shards[i], buf, i)
-                },
-            )
+                    Ok::<(), String>(())
+                })?;
+                let at = buf.len();
+                for (offset, nbytes) in index {
+                    buf.extend_from_slice(&offset.to_le_bytes());
+                    buf.extend_from_slice(&nbytes.to_le_bytes());
+                }
+                let crc = crc32c::crc32c(&buf[at..]);
+                buf.extend_from_slice(&crc.to_le_bytes());
+                target.write(shards[i], buf, i)
+            })
         },
     )?;
     Ok(report)
