@@ -116,36 +116,31 @@ fn needed(job: &Job) -> Option<Needed> {
 /// that one volume, and those that meet a growth wait for it (seen: the
 /// same PUTs 0.5 to 2.8 s from round to round, 0.45 to 0.6 s with volumes
 /// grown first). An object store's PUTs do not wait for its disks, so
-/// every write starts with room to spare. Twice, because sizes reach the
-/// master by heartbeat: the previous write may not be counted yet.
+/// every write starts with room to spare. The sizes are the volume
+/// server's own (`/status`), as they are now: the master's (`/vol/status`)
+/// are those of its last heartbeat, seconds old, which counted the volumes
+/// the previous write had just filled as empty, so that every other write
+/// found no room and took up to twice as long. Twice `bytes`, because
+/// PUTs go to the writable volumes at random and one may fill before the
+/// others.
 fn make_room(server: &S3Server, bucket: &str, bytes: u64) -> Result<u64, String> {
-    let master = server.master_addr();
-    let get = |target: &str| -> Result<Value, String> {
+    let get = |at: std::net::SocketAddr, target: &str| -> Result<Value, String> {
         let r = Request::new("GET", target)
-            .send(master)
-            .map_err(|e| format!("SeaweedFS master {master}{target}: {e}"))?;
+            .send(at)
+            .map_err(|e| format!("SeaweedFS {at}{target}: {e}"))?;
         if r.status != 200 {
             return Err(format!(
-                "SeaweedFS master {master}{target}: {} {}",
+                "SeaweedFS {at}{target}: {} {}",
                 r.status,
                 String::from_utf8_lossy(&r.body)
             ));
         }
-        serde_json::from_slice(&r.body)
-            .map_err(|e| format!("SeaweedFS master {master}{target}: {e}"))
+        serde_json::from_slice(&r.body).map_err(|e| format!("SeaweedFS {at}{target}: {e}"))
     };
-    // {"Volumes": {"DataCenters": {DC: {RACK: {NODE: [volume, ...]}}}}}
-    let status = get("/vol/status")?;
+    // {"Volumes": [{"Collection": ..., "Size": ..., "ReadOnly": ...}, ...]}
+    let status = get(server.volume_addr(), "/status")?;
     let mut room = 0u64;
-    let nodes = status["Volumes"]["DataCenters"]
-        .as_object()
-        .into_iter()
-        .flat_map(|dcs| dcs.values())
-        .filter_map(Value::as_object)
-        .flat_map(|racks| racks.values())
-        .filter_map(Value::as_object)
-        .flat_map(|nodes| nodes.values());
-    for volume in nodes.filter_map(Value::as_array).flatten() {
+    for volume in status["Volumes"].as_array().into_iter().flatten() {
         if volume["Collection"] == bucket && volume["ReadOnly"] == false {
             let size = volume["Size"].as_u64().unwrap_or(u64::MAX);
             room += S3Server::VOLUME_SIZE_LIMIT.saturating_sub(size);
@@ -156,9 +151,10 @@ fn make_room(server: &S3Server, bucket: &str, bytes: u64) -> Result<u64, String>
         return Ok(0);
     }
     let count = (want - room).div_ceil(S3Server::VOLUME_SIZE_LIMIT);
-    let grown = get(&format!(
-        "/vol/grow?collection={bucket}&count={count}&replication=000"
-    ))?;
+    let grown = get(
+        server.master_addr(),
+        &format!("/vol/grow?collection={bucket}&count={count}&replication=000"),
+    )?;
     Ok(grown["count"].as_u64().unwrap_or(0))
 }
 

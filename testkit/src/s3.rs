@@ -57,6 +57,7 @@ impl Credentials {
 pub struct S3Server {
     addr: SocketAddr,
     master: SocketAddr,
+    volume: SocketAddr,
     mode: S3Mode,
     credentials: Option<Credentials>,
     // Declared last: stopped after the fields above are of no use.
@@ -179,6 +180,7 @@ impl S3Server {
         let server = S3Server {
             addr: SocketAddr::from(([127, 0, 0, 1], ports[3])),
             master: SocketAddr::from(([127, 0, 0, 1], ports[0])),
+            volume: SocketAddr::from(([127, 0, 0, 1], ports[1])),
             mode,
             credentials,
             process,
@@ -227,6 +229,13 @@ impl S3Server {
     /// is a collection of volumes of its own), unsigned.
     pub fn master_addr(&self) -> SocketAddr {
         self.master
+    }
+
+    /// The volume server's HTTP address: its `/status` lists every volume
+    /// with its size as it is now (the master's `/vol/status` has the sizes
+    /// of the last heartbeat, seconds old), unsigned.
+    pub fn volume_addr(&self) -> SocketAddr {
+        self.volume
     }
 
     /// The endpoint URL, `http://127.0.0.1:PORT` (no trailing slash).
