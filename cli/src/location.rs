@@ -314,51 +314,6 @@ impl Location {
         }
     }
 
-    /// [`Location::open`] for a command that handles N5 containers only
-    /// (`import`, `clean`): a Zarr container is an error that says so,
-    /// rather than output that would describe its chunks in N5's terms.
-    pub fn open_n5(&self, mode: Mode, threads: usize, command: &str) -> CliResult<Container> {
-        let refuse = |format: &str| {
-            CliError::new(
-                &self.arg,
-                format!(
-                    "`n5 {command}` handles N5 containers only, and this is a {format} container (ls, tree, attrs, cat, info, verify and cp read it)"
-                ),
-            )
-        };
-        // A container this command would create as Zarr is refused before
-        // anything is written.
-        if mode == Mode::Create {
-            let root = self.root.trim_end_matches('/');
-            let zarr_prefix = ["zarr:", "zarr2:", "zarr3:"]
-                .iter()
-                .any(|p| root.starts_with(p));
-            let zarr_option = self
-                .options
-                .format
-                .is_some_and(|f| f != n5::format::Format::N5);
-            if zarr_prefix || zarr_option || (root.ends_with(".zarr") && !root.starts_with("n5:")) {
-                if let Ok(existing) = self.open(Mode::Read, threads) {
-                    if existing.format() == n5::format::Format::N5 {
-                        return self.open(mode, threads);
-                    }
-                }
-                return Err(CliError::new(
-                    &self.arg,
-                    format!(
-                        "`n5 {command}` writes N5 containers only, and this location names a Zarr one (its prefix, suffix or options); write to an .n5 location or prefix it with n5:, then `n5 cp` it to Zarr"
-                    ),
-                ));
-            }
-        }
-        let c = self.open(mode, threads)?;
-        let format = c.format();
-        if format != n5::format::Format::N5 {
-            return Err(refuse(format.name()));
-        }
-        Ok(c)
-    }
-
     /// Whether the location is a plain HTTP(S) URL (read-only, no listing).
     fn is_web(&self) -> bool {
         n5::storage::Location::parse(&self.root).is_ok_and(|l| matches!(l.backend, Backend::Web(_)))
@@ -373,8 +328,9 @@ impl Location {
     }
 
     /// Whether the root is recognisably a container: a directory named
-    /// `*.n5`, or one whose attributes.json has an `"n5"` version. Always
-    /// false for URLs.
+    /// `*.n5` or `*.zarr`, one whose attributes.json has an `"n5"` version,
+    /// or a Zarr root (zarr.json, .zgroup or .zarray). Always false for
+    /// URLs.
     pub fn root_is_container(&self) -> bool {
         let Some(root) = &self.local else {
             return false;
@@ -382,7 +338,10 @@ impl Location {
         let named = root
             .file_name()
             .is_some_and(|n| is_container_name(&n.to_string_lossy()));
-        root.is_dir() && (named || has_version(root))
+        let zarr = ["zarr.json", ".zgroup", ".zarray"]
+            .iter()
+            .any(|m| root.join(m).is_file());
+        root.is_dir() && (named || zarr || has_version(root))
     }
 
     /// How `key` (a container-relative key such as a block key) is named

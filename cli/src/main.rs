@@ -68,9 +68,9 @@ enum Command {
         after_help = "Examples:\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy\n  n5 cat vol.n5/raw/s0 --shape 64,64,64 > block.raw"
     )]
     Cat(cmd::cat::CatArgs),
-    /// Import a raw or .npy file into a new dataset.
+    /// Import a raw or .npy file into a new dataset (N5, Zarr v2 or Zarr v3).
     #[command(
-        after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'"
+        after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'\n  n5 import volume.npy vol.zarr/raw -b 64,64,64 --shard 1024,1024,1024 -c zstd   (sharded Zarr v3)\n  n5 import volume.npy zarr2:s3://bucket/vol.zarr/raw -c blosc"
     )]
     Import(cmd::import::ImportArgs),
     /// Copy a dataset or a group tree, optionally recompressing, re-chunking,
@@ -86,7 +86,7 @@ enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Delete the temporary files killed writers left (older than an hour).
     #[command(
-        after_help = "Readers ignore these files; cleaning only reclaims space. On s3://, gs:// and http(s):// locations there is nothing to clean (object stores write each object in one request).\n\nExamples:\n  n5 clean vol.n5\n  n5 clean --older-than 0 --json vol.n5"
+        after_help = "Readers ignore these files; cleaning only reclaims space. On s3://, gs:// and http(s):// locations there is nothing to clean (object stores write each object in one request).\n\nExamples:\n  n5 clean vol.n5\n  n5 clean --older-than 0 --json vol.n5\n  n5 clean vol.zarr"
     )]
     Clean(cmd::clean::CleanArgs),
 }

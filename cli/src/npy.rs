@@ -20,6 +20,8 @@ pub struct Header {
     pub big_endian: bool,
     /// The shape in N5 order (dimension 0 fastest).
     pub shape: Vec<u64>,
+    /// Where the data starts in the file (the header's length).
+    pub data_offset: u64,
 }
 
 /// The `descr` of a data type in little-endian byte order.
@@ -79,16 +81,16 @@ pub fn read_header(input: &mut impl Read) -> Result<Header, String> {
     if &start[..6] != b"\x93NUMPY" {
         return Err("not a .npy file (no \\x93NUMPY magic)".into());
     }
-    let len = match start[6] {
+    let (len, len_bytes) = match start[6] {
         1 => {
             let mut b = [0u8; 2];
             input.read_exact(&mut b).map_err(|e| e.to_string())?;
-            u16::from_le_bytes(b) as usize
+            (u16::from_le_bytes(b) as usize, 2)
         }
         2 | 3 => {
             let mut b = [0u8; 4];
             input.read_exact(&mut b).map_err(|e| e.to_string())?;
-            u32::from_le_bytes(b) as usize
+            (u32::from_le_bytes(b) as usize, 4)
         }
         v => return Err(format!(".npy version {v} is not supported")),
     };
@@ -100,7 +102,10 @@ pub fn read_header(input: &mut impl Read) -> Result<Header, String> {
         .read_exact(&mut dict)
         .map_err(|_| "the .npy header is cut short".to_string())?;
     let dict = String::from_utf8_lossy(&dict);
-    parse_dict(&dict)
+    Ok(Header {
+        data_offset: (start.len() + len_bytes + len) as u64,
+        ..parse_dict(&dict)?
+    })
 }
 
 /// The quoted value or the raw text following `'key':` in the header dict.
@@ -170,6 +175,7 @@ fn parse_dict(dict: &str) -> Result<Header, String> {
         data_type,
         big_endian,
         shape,
+        data_offset: 0,
     })
 }
 
@@ -190,7 +196,8 @@ mod tests {
             Header {
                 data_type: DataType::U16,
                 big_endian: false,
-                shape: vec![5, 4, 3]
+                shape: vec![5, 4, 3],
+                data_offset: buf.len() as u64,
             }
         );
         let mut one = Vec::new();

@@ -2,7 +2,8 @@
 //! servers on 127.0.0.1 from `n5-testkit` (SeaweedFS for `s3://`,
 //! fake-gcs-server for `gs://`, nginx for `http://` and `https://`; the
 //! tests print `skipped: ...` and pass when a server binary is missing,
-//! unless `N5_REQUIRE_SERVERS=1`): import and cat round trips, cp between
+//! unless `N5_REQUIRE_SERVERS=1`): import (N5, sharded Zarr v3, Zarr v2)
+//! and cat round trips, cp between
 //! a directory, S3 and GCS with recompression, ls/tree/info/attrs/clean,
 //! verify finding a block corrupted in the bucket, reading over HTTP(S)
 //! (and what HTTP cannot do), credentials that are refused, and the global
@@ -169,6 +170,23 @@ fn round_trip(remote: &Remote, t: &TempDir, root: &str) {
         .map(|e| e["path"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["from_npy", "raw"]);
+    // Into a sharded Zarr v3 array beside it, from the file and from the
+    // .npy, each shard written whole.
+    let zarr = root.replace("vol.n5", "vol.zarr");
+    let sharded = format!("{zarr}/sharded");
+    remote.ok(&[
+        &import_args(&raw, &sharded)[..],
+        &["--shard", "16,16,8", "-c", "zstd"],
+    ]
+    .concat());
+    let v2 = format!("zarr2:{}/a", root.replace("vol.n5", "v2.zarr"));
+    remote.ok(&["import", &npy, &v2, "-b", "8,8,4"]);
+    for ds in [&sharded, &v2] {
+        assert_eq!(remote.ok(&["cat", ds]).stdout, volume(), "{ds}");
+    }
+    let info = remote.json(&["info", "--json", &sharded]);
+    assert_eq!(info["format"], "zarr3");
+    assert_eq!(info["shardShape"], json!([16, 16, 8]));
 }
 
 #[test]

@@ -533,7 +533,7 @@ fn clean_removes_stale_temporaries_only() {
     fails(
         &["clean", "--older-than", "0", &plain],
         1,
-        "not an N5 container",
+        "not a container",
     );
     assert!(std::path::Path::new(&temp).exists());
     assert!(!std::path::Path::new(&format!("{plain}/attributes.json")).exists());

@@ -1,6 +1,6 @@
 //! `n5 clean`: delete the temporary files (`.n5tmp.*`) that writers killed
-//! in the middle of a write left in a container. Readers and listings
-//! ignore them; this reclaims their space. Only temporaries older than
+//! in the middle of a write left in a container of any format (N5, Zarr v2,
+//! Zarr v3). Readers and listings ignore them; this reclaims their space. Only temporaries older than
 //! `--older-than` go, so that writes in progress elsewhere keep theirs, and
 //! only in a directory that is recognisably a container. Object stores
 //! (S3, GCS) write each object in one atomic request and plain HTTP(S)
@@ -38,7 +38,7 @@ pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
     if !loc.is_local() {
         // Opening checks that the container is there; read-only, since a
         // writable open would add a missing root version.
-        let c = loc.open_n5(Mode::Read, 1, "clean")?;
+        let c = loc.open(Mode::Read, 1)?;
         let mut out = Out::new();
         if a.json {
             out.json(&json!({"removed": 0, "bytes": 0}))?;
@@ -54,10 +54,10 @@ pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
     if !loc.root_is_container() {
         return Err(CliError::new(
             &loc.arg,
-            "not an N5 container (a directory named *.n5, or with an \"n5\" version in its attributes.json)",
+            "not a container (a directory named *.n5 or *.zarr, one with an \"n5\" version in its attributes.json, or a Zarr root with zarr.json, .zgroup or .zarray)",
         ));
     }
-    let c = loc.open_n5(Mode::ReadWrite, g.threads.max(1), "clean")?;
+    let c = loc.open(Mode::ReadWrite, g.threads.max(1))?;
     let (files, bytes) = c
         .remove_stale_temporaries(Duration::from_secs(a.older_than))
         .at(&loc.arg)?;

@@ -11,12 +11,10 @@
 //! list (plain HTTP(S)), every grid position is visited.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use clap::Args;
 use n5::format::Format;
-use n5::storage::MemoryStore;
-use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode, Options};
+use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{Map, Value};
 
 use crate::cmd::common::{
@@ -25,8 +23,9 @@ use crate::cmd::common::{
     DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
+use crate::cmd::target::{check_document, check_shard_format, checked_shard, destination_format};
 use crate::error::{At, CliError, CliResult, EXIT_OK};
-use crate::location::{join, Location, Prefix};
+use crate::location::{join, Location};
 use crate::output::{count as count_of, progress, Out};
 use crate::zarr::{new_document, NewArray};
 use crate::{spec, work, Global};
@@ -359,63 +358,6 @@ fn check_n5_attributes(
     Ok(())
 }
 
-/// The destination's format: `--format`, else the prefix, else the format
-/// of a container already there, else the suffix, else the source's. A
-/// `zarr:` prefix where nothing is there yet means some Zarr: `--format`
-/// zarr2 or zarr3 decides, else Zarr v3 (what the library creates there).
-fn destination_format(a: &CpArgs, dloc: &Location, source: Format) -> CliResult<Format> {
-    let existing = dloc.existing_format();
-    let prefix = dloc.prefix_format();
-    let any_zarr = dloc.prefix() == Some(Prefix::AnyZarr);
-    let Some(text) = &a.format else {
-        if any_zarr && prefix.is_none() {
-            return Ok(Format::Zarr3);
-        }
-        return Ok(prefix
-            .or(existing)
-            .or_else(|| dloc.suffix_format())
-            .unwrap_or(source));
-    };
-    let wanted = match text.to_ascii_lowercase().as_str() {
-        "n5" => Format::N5,
-        "zarr2" => Format::Zarr2,
-        "zarr3" | "zarr" => Format::Zarr3,
-        other => {
-            return Err(CliError::usage(
-                "--format",
-                format!("'{other}' is not one of n5, zarr2, zarr3"),
-            ))
-        }
-    };
-    if any_zarr && wanted == Format::N5 {
-        return Err(CliError::usage(
-            &dloc.arg,
-            "--format n5 contradicts the location's zarr: prefix",
-        ));
-    }
-    if let Some(e) = existing.filter(|&e| e != wanted) {
-        return Err(CliError::new(
-            &dloc.arg,
-            format!(
-                "is an existing {} container; --format {} cannot write into it (copy to a new location)",
-                e.name(),
-                wanted.name()
-            ),
-        ));
-    }
-    if let Some(p) = prefix.filter(|&p| p != wanted) {
-        return Err(CliError::usage(
-            &dloc.arg,
-            format!(
-                "--format {} contradicts the location's {} prefix",
-                wanted.name(),
-                p.name()
-            ),
-        ));
-    }
-    Ok(wanted)
-}
-
 /// What the copy of one node makes at the destination.
 enum Make {
     /// A group.
@@ -454,32 +396,6 @@ fn checked_block_size(block: &[u64]) -> CliResult<()> {
         }
     }
     Ok(())
-}
-
-/// The shard shape of `--shard` for a dataset of block size `block` (N5
-/// order), checked: the rank, and a multiple of the block size.
-fn checked_shard(shard: &[u64], block: &[u32], sarg: &str) -> CliResult<Vec<u64>> {
-    if shard.len() != block.len() {
-        return Err(CliError::usage(
-            sarg,
-            format!(
-                "--shard has {} values but this dataset has {} dimensions",
-                shard.len(),
-                block.len()
-            ),
-        ));
-    }
-    for (d, (&s, &b)) in shard.iter().zip(block).enumerate() {
-        if s == 0 || s % b as u64 != 0 {
-            return Err(CliError::usage(
-                "--shard",
-                format!(
-                    "shard shape {shard:?} is not a multiple of the block size {block:?} (dimension {d}: {s} is not a multiple of {b}); the blocks are the shards' inner chunks"
-                ),
-            ));
-        }
-    }
-    Ok(shard.to_vec())
 }
 
 /// The shard shape a copy without `--shard` keeps: a sharded Zarr v3
@@ -544,28 +460,6 @@ fn check_no_varlength(ds: &Dataset, sarg: &str, format: Format, g: &Global) -> C
         ));
     }
     Ok(())
-}
-
-/// Check the Zarr array document `document` of the new dataset `dp` as
-/// the library checks it when the copy creates it, by creating it in an
-/// empty in-memory container of `format`: what it refuses (a shard or chunk
-/// of more than 2 GiB decoded, among others) then stops the copy before
-/// anything is written.
-fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> CliResult<()> {
-    let scratch = Container::open_store(
-        Arc::new(MemoryStore::new()),
-        "planning",
-        Mode::Create,
-        Options {
-            format: Some(format),
-            ..Options::default()
-        },
-    )
-    .at(darg)?;
-    scratch
-        .create_dataset_json(dp, document)
-        .map(|_| ())
-        .at(darg)
 }
 
 /// Check what the container `dst` already holds where the copy of `nodes`
@@ -839,17 +733,8 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             format!("cannot copy {} into itself", sloc.arg),
         ));
     }
-    let format = destination_format(a, &dloc, src.format())?;
-    if shard.is_some() && format != Format::Zarr3 {
-        return Err(CliError::usage(
-            "--shard",
-            format!(
-                "makes sharded Zarr v3 arrays, and the destination {} is {} (give --format zarr3, or a zarr3: or .zarr destination)",
-                dloc.arg,
-                format.name()
-            ),
-        ));
-    }
+    let format = destination_format(a.format.as_deref(), &dloc, src.format())?;
+    check_shard_format(shard.is_some(), format, &dloc.arg)?;
     let mut rels = vec![String::new()];
     match node(&src, &sloc.inner) {
         Node::Broken(m) => return Err(CliError::new(&sloc.arg, m)),

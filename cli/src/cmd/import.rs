@@ -1,20 +1,30 @@
 //! `n5 import`: a raw little-endian file (with `--dtype` and `--shape`) or a
-//! `.npy` file into a new dataset with the block size and compression asked
-//! for, streamed in slabs of whole blocks along the slowest dimension and
-//! written in parallel by the container's threads.
+//! `.npy` file into a new dataset of any format (N5, Zarr v2, Zarr v3,
+//! sharded Zarr v3 with `--shard`) with the block size and compression
+//! asked for. A file is read in boxes of whole write units (the shards of
+//! a sharded array, else the blocks) of about 32 MiB ([`LIMITS`]), the next box
+//! read while the last is written by the container's threads, so that every
+//! block or shard is written once with memory bounded by two boxes however
+//! large the planes are. Standard input is read in slabs along the slowest
+//! dimension, of whole shards when a slab of them fits in 1 GiB (else of
+//! whole blocks, shards then merged slab by slab).
 //!
 //! TIFF stacks are not imported: convert them to .npy first (for example
 //! with Python's tifffile and numpy).
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::sync::mpsc;
 
 use clap::Args;
-use n5::{DataType, DatasetAttributes, Mode};
+use n5::format::Format;
+use n5::{DataType, Dataset, DatasetAttributes, Mode};
 
+use crate::cmd::target::{check_document, check_shard_format, checked_shard, destination_format};
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::progress;
+use crate::zarr::{new_document, NewArray};
 use crate::{npy, spec, work, Global};
 
 /// Arguments of `n5 import`.
@@ -23,8 +33,8 @@ pub struct ImportArgs {
     /// The input: a .npy file, or raw little-endian elements, dimension 0
     /// fastest (`-` reads standard input).
     pub input: String,
-    /// The new dataset (CONTAINER.n5/PATH/TO/DATASET); the container is
-    /// created when missing.
+    /// The new dataset (CONTAINER/PATH/TO/DATASET: vol.n5/raw, vol.zarr/raw,
+    /// s3://bucket/vol.zarr/raw...); the container is created when missing.
     pub dest: String,
     /// Element type of a raw input (uint8 ... float64, or u1, u16, f4...).
     #[arg(long, value_name = "TYPE")]
@@ -32,7 +42,8 @@ pub struct ImportArgs {
     /// Shape of a raw input, N5 order (dimension 0, the fastest, first).
     #[arg(long, value_name = "LIST")]
     pub shape: Option<String>,
-    /// Block size, N5 order; default 64 in every dimension (clipped to the shape).
+    /// Block size, N5 order; default 64 in every dimension (clipped to the
+    /// shape); the inner chunk shape with --shard.
     #[arg(long, short, value_name = "LIST")]
     pub block_size: Option<String>,
     /// Compression: gzip, zlib, zstd, bzip2, xz, lz4, blosc, raw, NAME:LEVEL,
@@ -42,11 +53,39 @@ pub struct ImportArgs {
     /// Read the input as raw data even when it ends in .npy.
     #[arg(long)]
     pub raw: bool,
+    /// The new dataset's format: n5, zarr2 or zarr3. Default: the
+    /// destination's prefix (n5:, zarr2:, zarr3:), else the format of the
+    /// container already there, else its suffix (.zarr: zarr3), else n5.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Make the dataset a sharded Zarr v3 array (`sharding_indexed`) with
+    /// this shard shape, N5 order like --block-size, a multiple of the
+    /// block size (the inner chunk shape) in each dimension.
+    #[arg(long, value_name = "LIST")]
+    pub shard: Option<String>,
 }
 
-/// Bytes written per slab (at least one block thick along the slowest
-/// dimension; small enough for the progress bar to move).
-const SLAB_BYTES: u64 = 16 << 20;
+/// How much an import reads at a time.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Bytes of a box read from a file and written with one region write
+    /// (at least one write unit, which may be larger).
+    box_bytes: u64,
+    /// Bytes per slab of standard input (at least one unit thick along the
+    /// slowest dimension).
+    slab_bytes: u64,
+    /// The largest slab of standard input made of whole shards; past it,
+    /// slabs are whole blocks thick and each shard is merged from several
+    /// slabs.
+    stream_slab_max: u64,
+}
+
+/// The limits of `n5 import`.
+const LIMITS: Limits = Limits {
+    box_bytes: 32 << 20,
+    slab_bytes: 16 << 20,
+    stream_slab_max: 1 << 30,
+};
 
 /// Convert elements of `elem` bytes stored little-endian (or big-endian
 /// with `big`) to native order in place.
@@ -58,18 +97,143 @@ fn to_native(data: &mut [u8], elem: usize, big: bool) {
     }
 }
 
+/// One box of the array (offset and shape, N5 order).
+#[derive(Clone, Debug, PartialEq)]
+struct Piece {
+    offset: Vec<u64>,
+    shape: Vec<u64>,
+}
+
+/// The boxes that cover an array of shape `dims` in whole units of
+/// `unit` (edge units clipped), each of as many units as fit in `budget`
+/// bytes of `elem`-byte elements, grown along dimension 0 first (longer
+/// runs in the file), at least one unit; in file order (the last
+/// dimension slowest).
+fn boxes(dims: &[u64], unit: &[u64], elem: u64, budget: u64) -> Vec<Piece> {
+    let n = dims.len();
+    let grid: Vec<u64> = dims
+        .iter()
+        .zip(unit)
+        .map(|(&d, &u)| d.div_ceil(u))
+        .collect();
+    let mut bytes = unit.iter().product::<u64>().saturating_mul(elem);
+    let mut per_box = vec![1u64; n];
+    for d in 0..n {
+        let fit = (budget / bytes.max(1)).clamp(1, grid[d]);
+        per_box[d] = fit;
+        bytes = bytes.saturating_mul(fit);
+        if fit < grid[d] {
+            break;
+        }
+    }
+    let counts: Vec<u64> = grid
+        .iter()
+        .zip(&per_box)
+        .map(|(&g, &k)| g.div_ceil(k))
+        .collect();
+    let total: u64 = counts.iter().product();
+    (0..total)
+        .map(|mut i| {
+            let mut offset = Vec::with_capacity(n);
+            let mut shape = Vec::with_capacity(n);
+            for d in 0..n {
+                let at = (i % counts[d]) * per_box[d] * unit[d];
+                i /= counts[d];
+                offset.push(at);
+                shape.push((per_box[d] * unit[d]).min(dims[d] - at));
+            }
+            Piece { offset, shape }
+        })
+        .collect()
+}
+
+/// Read the box `b` of an array of shape `dims` whose `elem`-byte elements
+/// start at `start` in `file` (dimension 0 fastest) into `out`, one read
+/// per run of the box that is contiguous in the file.
+fn read_box(
+    file: &mut File,
+    start: u64,
+    dims: &[u64],
+    elem: u64,
+    b: &Piece,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    let n = dims.len();
+    let total: u64 = b.shape.iter().product::<u64>() * elem;
+    out.resize(total as usize, 0);
+    // Dimensions below `j` are whole in the box: a run spans them and
+    // dimension j.
+    let j = (0..n).find(|&d| b.shape[d] != dims[d]).unwrap_or(n - 1);
+    let mut stride = vec![1u64; n];
+    for d in 1..n {
+        stride[d] = stride[d - 1] * dims[d - 1];
+    }
+    let run = (b.shape[j] * stride[j] * elem) as usize;
+    let outer: Vec<u64> = b.shape[j + 1..].to_vec();
+    let runs: u64 = outer.iter().product();
+    let mut pos = vec![0u64; outer.len()];
+    for r in 0..runs as usize {
+        let mut element = b.offset[j] * stride[j];
+        for (k, &p) in pos.iter().enumerate() {
+            let d = j + 1 + k;
+            element += (b.offset[d] + p) * stride[d];
+        }
+        file.seek(SeekFrom::Start(start + element * elem))?;
+        file.read_exact(&mut out[r * run..(r + 1) * run])?;
+        for (k, p) in pos.iter_mut().enumerate() {
+            *p += 1;
+            if *p < outer[k] {
+                break;
+            }
+            *p = 0;
+        }
+    }
+    Ok(())
+}
+
+/// Where an import writes: the dataset, as messages name it, with or
+/// without a progress bar.
+struct Target<'a> {
+    /// The new dataset.
+    ds: &'a Dataset,
+    /// The dataset as messages name it.
+    arg: &'a str,
+    /// No progress bar.
+    quiet: bool,
+}
+
+impl Target<'_> {
+    /// Write the box `b` of the dataset.
+    fn write(&self, b: &Piece, data: &[u8]) -> CliResult<()> {
+        self.ds.write_region(&b.offset, &b.shape, data).at(self.arg)
+    }
+}
+
+/// The message for a failed read of the input.
+fn read_error(input: &str, e: std::io::Error) -> CliError {
+    CliError::new(
+        input,
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            "ends before the data its shape needs".to_string()
+        } else {
+            e.to_string()
+        },
+    )
+}
+
 /// `n5 import INPUT DEST`.
 pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     let compression = spec::compression(&a.compression)?;
+    let is_npy = !a.raw && a.input.to_ascii_lowercase().ends_with(".npy");
     let (mut input, input_len): (Box<dyn Read>, Option<u64>) = if a.input == "-" {
         (Box::new(std::io::stdin().lock()), None)
     } else {
         let f = File::open(&a.input).at(&a.input)?;
-        let len = f.metadata().at(&a.input)?.len();
-        (Box::new(BufReader::with_capacity(1 << 20, f)), Some(len))
+        let m = f.metadata().at(&a.input)?;
+        let len = m.is_file().then_some(m.len());
+        (Box::new(BufReader::with_capacity(1 << 20, f)), len)
     };
-    let is_npy = !a.raw && a.input.to_ascii_lowercase().ends_with(".npy");
-    let (data_type, shape, big_endian): (DataType, Vec<u64>, bool) =
+    let (data_type, shape, big_endian, data_offset): (DataType, Vec<u64>, bool, u64) =
         if is_npy {
             let h = npy::read_header(&mut input).map_err(|m| CliError::new(&a.input, m))?;
             if let Some(d) = &a.dtype {
@@ -91,7 +255,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
                     ));
                 }
             }
-            (h.data_type, h.shape, h.big_endian)
+            (h.data_type, h.shape, h.big_endian, h.data_offset)
         } else {
             let dtype = a.dtype.as_deref().ok_or_else(|| {
                 CliError::usage(&a.input, "a raw input needs --dtype and --shape")
@@ -99,25 +263,33 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             let shape = a.shape.as_deref().ok_or_else(|| {
                 CliError::usage(&a.input, "a raw input needs --dtype and --shape")
             })?;
-            let t = spec::data_type(dtype)?;
-            let s = spec::list("--shape", shape)?;
-            let want = s
-                .iter()
-                .try_fold(t.size() as u64, |acc, &d| acc.checked_mul(d))
-                .ok_or_else(|| CliError::usage("--shape", "the shape is too large"))?;
-            if let Some(len) = input_len {
-                if len != want {
-                    return Err(CliError::new(
-                        &a.input,
-                        format!(
-                            "has {len} bytes but {} elements of {t} in shape {s:?} need {want}",
-                            want / t.size() as u64
-                        ),
-                    ));
-                }
-            }
-            (t, s, false)
+            (
+                spec::data_type(dtype)?,
+                spec::list("--shape", shape)?,
+                false,
+                0,
+            )
         };
+    let elem = data_type.size() as u64;
+    let want = shape
+        .iter()
+        .try_fold(elem, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| CliError::usage("--shape", "the shape is too large"))?;
+    // A file of the wrong size is refused before anything is written.
+    if let Some(len) = input_len {
+        let have = len.saturating_sub(data_offset);
+        if have != want {
+            let what = if is_npy {
+                format!("holds {have} bytes of data but its header's shape {:?} of {data_type} needs {want}", shape)
+            } else {
+                format!(
+                    "has {len} bytes but {} elements of {data_type} in shape {shape:?} need {want}",
+                    want / elem
+                )
+            };
+            return Err(CliError::new(&a.input, what));
+        }
+    }
     let block: Vec<u32> = match &a.block_size {
         Some(t) => {
             let b = spec::list("--block-size", t)?;
@@ -149,50 +321,391 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             "name the dataset inside the container, e.g. vol.n5/raw",
         ));
     }
-    let c = loc.open_n5(Mode::Create, work::threads(g.threads), "import")?;
-    let ds = c.create_dataset(&loc.inner, attrs).at(&loc.arg)?;
-
-    let elem = data_type.size() as u64;
-    let last = shape.len() - 1;
+    let format = destination_format(a.format.as_deref(), &loc, Format::N5)?;
+    check_shard_format(a.shard.is_some(), format, &loc.arg)?;
+    let shard = a
+        .shard
+        .as_deref()
+        .map(|t| checked_shard(&spec::list("--shard", t)?, &block, &loc.arg))
+        .transpose()?;
+    // The array's document, checked before the container is made.
+    let fill = vec![0u8; elem as usize];
+    let document = new_document(
+        format,
+        &attrs,
+        &NewArray {
+            shard: shard.as_deref(),
+            fill: &fill,
+            dimension_names: None,
+        },
+    )
+    .at(&loc.arg)?;
+    if format != Format::N5 {
+        check_document(format, &loc.inner, &document, &loc.arg)?;
+    }
+    // N5 datasets get every block, as N5 readers expect of an import;
+    // Zarr arrays leave out chunks equal to the fill value, as Zarr
+    // writers do.
+    let c = loc.open_for_copy(
+        Mode::Create,
+        work::threads(g.threads),
+        format,
+        format == Format::N5,
+    )?;
+    if c.format() != format {
+        return Err(CliError::new(
+            &loc.arg,
+            format!(
+                "is a {} container, not {}",
+                c.format().name(),
+                format.name()
+            ),
+        ));
+    }
+    let ds = if format == Format::N5 {
+        c.create_dataset(&loc.inner, attrs)
+    } else {
+        c.create_dataset_json(&loc.inner, &document)
+    }
+    .at(&loc.arg)?;
     if shape.contains(&0) {
         return Ok(EXIT_OK);
     }
+    let target = Target {
+        ds: &ds,
+        arg: &loc.arg,
+        quiet: g.quiet,
+    };
+    match input_len {
+        Some(_) => {
+            drop(input);
+            let file = File::open(&a.input).at(&a.input)?;
+            import_file(&a.input, file, data_offset, big_endian, &target, LIMITS)
+        }
+        None => {
+            let s = Stream {
+                input,
+                big_endian,
+                is_npy,
+            };
+            import_stream(&a.input, s, &target, LIMITS)
+        }
+    }
+}
+
+/// Import the file `name` whose elements (big-endian with `big_endian`)
+/// start at `start` in boxes (see the module's description).
+fn import_file(
+    name: &str,
+    mut file: File,
+    start: u64,
+    big_endian: bool,
+    target: &Target,
+    limits: Limits,
+) -> CliResult<u8> {
+    let ds = target.ds;
+    let dims = ds.attributes().dimensions.clone();
+    let elem = ds.data_type().size() as u64;
+    // The unit written whole: the shard, else the block.
+    let all = boxes(&dims, &ds.shard_shape(), elem, limits.box_bytes);
+    let bar = progress(all.len() as u64, "import", target.quiet);
+    // The reader hands over one box at a time (a rendezvous): one box is
+    // read while the one before is written, and the written one's buffer
+    // goes back to the reader (two buffers in all, their pages touched
+    // once).
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(0);
+    let (back, spare) = mpsc::channel::<Vec<u8>>();
+    let result = std::thread::scope(|s| {
+        let boxes = &all;
+        s.spawn(move || {
+            for b in boxes {
+                let mut buf = spare.try_recv().unwrap_or_default();
+                let r = read_box(&mut file, start, &dims, elem, b, &mut buf).map(|()| {
+                    to_native(&mut buf, elem as usize, big_endian);
+                    buf
+                });
+                let failed = r.is_err();
+                if tx.send(r).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for b in &all {
+            let data = rx
+                .recv()
+                .map_err(|_| CliError::new(name, "the reader stopped"))?
+                .map_err(|e| read_error(name, e))?;
+            target.write(b, &data)?;
+            back.send(data).ok();
+            bar.inc(1);
+        }
+        Ok(EXIT_OK)
+    });
+    bar.finish_and_clear();
+    result
+}
+
+/// A stream to import: standard input or a pipe, at the first element.
+struct Stream {
+    /// The stream.
+    input: Box<dyn Read>,
+    /// Whether its elements are big-endian.
+    big_endian: bool,
+    /// Whether it is a .npy file (which must end with the data).
+    is_npy: bool,
+}
+
+/// Import the stream `name` in slabs along the slowest dimension (see
+/// the module's description).
+fn import_stream(name: &str, stream: Stream, target: &Target, limits: Limits) -> CliResult<u8> {
+    let ds = target.ds;
+    let Stream {
+        mut input,
+        big_endian,
+        is_npy,
+    } = stream;
+    let attrs = ds.attributes();
+    let shape = &attrs.dimensions;
+    let elem = ds.data_type().size() as u64;
+    let last = shape.len() - 1;
     let plane = shape[..last].iter().product::<u64>() * elem;
-    let thick = block[last] as u64;
-    let blocks_per_slab = (SLAB_BYTES / (plane * thick).max(1)).max(1);
-    let slab_planes = blocks_per_slab * thick;
-    let bar = progress(shape[last], "import", g.quiet);
+    let unit = ds.shard_shape()[last];
+    let thick = if plane.saturating_mul(unit) <= limits.stream_slab_max {
+        unit
+    } else {
+        u64::from(attrs.block_size[last])
+    };
+    let units_per_slab = (limits.slab_bytes / (plane * thick).max(1)).max(1);
+    let slab_planes = units_per_slab * thick;
+    let bar = progress(shape[last], "import", target.quiet);
     let mut buf = Vec::new();
-    let mut start = 0;
-    while start < shape[last] {
-        let n = slab_planes.min(shape[last] - start);
+    let mut at = 0;
+    while at < shape[last] {
+        let n = slab_planes.min(shape[last] - at);
         buf.resize((plane * n) as usize, 0);
-        input.read_exact(&mut buf).map_err(|e| {
-            CliError::new(
-                &a.input,
-                if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    "ends before the data its shape needs".to_string()
-                } else {
-                    e.to_string()
-                },
-            )
-        })?;
+        input
+            .read_exact(&mut buf)
+            .map_err(|e| read_error(name, e))?;
         to_native(&mut buf, elem as usize, big_endian);
         let mut offset = vec![0; shape.len()];
-        offset[last] = start;
-        let mut s = shape.clone();
+        offset[last] = at;
+        let mut s = shape.to_vec();
         s[last] = n;
-        ds.write_region(&offset, &s, &buf).at(&loc.arg)?;
-        start += n;
+        target.write(&Piece { offset, shape: s }, &buf)?;
+        at += n;
         bar.inc(n);
     }
     bar.finish_and_clear();
     let mut rest = [0u8; 1];
-    if is_npy && input.read(&mut rest).at(&a.input)? > 0 {
+    if is_npy && input.read(&mut rest).at(name)? > 0 {
         return Err(CliError::new(
-            &a.input,
+            name,
             "has more data than its header's shape (the dataset was written from the first part)",
         ));
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxes_cover_the_array_once_in_whole_units() {
+        for (dims, unit, budget) in [
+            (vec![10u64, 7, 5], vec![4u64, 3, 2], 1u64),
+            (vec![10, 7, 5], vec![4, 3, 2], 4 * 3 * 2 * 2 * 3),
+            (vec![10, 7, 5], vec![4, 3, 2], 1 << 30),
+            (vec![9], vec![4], 8),
+            (vec![3, 3, 3, 3], vec![2, 2, 2, 2], 64),
+        ] {
+            let all = boxes(&dims, &unit, 1, budget);
+            let mut seen = vec![0u8; dims.iter().product::<u64>() as usize];
+            for b in &all {
+                for d in 0..dims.len() {
+                    assert_eq!(b.offset[d] % unit[d], 0, "{b:?}");
+                    assert!(
+                        b.shape[d] % unit[d] == 0 || b.offset[d] + b.shape[d] == dims[d],
+                        "{b:?}"
+                    );
+                }
+                let n: u64 = b.shape.iter().product();
+                assert!(
+                    n <= budget.max(unit.iter().product()),
+                    "{b:?} over {budget}"
+                );
+                for i in 0..n {
+                    let (mut i, mut at, mut stride) = (i, 0u64, 1u64);
+                    for (d, &dim) in dims.iter().enumerate() {
+                        at += (b.offset[d] + i % b.shape[d]) * stride;
+                        i /= b.shape[d];
+                        stride *= dim;
+                    }
+                    seen[at as usize] += 1;
+                }
+            }
+            assert!(seen.iter().all(|&s| s == 1), "{dims:?} {unit:?} {budget}");
+            // File order: the boxes' offsets, last dimension slowest, rise.
+            let keys: Vec<Vec<u64>> = all
+                .iter()
+                .map(|b| b.offset.iter().rev().copied().collect())
+                .collect();
+            assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        }
+        // A whole array that fits is one box; a budget below one unit
+        // still gives whole units.
+        assert_eq!(boxes(&[10, 7, 5], &[4, 3, 2], 1, 1 << 30).len(), 1);
+        assert_eq!(boxes(&[10, 7, 5], &[4, 3, 2], 1, 1).len(), 3 * 3 * 3);
+    }
+
+    #[test]
+    fn a_box_reads_its_elements_from_the_file() {
+        let dims = [5u64, 4, 3];
+        let elem = 2u64;
+        let start = 7u64;
+        let n: u64 = dims.iter().product();
+        let mut bytes = vec![0xAAu8; start as usize];
+        for i in 0..n {
+            bytes.extend_from_slice(&(i as u16).to_le_bytes());
+        }
+        let path = std::env::temp_dir().join(format!("n5-import-box-{}", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let mut file = File::open(&path).unwrap();
+        for b in [
+            Piece {
+                offset: vec![1, 1, 1],
+                shape: vec![3, 2, 2],
+            },
+            Piece {
+                offset: vec![0, 2, 0],
+                shape: vec![5, 2, 3],
+            },
+            Piece {
+                offset: vec![0, 0, 2],
+                shape: vec![5, 4, 1],
+            },
+            Piece {
+                offset: vec![4, 3, 2],
+                shape: vec![1, 1, 1],
+            },
+            Piece {
+                offset: vec![0, 0, 0],
+                shape: vec![5, 4, 3],
+            },
+        ] {
+            let mut out = Vec::new();
+            read_box(&mut file, start, &dims, elem, &b, &mut out).unwrap();
+            let mut want = Vec::new();
+            for z in 0..b.shape[2] {
+                for y in 0..b.shape[1] {
+                    for x in 0..b.shape[0] {
+                        let i = (b.offset[0] + x)
+                            + dims[0] * ((b.offset[1] + y) + dims[1] * (b.offset[2] + z));
+                        want.extend_from_slice(&(i as u16).to_le_bytes());
+                    }
+                }
+            }
+            assert_eq!(out, want, "{b:?}");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// Every path of the import into a sharded Zarr v3 array of 37 x 29 x
+    /// 11 uint16 (inner chunks 8 x 8 x 4, shards 16 x 16 x 8): a file in
+    /// boxes of one shard and of the whole array, big-endian and not, and
+    /// a stream in slabs of whole shards and (past the stream limit) of
+    /// whole blocks, each shard then merged from two slabs.
+    #[test]
+    fn imports_write_every_element_whatever_the_limits() {
+        use n5::{Container, Options};
+        let dims = [37u64, 29, 11];
+        let n: u64 = dims.iter().product();
+        let values: Vec<u16> = (0..n).map(|i| (i * 7 % 65521) as u16).collect();
+        let le: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let be: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
+        let dir = std::env::temp_dir().join(format!("n5-import-limits-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let options = Options {
+            format: Some(Format::Zarr3),
+            ..Options::default()
+        };
+        let root = dir.join("t.zarr");
+        let c = Container::open_with(root.to_str().unwrap(), Mode::Create, options).unwrap();
+        let attrs = DatasetAttributes::new(
+            dims.to_vec(),
+            vec![8, 8, 4],
+            DataType::U16,
+            n5::Compression::Raw,
+        )
+        .unwrap();
+        let shard = [16u64, 16, 8];
+        let new = NewArray {
+            shard: Some(&shard),
+            fill: &[0, 0],
+            dimension_names: None,
+        };
+        let document = new_document(Format::Zarr3, &attrs, &new).unwrap();
+        let tiny = |box_bytes, stream_slab_max| Limits {
+            box_bytes,
+            slab_bytes: 1,
+            stream_slab_max,
+        };
+        let mut case = 0;
+        let mut check = |import: &dyn Fn(&Target) -> CliResult<u8>| {
+            case += 1;
+            let path = format!("a{case}");
+            let ds = c.create_dataset_json(&path, &document).unwrap();
+            let target = Target {
+                ds: &ds,
+                arg: &path,
+                quiet: true,
+            };
+            assert_eq!(import(&target).unwrap(), EXIT_OK, "case {case}");
+            let mut back = vec![0u8; le.len()];
+            ds.read_region(&[0, 0, 0], &dims, &mut back).unwrap();
+            let back: Vec<u16> = back
+                .chunks_exact(2)
+                .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+                .collect();
+            assert!(back == values, "case {case}");
+        };
+        for (bytes, big) in [(&le, false), (&be, true)] {
+            let file = dir.join("in.raw");
+            let mut with_header = vec![7u8; 13];
+            with_header.extend_from_slice(bytes);
+            std::fs::write(&file, &with_header).unwrap();
+            for budget in [1, 1 << 30] {
+                check(&|t| {
+                    let f = File::open(&file).unwrap();
+                    import_file("in.raw", f, 13, big, t, tiny(budget, 1 << 30))
+                });
+            }
+            for slab_max in [1 << 30, 1] {
+                check(&|t| {
+                    let s = Stream {
+                        input: Box::new(std::io::Cursor::new(bytes.clone())),
+                        big_endian: big,
+                        is_npy: false,
+                    };
+                    import_stream("-", s, t, tiny(1, slab_max))
+                });
+            }
+        }
+        // A stream that ends early names the input.
+        let ds = c.create_dataset_json("short", &document).unwrap();
+        let target = Target {
+            ds: &ds,
+            arg: "short",
+            quiet: true,
+        };
+        let s = Stream {
+            input: Box::new(std::io::Cursor::new(le[..le.len() - 1].to_vec())),
+            big_endian: false,
+            is_npy: false,
+        };
+        let e = import_stream("-", s, &target, LIMITS).unwrap_err();
+        assert!(e.to_string().contains("ends before the data"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,6 +1,7 @@
 //! The subcommands, one module each: `ls` and `tree` ([`ls`]), [`info`],
 //! [`attrs`], [`cat`], [`import`], [`cp`], [`verify`] and [`clean`], plus what several
-//! of them share ([`common`]).
+//! of them share ([`common`]; [`target`]: the format and shards of what
+//! `cp` and `import` create).
 
 pub mod attrs;
 pub mod cat;
@@ -10,4 +11,5 @@ pub mod cp;
 pub mod import;
 pub mod info;
 pub mod ls;
+pub mod target;
 pub mod verify;

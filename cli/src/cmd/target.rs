@@ -1,0 +1,140 @@
+//! What `cp` and `import` decide alike about the datasets they create: the
+//! destination's format (from `--format`, the location's prefix, the
+//! container already there, its suffix), and a `--shard` shape checked
+//! against the format and the block size, and a new array's document
+//! checked before anything is written.
+
+use std::sync::Arc;
+
+use n5::format::Format;
+use n5::storage::MemoryStore;
+use n5::{Container, Mode, Options};
+use serde_json::Value;
+
+use crate::error::{At, CliError, CliResult};
+use crate::location::{Location, Prefix};
+
+/// The destination's format: `--format`, else the prefix, else the format
+/// of a container already there, else the suffix, else `source` (the
+/// source's format for a copy, N5 for an import). A
+/// `zarr:` prefix where nothing is there yet means some Zarr: `--format`
+/// zarr2 or zarr3 decides, else Zarr v3 (what the library creates there).
+pub fn destination_format(
+    format: Option<&str>,
+    dloc: &Location,
+    source: Format,
+) -> CliResult<Format> {
+    let existing = dloc.existing_format();
+    let prefix = dloc.prefix_format();
+    let any_zarr = dloc.prefix() == Some(Prefix::AnyZarr);
+    let Some(text) = format else {
+        if any_zarr && prefix.is_none() {
+            return Ok(Format::Zarr3);
+        }
+        return Ok(prefix
+            .or(existing)
+            .or_else(|| dloc.suffix_format())
+            .unwrap_or(source));
+    };
+    let wanted = match text.to_ascii_lowercase().as_str() {
+        "n5" => Format::N5,
+        "zarr2" => Format::Zarr2,
+        "zarr3" | "zarr" => Format::Zarr3,
+        other => {
+            return Err(CliError::usage(
+                "--format",
+                format!("'{other}' is not one of n5, zarr2, zarr3"),
+            ))
+        }
+    };
+    if any_zarr && wanted == Format::N5 {
+        return Err(CliError::usage(
+            &dloc.arg,
+            "--format n5 contradicts the location's zarr: prefix",
+        ));
+    }
+    if let Some(e) = existing.filter(|&e| e != wanted) {
+        return Err(CliError::new(
+            &dloc.arg,
+            format!(
+                "is an existing {} container; --format {} cannot write into it (write to a new location)",
+                e.name(),
+                wanted.name()
+            ),
+        ));
+    }
+    if let Some(p) = prefix.filter(|&p| p != wanted) {
+        return Err(CliError::usage(
+            &dloc.arg,
+            format!(
+                "--format {} contradicts the location's {} prefix",
+                wanted.name(),
+                p.name()
+            ),
+        ));
+    }
+    Ok(wanted)
+}
+
+/// The shard shape of `--shard` for a dataset of block size `block` (N5
+/// order), checked: the rank, and a multiple of the block size.
+pub fn checked_shard(shard: &[u64], block: &[u32], sarg: &str) -> CliResult<Vec<u64>> {
+    if shard.len() != block.len() {
+        return Err(CliError::usage(
+            sarg,
+            format!(
+                "--shard has {} values but this dataset has {} dimensions",
+                shard.len(),
+                block.len()
+            ),
+        ));
+    }
+    for (d, (&s, &b)) in shard.iter().zip(block).enumerate() {
+        if s == 0 || s % b as u64 != 0 {
+            return Err(CliError::usage(
+                "--shard",
+                format!(
+                    "shard shape {shard:?} is not a multiple of the block size {block:?} (dimension {d}: {s} is not a multiple of {b}); the blocks are the shards' inner chunks"
+                ),
+            ));
+        }
+    }
+    Ok(shard.to_vec())
+}
+
+/// `--shard` is for Zarr v3 only: an error naming the destination `darg`
+/// when it is given for another `format`.
+pub fn check_shard_format(shard: bool, format: Format, darg: &str) -> CliResult<()> {
+    if shard && format != Format::Zarr3 {
+        return Err(CliError::usage(
+            "--shard",
+            format!(
+                "makes sharded Zarr v3 arrays, and the destination {darg} is {} (give --format zarr3, or a zarr3: or .zarr destination)",
+                format.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Check the Zarr array document `document` of the new dataset `dp` as
+/// the library checks it when it is created, by creating it in an empty
+/// in-memory container of `format`: what it refuses (a shard or chunk of
+/// more than 2 GiB decoded, among others) then stops the copy or import
+/// before anything is written.
+pub fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> CliResult<()> {
+    let scratch = Container::open_store(
+        Arc::new(MemoryStore::new()),
+        "planning",
+        Mode::Create,
+        Options {
+            format: Some(format),
+            ..Options::default()
+        },
+    )
+    .at(darg)?;
+    scratch
+        .create_dataset_json(dp, document)
+        .map(|_| ())
+        .at(darg)
+}
