@@ -74,7 +74,7 @@ venv_module_ok() { "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; }
 # The hash of the requirements and the interpreter the venv was made for.
 venv_hash() { { cat "$REQ"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
 VENV_MARKER="$VENV/.n5-requirements.sha256"
-PEER_MODULES='import tensorstore, z5py, zarr, numcodecs, numpy, fsspec, cffi, h5py'
+PEER_MODULES='import tensorstore, z5py, zarr, numcodecs, numpy, fsspec, cffi, h5py, tifffile'
 venv_ok() {
     [ -x "$VENV/bin/python" ] && [ -f "$VENV_MARKER" ] \
         && [ "$(cat "$VENV_MARKER")" = "$(venv_hash)" ] \

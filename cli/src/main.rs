@@ -10,6 +10,7 @@ mod location;
 mod npy;
 mod output;
 mod spec;
+mod tiffstack;
 mod work;
 mod zarr;
 
@@ -68,9 +69,10 @@ enum Command {
         after_help = "Examples:\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy\n  n5 cat vol.n5/raw/s0 --shape 64,64,64 > block.raw"
     )]
     Cat(cmd::cat::CatArgs),
-    /// Import a raw or .npy file into a new dataset (N5, Zarr v2 or Zarr v3).
+    /// Import a raw, .npy or TIFF file (or a directory of TIFF pages) into a
+    /// new dataset (N5, Zarr v2 or Zarr v3).
     #[command(
-        after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'\n  n5 import volume.npy vol.zarr/raw -b 64,64,64 --shard 1024,1024,1024 -c zstd   (sharded Zarr v3)\n  n5 import volume.npy zarr2:s3://bucket/vol.zarr/raw -c blosc"
+        after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'\n  n5 import volume.npy vol.zarr/raw -b 64,64,64 --shard 1024,1024,1024 -c zstd   (sharded Zarr v3)\n  n5 import volume.npy zarr2:s3://bucket/vol.zarr/raw -c blosc\n  n5 import stack.tif vol.n5/raw -c zstd            (pages: [width, height, pages])\n  n5 import slices/ vol.zarr/raw                    (a directory of .tif pages, in natural order)"
     )]
     Import(cmd::import::ImportArgs),
     /// Copy a dataset or a group tree, optionally recompressing, re-chunking,

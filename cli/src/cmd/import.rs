@@ -1,19 +1,18 @@
-//! `n5 import`: a raw little-endian file (with `--dtype` and `--shape`) or a
-//! `.npy` file into a new dataset of any format (N5, Zarr v2, Zarr v3,
+//! `n5 import`: a raw little-endian file (with `--dtype` and `--shape`), a
+//! `.npy` file or a TIFF stack (a multi-page file or a directory of pages,
+//! see [`crate::tiffstack`]) into a new dataset of any format (N5, Zarr v2, Zarr v3,
 //! sharded Zarr v3 with `--shard`) with the block size and compression
 //! asked for. A file is read in boxes of whole write units (the shards of
 //! a sharded array, else the blocks) of about 32 MiB ([`LIMITS`]), the next box
 //! read while the last is written by the container's threads, so that every
 //! block or shard is written once with memory bounded by two boxes however
-//! large the planes are. Standard input is read in slabs along the slowest
-//! dimension, of whole shards when a slab of them fits in 1 GiB (else of
+//! large the planes are. Standard input and TIFF stacks are read in slabs
+//! along the slowest dimension, of whole shards when a slab of them fits in 1 GiB (else of
 //! whole blocks, shards then merged slab by slab).
-//!
-//! TIFF stacks are not imported: convert them to .npy first (for example
-//! with Python's tifffile and numpy).
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
 use std::sync::mpsc;
 
 use clap::Args;
@@ -24,14 +23,16 @@ use crate::cmd::target::{check_document, check_shard_format, checked_shard, dest
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::progress;
+use crate::tiffstack::TiffStack;
 use crate::zarr::{new_document, NewArray};
-use crate::{npy, spec, work, Global};
+use crate::{npy, spec, tiffstack, work, Global};
 
 /// Arguments of `n5 import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// The input: a .npy file, or raw little-endian elements, dimension 0
-    /// fastest (`-` reads standard input).
+    /// The input: a .npy file, a TIFF stack (a .tif/.tiff file of grayscale
+    /// pages, or a directory of them), or raw little-endian elements,
+    /// dimension 0 fastest (`-` reads standard input).
     pub input: String,
     /// The new dataset (CONTAINER/PATH/TO/DATASET: vol.n5/raw, vol.zarr/raw,
     /// s3://bucket/vol.zarr/raw...); the container is created when missing.
@@ -50,7 +51,7 @@ pub struct ImportArgs {
     /// or JSON such as '{"type":"gzip","level":-1}'.
     #[arg(long, short, default_value = "gzip", value_name = "SPEC")]
     pub compression: String,
-    /// Read the input as raw data even when it ends in .npy.
+    /// Read the input as raw data even when it ends in .npy, .tif or .tiff.
     #[arg(long)]
     pub raw: bool,
     /// The new dataset's format: n5, zarr2 or zarr3. Default: the
@@ -221,41 +222,76 @@ fn read_error(input: &str, e: std::io::Error) -> CliError {
     )
 }
 
+/// Check `--dtype` and `--shape`, when given, against what the header of
+/// `what` (a .npy file, a TIFF stack) says: `data_type` and `shape` (N5
+/// order, described by `shape_note`).
+fn check_header(
+    a: &ImportArgs,
+    data_type: DataType,
+    shape: &[u64],
+    what: &str,
+    shape_note: &str,
+) -> CliResult<()> {
+    if let Some(d) = &a.dtype {
+        if spec::data_type(d)? != data_type {
+            return Err(CliError::usage(
+                "--dtype",
+                format!("{what} holds {data_type}, not {d}"),
+            ));
+        }
+    }
+    if let Some(s) = &a.shape {
+        if spec::list("--shape", s)? != shape {
+            return Err(CliError::usage(
+                "--shape",
+                format!("{what} has the N5 shape {shape:?} {shape_note}, not {s}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `n5 import INPUT DEST`.
 pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     let compression = spec::compression(&a.compression)?;
     let is_npy = !a.raw && a.input.to_ascii_lowercase().ends_with(".npy");
-    let (mut input, input_len): (Box<dyn Read>, Option<u64>) = if a.input == "-" {
-        (Box::new(std::io::stdin().lock()), None)
+    let is_tiff = !a.raw && a.input != "-" && tiffstack::is_tiff(Path::new(&a.input));
+    let (mut input, input_len): (Box<dyn Read + Send>, Option<u64>) = if a.input == "-" {
+        (Box::new(std::io::stdin()), None)
+    } else if is_tiff {
+        (Box::new(std::io::empty()), None)
     } else {
         let f = File::open(&a.input).at(&a.input)?;
         let m = f.metadata().at(&a.input)?;
         let len = m.is_file().then_some(m.len());
         (Box::new(BufReader::with_capacity(1 << 20, f)), len)
     };
+    // What a header says: the element type, the shape (N5 order), whether
+    // the elements are big-endian and where they start.
     let (data_type, shape, big_endian, data_offset): (DataType, Vec<u64>, bool, u64) =
         if is_npy {
             let h = npy::read_header(&mut input).map_err(|m| CliError::new(&a.input, m))?;
-            if let Some(d) = &a.dtype {
-                if spec::data_type(d)? != h.data_type {
-                    return Err(CliError::usage(
-                        "--dtype",
-                        format!("the .npy file holds {}, not {d}", h.data_type),
-                    ));
-                }
-            }
-            if let Some(s) = &a.shape {
-                if spec::list("--shape", s)? != h.shape {
-                    return Err(CliError::usage(
-                        "--shape",
-                        format!(
-                            "the .npy file has the N5 shape {:?} (its own shape reversed), not {s}",
-                            h.shape
-                        ),
-                    ));
-                }
-            }
+            check_header(
+                a,
+                h.data_type,
+                &h.shape,
+                "the .npy file",
+                "(its own shape reversed)",
+            )?;
             (h.data_type, h.shape, h.big_endian, h.data_offset)
+        } else if is_tiff {
+            let (stack, h) =
+                TiffStack::open(Path::new(&a.input)).map_err(|m| CliError::new(&a.input, m))?;
+            check_header(
+                a,
+                h.data_type,
+                &h.shape,
+                "the TIFF stack",
+                "([width, height, pages])",
+            )?;
+            input = Box::new(stack);
+            // Pages are decoded to native order.
+            (h.data_type, h.shape, cfg!(target_endian = "big"), 0)
         } else {
             let dtype = a.dtype.as_deref().ok_or_else(|| {
                 CliError::usage(&a.input, "a raw input needs --dtype and --shape")
@@ -393,6 +429,53 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     }
 }
 
+/// Write every piece of `pieces` with the bytes `read` gives for it (in
+/// the order of `pieces`), converted to native order from little-endian
+/// (big-endian with `big_endian`). A reader thread hands over one piece
+/// at a time (a rendezvous): one piece is read while the one before is
+/// written, and the written one's buffer goes back to the reader (two
+/// buffers in all, their pages touched once). `name` names the input in
+/// messages.
+fn pipelined(
+    name: &str,
+    pieces: &[Piece],
+    big_endian: bool,
+    target: &Target,
+    mut read: impl FnMut(&Piece, &mut Vec<u8>) -> std::io::Result<()> + Send,
+) -> CliResult<()> {
+    let elem = target.ds.data_type().size();
+    let bar = progress(pieces.len() as u64, "import", target.quiet);
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(0);
+    let (back, spare) = mpsc::channel::<Vec<u8>>();
+    let result = std::thread::scope(|s| {
+        s.spawn(move || {
+            for p in pieces {
+                let mut buf = spare.try_recv().unwrap_or_default();
+                let r = read(p, &mut buf).map(|()| {
+                    to_native(&mut buf, elem, big_endian);
+                    buf
+                });
+                let failed = r.is_err();
+                if tx.send(r).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        for p in pieces {
+            let data = rx
+                .recv()
+                .map_err(|_| CliError::new(name, "the reader stopped"))?
+                .map_err(|e| read_error(name, e))?;
+            target.write(p, &data)?;
+            back.send(data).ok();
+            bar.inc(1);
+        }
+        Ok(())
+    });
+    bar.finish_and_clear();
+    result
+}
+
 /// Import the file `name` whose elements (big-endian with `big_endian`)
 /// start at `start` in boxes (see the module's description).
 fn import_file(
@@ -408,94 +491,74 @@ fn import_file(
     let elem = ds.data_type().size() as u64;
     // The unit written whole: the shard, else the block.
     let all = boxes(&dims, &ds.shard_shape(), elem, limits.box_bytes);
-    let bar = progress(all.len() as u64, "import", target.quiet);
-    // The reader hands over one box at a time (a rendezvous): one box is
-    // read while the one before is written, and the written one's buffer
-    // goes back to the reader (two buffers in all, their pages touched
-    // once).
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(0);
-    let (back, spare) = mpsc::channel::<Vec<u8>>();
-    let result = std::thread::scope(|s| {
-        let boxes = &all;
-        s.spawn(move || {
-            for b in boxes {
-                let mut buf = spare.try_recv().unwrap_or_default();
-                let r = read_box(&mut file, start, &dims, elem, b, &mut buf).map(|()| {
-                    to_native(&mut buf, elem as usize, big_endian);
-                    buf
-                });
-                let failed = r.is_err();
-                if tx.send(r).is_err() || failed {
-                    return;
-                }
-            }
-        });
-        for b in &all {
-            let data = rx
-                .recv()
-                .map_err(|_| CliError::new(name, "the reader stopped"))?
-                .map_err(|e| read_error(name, e))?;
-            target.write(b, &data)?;
-            back.send(data).ok();
-            bar.inc(1);
-        }
-        Ok(EXIT_OK)
-    });
-    bar.finish_and_clear();
-    result
+    pipelined(name, &all, big_endian, target, |b, buf| {
+        read_box(&mut file, start, &dims, elem, b, buf)
+    })?;
+    Ok(EXIT_OK)
 }
 
-/// A stream to import: standard input or a pipe, at the first element.
+/// A stream to import: standard input, a pipe or a TIFF stack, at the
+/// first element.
 struct Stream {
     /// The stream.
-    input: Box<dyn Read>,
+    input: Box<dyn Read + Send>,
     /// Whether its elements are big-endian.
     big_endian: bool,
     /// Whether it is a .npy file (which must end with the data).
     is_npy: bool,
 }
 
+/// The slabs along the slowest dimension that a stream of an array of
+/// shape `shape` (N5 order) is read in: whole write units thick (`unit`
+/// along the slowest dimension; `block` when a slab of units would pass
+/// the stream limit), as many as fit in the slab bytes of `elem`-byte
+/// elements, at least one.
+fn slabs(shape: &[u64], unit: u64, block: u64, elem: u64, limits: Limits) -> Vec<Piece> {
+    let last = shape.len() - 1;
+    let plane = shape[..last].iter().product::<u64>() * elem;
+    let thick = if plane.saturating_mul(unit) <= limits.stream_slab_max {
+        unit
+    } else {
+        block
+    };
+    let per_slab = (limits.slab_bytes / plane.saturating_mul(thick).max(1)).max(1) * thick;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < shape[last] {
+        let n = per_slab.min(shape[last] - at);
+        let mut offset = vec![0; shape.len()];
+        offset[last] = at;
+        let mut s = shape.to_vec();
+        s[last] = n;
+        out.push(Piece { offset, shape: s });
+        at += n;
+    }
+    out
+}
+
 /// Import the stream `name` in slabs along the slowest dimension (see
 /// the module's description).
 fn import_stream(name: &str, stream: Stream, target: &Target, limits: Limits) -> CliResult<u8> {
-    let ds = target.ds;
     let Stream {
         mut input,
         big_endian,
         is_npy,
     } = stream;
+    let ds = target.ds;
     let attrs = ds.attributes();
-    let shape = &attrs.dimensions;
+    let last = attrs.ndim() - 1;
     let elem = ds.data_type().size() as u64;
-    let last = shape.len() - 1;
-    let plane = shape[..last].iter().product::<u64>() * elem;
-    let unit = ds.shard_shape()[last];
-    let thick = if plane.saturating_mul(unit) <= limits.stream_slab_max {
-        unit
-    } else {
-        u64::from(attrs.block_size[last])
-    };
-    let units_per_slab = (limits.slab_bytes / (plane * thick).max(1)).max(1);
-    let slab_planes = units_per_slab * thick;
-    let bar = progress(shape[last], "import", target.quiet);
-    let mut buf = Vec::new();
-    let mut at = 0;
-    while at < shape[last] {
-        let n = slab_planes.min(shape[last] - at);
-        buf.resize((plane * n) as usize, 0);
-        input
-            .read_exact(&mut buf)
-            .map_err(|e| read_error(name, e))?;
-        to_native(&mut buf, elem as usize, big_endian);
-        let mut offset = vec![0; shape.len()];
-        offset[last] = at;
-        let mut s = shape.to_vec();
-        s[last] = n;
-        target.write(&Piece { offset, shape: s }, &buf)?;
-        at += n;
-        bar.inc(n);
-    }
-    bar.finish_and_clear();
+    let all = slabs(
+        &attrs.dimensions,
+        ds.shard_shape()[last],
+        u64::from(attrs.block_size[last]),
+        elem,
+        limits,
+    );
+    pipelined(name, &all, big_endian, target, |p, buf| {
+        buf.resize((p.shape.iter().product::<u64>() * elem) as usize, 0);
+        input.read_exact(buf)
+    })?;
     let mut rest = [0u8; 1];
     if is_npy && input.read(&mut rest).at(name)? > 0 {
         return Err(CliError::new(

@@ -1,0 +1,373 @@
+//! What `n5 import` reads from TIFF: a multi-page file (classic or BigTIFF,
+//! in strips or tiles, uncompressed, deflate, LZW or PackBits) or a
+//! directory of such files taken in natural name order (`z2.tif` before
+//! `z10.tif`), as one stack of grayscale pages of one shape and sample
+//! type. Its shape in N5 order is `[width, height, pages]` (`[width,
+//! height]` for a single page); the pages are read one at a time, as a
+//! stream of native-order elements, page after page.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use n5::DataType;
+use tiff::decoder::{Decoder, DecodingResult, Limits};
+use tiff::ColorType;
+
+/// The largest page decoded (bytes): a bound on what a file's fields can
+/// make the decoder allocate.
+const PAGE_MAX: usize = 1 << 30;
+
+/// Whether `path` names TIFF input: a file ending in `.tif` or `.tiff`, or
+/// a directory.
+pub fn is_tiff(path: &Path) -> bool {
+    path.is_dir() || has_tiff_extension(path)
+}
+
+fn has_tiff_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("tif") || e.eq_ignore_ascii_case("tiff"))
+}
+
+/// Compare two names with their runs of digits as numbers (`z2` < `z10`),
+/// then as text.
+fn natural(a: &str, b: &str) -> Ordering {
+    fn runs(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = s.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (ra, rb) = (runs(a), runs(b));
+    for (x, y) in ra.iter().zip(&rb) {
+        let o = match (x, y) {
+            ((true, x), (true, y)) => {
+                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+            }
+            ((_, x), (_, y)) => x.cmp(y),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    ra.len().cmp(&rb.len()).then_with(|| a.cmp(b))
+}
+
+/// The TIFF files of a directory in natural order, or the file itself.
+fn files_of(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    // Messages name the input; of a directory, each file by its name.
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && has_tiff_extension(p))
+        .collect();
+    if files.is_empty() {
+        return Err("holds no .tif or .tiff files".into());
+    }
+    files.sort_by(|a, b| {
+        let name = |p: &PathBuf| {
+            p.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        };
+        natural(&name(a), &name(b))
+    });
+    Ok(files)
+}
+
+/// How messages name the file `path` of a stack: by its name in a
+/// directory (`in_dir`), else not at all (the input names it).
+fn named(path: &Path, in_dir: bool) -> String {
+    match (in_dir, path.file_name()) {
+        (true, Some(n)) => format!("{}: ", n.to_string_lossy()),
+        _ => String::new(),
+    }
+}
+
+/// A decoder of the file `path` of a stack (`in_dir`: of a directory).
+fn open(path: &Path, in_dir: bool) -> Result<Decoder<BufReader<File>>, String> {
+    let name = named(path, in_dir);
+    let file = File::open(path).map_err(|e| format!("{name}{e}"))?;
+    let mut limits = Limits::default();
+    limits.decoding_buffer_size = PAGE_MAX;
+    Decoder::new(BufReader::new(file))
+        .map(|d| d.with_limits(limits))
+        .map_err(|e| format!("{name}not a TIFF file this tool reads: {e}"))
+}
+
+/// What one page is: width, height and color type.
+type PageShape = (u32, u32, ColorType);
+
+/// The shape of the decoder's current page, checked to be one sample per
+/// pixel.
+fn page_shape(d: &mut Decoder<BufReader<File>>, at: &str) -> Result<PageShape, String> {
+    let (w, h) = d.dimensions().map_err(|e| format!("{at}: {e}"))?;
+    let color = d.colortype().map_err(|e| format!("{at}: {e}"))?;
+    match color {
+        ColorType::Gray(_)
+        | ColorType::Multiband {
+            num_samples: 1,
+            ..
+        } => Ok((w, h, color)),
+        other => Err(format!(
+            "{at}: has {other:?} pixels; n5 import takes grayscale pages (one sample per pixel): split the channels first"
+        )),
+    }
+}
+
+/// The data type of a decoded page.
+fn data_type(r: &DecodingResult) -> Result<DataType, String> {
+    Ok(match r {
+        DecodingResult::U8(_) => DataType::U8,
+        DecodingResult::U16(_) => DataType::U16,
+        DecodingResult::U32(_) => DataType::U32,
+        DecodingResult::U64(_) => DataType::U64,
+        DecodingResult::I8(_) => DataType::I8,
+        DecodingResult::I16(_) => DataType::I16,
+        DecodingResult::I32(_) => DataType::I32,
+        DecodingResult::I64(_) => DataType::I64,
+        DecodingResult::F32(_) => DataType::F32,
+        DecodingResult::F64(_) => DataType::F64,
+        DecodingResult::F16(_) => {
+            return Err("has 16-bit floating-point samples, which N5 and Zarr arrays here do not store (convert them to float32)".into())
+        }
+    })
+}
+
+/// A stack of TIFF pages read as a stream of elements in native byte
+/// order, page after page (see the module's description).
+pub struct TiffStack {
+    files: Vec<PathBuf>,
+    /// Whether the files are those of a directory.
+    in_dir: bool,
+    /// The next file to open.
+    next_file: usize,
+    /// The open file, and whether its current page is still to be read.
+    decoder: Option<(Decoder<BufReader<File>>, bool)>,
+    /// The number of the open file's current page.
+    page_in_file: u64,
+    /// Every page's shape and data type (the first page's).
+    shape: PageShape,
+    data_type: DataType,
+    /// The page being read out, and how much of it is.
+    page: DecodingResult,
+    at: usize,
+    /// Pages read so far.
+    pages: u64,
+}
+
+/// What a TIFF stack holds.
+pub struct Header {
+    /// The element type.
+    pub data_type: DataType,
+    /// The shape in N5 order: `[width, height, pages]`, `[width, height]`
+    /// for one page.
+    pub shape: Vec<u64>,
+}
+
+impl TiffStack {
+    /// Open the TIFF file or directory `path`: every page's shape is
+    /// checked (one shape, one sample per pixel) and the first page is
+    /// decoded for its sample type.
+    pub fn open(path: &Path) -> Result<(TiffStack, Header), String> {
+        let files = files_of(path)?;
+        let in_dir = path.is_dir();
+        let mut pages = 0u64;
+        let mut first: Option<PageShape> = None;
+        for f in &files {
+            let mut d = open(f, in_dir)?;
+            let mut page = 0u64;
+            loop {
+                let at = format!("{}page {page}", named(f, in_dir));
+                let s = page_shape(&mut d, &at)?;
+                match first {
+                    None => first = Some(s),
+                    Some(p) if p != s => {
+                        return Err(format!(
+                            "{at}: is {}x{} {:?}, and the first page {}x{} {:?}: every page must have one shape and type",
+                            s.0, s.1, s.2, p.0, p.1, p.2
+                        ))
+                    }
+                    Some(_) => {}
+                }
+                pages += 1;
+                page += 1;
+                if !d.more_images() {
+                    break;
+                }
+                d.next_image().map_err(|e| format!("{at}: {e}"))?;
+            }
+        }
+        let shape = first.ok_or("holds no pages")?;
+        let mut stack = TiffStack {
+            files,
+            in_dir,
+            next_file: 0,
+            decoder: None,
+            page_in_file: 0,
+            shape,
+            data_type: DataType::U8,
+            page: DecodingResult::U8(Vec::new()),
+            at: 0,
+            pages: 0,
+        };
+        // The first page, decoded now for its type, is read out first.
+        stack.next_page().map_err(|e| e.to_string())?;
+        stack.data_type = data_type(&stack.page)?;
+        let mut dims = vec![u64::from(shape.0), u64::from(shape.1)];
+        if pages > 1 {
+            dims.push(pages);
+        }
+        let header = Header {
+            data_type: stack.data_type,
+            shape: dims,
+        };
+        Ok((stack, header))
+    }
+
+    /// Decode the next page into `page`; false after the last. Errors
+    /// name the file and the page.
+    fn next_page(&mut self) -> std::io::Result<bool> {
+        loop {
+            let file = match self.next_file.checked_sub(1) {
+                Some(i) => named(&self.files[i], self.in_dir),
+                None => String::new(),
+            };
+            if let Some((d, pending)) = &mut self.decoder {
+                if !*pending {
+                    if d.more_images() {
+                        self.page_in_file += 1;
+                        let at = format!("{file}page {}", self.page_in_file);
+                        d.next_image()
+                            .map_err(|e| std::io::Error::other(format!("{at}: {e}")))?;
+                        *pending = true;
+                    } else {
+                        self.decoder = None;
+                        continue;
+                    }
+                }
+                *pending = false;
+                let at = format!("{file}page {}", self.page_in_file);
+                let shape = page_shape(d, &at).map_err(std::io::Error::other)?;
+                if shape != self.shape {
+                    return Err(std::io::Error::other(format!(
+                        "{at}: changed shape since the stack was opened"
+                    )));
+                }
+                d.read_image_to_buffer(&mut self.page)
+                    .map_err(|e| std::io::Error::other(format!("{at}: {e}")))?;
+                if self.pages > 0 && data_type(&self.page).ok() != Some(self.data_type) {
+                    return Err(std::io::Error::other(format!(
+                        "{at}: its samples are not {} like the first page's",
+                        self.data_type
+                    )));
+                }
+                self.at = 0;
+                self.pages += 1;
+                return Ok(true);
+            }
+            let Some(f) = self.files.get(self.next_file) else {
+                return Ok(false);
+            };
+            self.next_file += 1;
+            self.page_in_file = 0;
+            self.decoder = Some((open(f, self.in_dir).map_err(std::io::Error::other)?, true));
+        }
+    }
+}
+
+impl Read for TiffStack {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let page = self.page.as_buffer(0);
+            let bytes = page.as_bytes();
+            if self.at < bytes.len() {
+                let n = buf.len().min(bytes.len() - self.at);
+                buf[..n].copy_from_slice(&bytes[self.at..self.at + n]);
+                self.at += n;
+                return Ok(n);
+            }
+            if !self.next_page()? {
+                return Ok(0);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_takes_numbers_as_numbers() {
+        let mut names = vec!["z10.tif", "z2.tif", "z1.tif", "a.tif", "z02.tif", "z1b.tif"];
+        names.sort_by(|a, b| natural(a, b));
+        assert_eq!(
+            names,
+            ["a.tif", "z1.tif", "z1b.tif", "z02.tif", "z2.tif", "z10.tif"]
+        );
+    }
+
+    /// LZW and PackBits pages (written here with the tiff crate's encoder;
+    /// tifffile needs imagecodecs for them) read back as written, page
+    /// after page, through `Read` in small pieces.
+    #[test]
+    fn lzw_and_packbits_pages_read_back() {
+        use tiff::encoder::{colortype::Gray16, Compression, TiffEncoder};
+        let dir = std::env::temp_dir().join(format!("n5-tiffstack-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (w, h) = (37u32, 23u32);
+        let pages: Vec<Vec<u16>> = (0..3u32)
+            .map(|p| {
+                (0..w * h)
+                    .map(|i| ((i * 31 + p * 1000) % 60000) as u16 / 7)
+                    .collect()
+            })
+            .collect();
+        for (name, compression) in [
+            ("lzw.tif", Compression::Lzw),
+            ("packbits.tif", Compression::Packbits),
+        ] {
+            let path = dir.join(name);
+            let mut e = TiffEncoder::new(File::create(&path).unwrap())
+                .unwrap()
+                .with_compression(compression);
+            for p in &pages {
+                e.write_image::<Gray16>(w, h, p).unwrap();
+            }
+            drop(e);
+            let (mut stack, header) = TiffStack::open(&path).unwrap();
+            assert_eq!(header.data_type, DataType::U16);
+            assert_eq!(header.shape, vec![37, 23, 3]);
+            let mut got = Vec::new();
+            let mut piece = [0u8; 1000];
+            loop {
+                let n = stack.read(&mut piece).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&piece[..n]);
+            }
+            let want: Vec<u8> = pages
+                .iter()
+                .flatten()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect();
+            assert!(got == want, "{name}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
