@@ -23,7 +23,9 @@ use crate::cmd::common::{
     DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
-use crate::cmd::target::{check_document, check_shard_format, checked_shard, destination_format};
+use crate::cmd::target::{
+    check_document, check_shard_format, checked_shard, destination_format, MadeArgs,
+};
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
 use crate::output::{count as count_of, progress, Out};
@@ -58,17 +60,9 @@ pub struct CpArgs {
     /// --shard.
     #[arg(long, short, value_name = "LIST")]
     pub block_size: Option<String>,
-    /// The destination's format: n5, zarr2 or zarr3. Default: the
-    /// destination's prefix (n5:, zarr2:, zarr3:), else the format of the
-    /// container already there, else its suffix (.zarr: zarr3, .n5: n5),
-    /// else the source's format.
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
-    /// Make every dataset a sharded Zarr v3 array (`sharding_indexed`) with
-    /// this shard shape, N5 order like --block-size, a multiple of the
-    /// block size (the inner chunk shape) in each dimension.
-    #[arg(long, value_name = "LIST")]
-    pub shard: Option<String>,
+    /// --format and --shard.
+    #[command(flatten)]
+    pub made: MadeArgs,
 }
 
 /// One block's content as stored, decoded, for comparing and writing.
@@ -709,6 +703,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         .map(|t| spec::list("--block-size", t))
         .transpose()?;
     let shard: Option<Vec<u64>> = a
+        .made
         .shard
         .as_deref()
         .map(|t| spec::list("--shard", t))
@@ -733,7 +728,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             format!("cannot copy {} into itself", sloc.arg),
         ));
     }
-    let format = destination_format(a.format.as_deref(), &dloc, src.format())?;
+    let format = destination_format(a.made.format.as_deref(), &dloc, src.format())?;
     check_shard_format(shard.is_some(), format, &dloc.arg)?;
     let mut rels = vec![String::new()];
     match node(&src, &sloc.inner) {

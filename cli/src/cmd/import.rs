@@ -19,7 +19,9 @@ use clap::Args;
 use n5::format::Format;
 use n5::{DataType, Dataset, DatasetAttributes, Mode};
 
-use crate::cmd::target::{check_document, check_shard_format, checked_shard, destination_format};
+use crate::cmd::target::{
+    check_document, check_shard_format, checked_shard, destination_format, MadeArgs,
+};
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::progress;
@@ -54,16 +56,9 @@ pub struct ImportArgs {
     /// Read the input as raw data even when it ends in .npy, .tif or .tiff.
     #[arg(long)]
     pub raw: bool,
-    /// The new dataset's format: n5, zarr2 or zarr3. Default: the
-    /// destination's prefix (n5:, zarr2:, zarr3:), else the format of the
-    /// container already there, else its suffix (.zarr: zarr3), else n5.
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
-    /// Make the dataset a sharded Zarr v3 array (`sharding_indexed`) with
-    /// this shard shape, N5 order like --block-size, a multiple of the
-    /// block size (the inner chunk shape) in each dimension.
-    #[arg(long, value_name = "LIST")]
-    pub shard: Option<String>,
+    /// --format and --shard.
+    #[command(flatten)]
+    pub made: MadeArgs,
 }
 
 /// How much an import reads at a time.
@@ -357,9 +352,10 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             "name the dataset inside the container, e.g. vol.n5/raw",
         ));
     }
-    let format = destination_format(a.format.as_deref(), &loc, Format::N5)?;
-    check_shard_format(a.shard.is_some(), format, &loc.arg)?;
+    let format = destination_format(a.made.format.as_deref(), &loc, Format::N5)?;
+    check_shard_format(a.made.shard.is_some(), format, &loc.arg)?;
     let shard = a
+        .made
         .shard
         .as_deref()
         .map(|t| checked_shard(&spec::list("--shard", t)?, &block, &loc.arg))
@@ -634,27 +630,16 @@ mod tests {
         let path = std::env::temp_dir().join(format!("n5-import-box-{}", std::process::id()));
         std::fs::write(&path, &bytes).unwrap();
         let mut file = File::open(&path).unwrap();
+        let piece = |offset: [u64; 3], shape: [u64; 3]| Piece {
+            offset: offset.to_vec(),
+            shape: shape.to_vec(),
+        };
         for b in [
-            Piece {
-                offset: vec![1, 1, 1],
-                shape: vec![3, 2, 2],
-            },
-            Piece {
-                offset: vec![0, 2, 0],
-                shape: vec![5, 2, 3],
-            },
-            Piece {
-                offset: vec![0, 0, 2],
-                shape: vec![5, 4, 1],
-            },
-            Piece {
-                offset: vec![4, 3, 2],
-                shape: vec![1, 1, 1],
-            },
-            Piece {
-                offset: vec![0, 0, 0],
-                shape: vec![5, 4, 3],
-            },
+            piece([1, 1, 1], [3, 2, 2]),
+            piece([0, 2, 0], [5, 2, 3]),
+            piece([0, 0, 2], [5, 4, 1]),
+            piece([4, 3, 2], [1, 1, 1]),
+            piece([0, 0, 0], [5, 4, 3]),
         ] {
             let mut out = Vec::new();
             read_box(&mut file, start, &dims, elem, &b, &mut out).unwrap();

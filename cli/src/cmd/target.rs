@@ -12,6 +12,23 @@ use n5::{Container, Mode, Options};
 use serde_json::Value;
 
 use crate::error::{At, CliError, CliResult};
+
+/// The options of what `cp` and `import` create.
+#[derive(clap::Args, Debug)]
+pub struct MadeArgs {
+    /// The format of the datasets made: n5, zarr2 or zarr3. Default: the
+    /// destination's prefix (n5:, zarr2:, zarr3:), else the format of the
+    /// container already there, else its suffix (.zarr: zarr3, .n5: n5),
+    /// else the source's format (n5 for an import).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Make every dataset made a sharded Zarr v3 array
+    /// (`sharding_indexed`) with this shard shape, N5 order like
+    /// --block-size, a multiple of the block size (the inner chunk shape)
+    /// in each dimension.
+    #[arg(long, value_name = "LIST")]
+    pub shard: Option<String>,
+}
 use crate::location::{Location, Prefix};
 
 /// The destination's format: `--format`, else the prefix, else the format
