@@ -337,4 +337,20 @@ fn clean_removes_the_stale_temporaries_of_a_zarr_container() {
         1,
         "not a container",
     );
+    // Cleaning writes nothing: no root marker or version is added to a
+    // container named so without one.
+    for bare in ["bare.zarr", "bare.n5"] {
+        let dir = t.path(bare);
+        std::fs::create_dir_all(format!("{dir}/sub")).unwrap();
+        std::fs::write(format!("{dir}/sub/.n5tmp.x.1.2"), b"x").unwrap();
+        assert_eq!(
+            json(&["clean", "--json", "--older-than", "0", &dir]),
+            json!({"removed": 1, "bytes": 1})
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["sub"], "{bare}");
+    }
 }

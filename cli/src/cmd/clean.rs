@@ -57,8 +57,12 @@ pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
             "not a container (a directory named *.n5 or *.zarr, one with an \"n5\" version in its attributes.json, or a Zarr root with zarr.json, .zgroup or .zarray)",
         ));
     }
-    let c = loc.open(Mode::ReadWrite, g.threads.max(1))?;
+    // Opened to read, so that nothing is added (a missing root version or
+    // group marker); the store removes the temporaries, the container's
+    // documents and blocks are not written.
+    let c = loc.open(Mode::Read, g.threads.max(1))?;
     let (files, bytes) = c
+        .store()
         .remove_stale_temporaries(Duration::from_secs(a.older_than))
         .at(&loc.arg)?;
     let mut out = Out::new();

@@ -6,9 +6,11 @@
 //! a sharded array, else the blocks) of about 32 MiB ([`LIMITS`]), the next box
 //! read while the last is written by the container's threads, so that every
 //! block or shard is written once with memory bounded by two boxes however
-//! large the planes are. Standard input and TIFF stacks are read in slabs
-//! along the slowest dimension, of whole shards when a slab of them fits in 1 GiB (else of
-//! whole blocks, shards then merged slab by slab).
+//! large the planes are. Standard input and TIFF stacks are read in runs
+//! of the stream ([`stream_pieces`]): slabs of whole shards along the
+//! slowest dimension when they fit in 1 GiB, else of whole blocks, else
+//! planes, rows or parts of rows of at most 1 GiB (shards or blocks then
+//! merged from several).
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -210,7 +212,7 @@ fn read_error(input: &str, e: std::io::Error) -> CliError {
     CliError::new(
         input,
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            "ends before the data its shape needs".to_string()
+            "ends before the data its shape needs (the dataset holds what came before)".to_string()
         } else {
             e.to_string()
         },
@@ -425,31 +427,35 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     }
 }
 
-/// Write every piece of `pieces` with the bytes `read` gives for it (in
-/// the order of `pieces`), converted to native order from little-endian
-/// (big-endian with `big_endian`). A reader thread hands over one piece
-/// at a time (a rendezvous): one piece is read while the one before is
-/// written, and the written one's buffer goes back to the reader (two
-/// buffers in all, their pages touched once). `name` names the input in
-/// messages.
+/// Write the `count` pieces of `pieces` with the bytes `read` gives for
+/// each, converted to native order from little-endian (big-endian with
+/// `big_endian`). A reader thread hands over one piece at a time (a
+/// rendezvous): one piece is read while the one before is written, and
+/// the written one's buffer goes back to the reader (two buffers in all,
+/// their pages touched once). A failed write stops the reader. `name`
+/// names the input in messages.
 fn pipelined(
     name: &str,
-    pieces: &[Piece],
+    pieces: impl Iterator<Item = Piece> + Send,
+    count: u64,
     big_endian: bool,
     target: &Target,
     mut read: impl FnMut(&Piece, &mut Vec<u8>) -> std::io::Result<()> + Send,
 ) -> CliResult<()> {
     let elem = target.ds.data_type().size();
-    let bar = progress(pieces.len() as u64, "import", target.quiet);
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(0);
+    let bar = progress(count, "import", target.quiet);
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<(Piece, Vec<u8>)>>(0);
     let (back, spare) = mpsc::channel::<Vec<u8>>();
     let result = std::thread::scope(|s| {
+        // Owned here, the receiver goes when the writing below stops, and
+        // with it a reader waiting to hand over the next piece.
+        let rx = rx;
         s.spawn(move || {
             for p in pieces {
                 let mut buf = spare.try_recv().unwrap_or_default();
-                let r = read(p, &mut buf).map(|()| {
+                let r = read(&p, &mut buf).map(|()| {
                     to_native(&mut buf, elem, big_endian);
-                    buf
+                    (p, buf)
                 });
                 let failed = r.is_err();
                 if tx.send(r).is_err() || failed {
@@ -457,12 +463,9 @@ fn pipelined(
                 }
             }
         });
-        for p in pieces {
-            let data = rx
-                .recv()
-                .map_err(|_| CliError::new(name, "the reader stopped"))?
-                .map_err(|e| read_error(name, e))?;
-            target.write(p, &data)?;
+        for got in rx.iter() {
+            let (p, data) = got.map_err(|e| read_error(name, e))?;
+            target.write(&p, &data)?;
             back.send(data).ok();
             bar.inc(1);
         }
@@ -487,9 +490,15 @@ fn import_file(
     let elem = ds.data_type().size() as u64;
     // The unit written whole: the shard, else the block.
     let all = boxes(&dims, &ds.shard_shape(), elem, limits.box_bytes);
-    pipelined(name, &all, big_endian, target, |b, buf| {
-        read_box(&mut file, start, &dims, elem, b, buf)
-    })?;
+    let count = all.len() as u64;
+    pipelined(
+        name,
+        all.into_iter(),
+        count,
+        big_endian,
+        target,
+        |b, buf| read_box(&mut file, start, &dims, elem, b, buf),
+    )?;
     Ok(EXIT_OK)
 }
 
@@ -504,32 +513,86 @@ struct Stream {
     is_npy: bool,
 }
 
-/// The slabs along the slowest dimension that a stream of an array of
-/// shape `shape` (N5 order) is read in: whole write units thick (`unit`
-/// along the slowest dimension; `block` when a slab of units would pass
-/// the stream limit), as many as fit in the slab bytes of `elem`-byte
-/// elements, at least one.
-fn slabs(shape: &[u64], unit: u64, block: u64, elem: u64, limits: Limits) -> Vec<Piece> {
-    let last = shape.len() - 1;
-    let plane = shape[..last].iter().product::<u64>() * elem;
-    let thick = if plane.saturating_mul(unit) <= limits.stream_slab_max {
-        unit
-    } else {
-        block
-    };
-    let per_slab = (limits.slab_bytes / plane.saturating_mul(thick).max(1)).max(1) * thick;
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < shape[last] {
-        let n = per_slab.min(shape[last] - at);
-        let mut offset = vec![0; shape.len()];
-        offset[last] = at;
-        let mut s = shape.to_vec();
-        s[last] = n;
-        out.push(Piece { offset, shape: s });
-        at += n;
+/// The pieces a stream of an array is read in, each a run of the stream
+/// (see [`stream_pieces`]): at offset `k * step` along dimension `along`
+/// (whole in the dimensions below it, one element thick in those above),
+/// in stream order.
+struct StreamPieces {
+    shape: Vec<u64>,
+    along: usize,
+    step: u64,
+    /// Pieces along `along` for each position of the dimensions above.
+    per_line: u64,
+    next: u64,
+    count: u64,
+}
+
+impl Iterator for StreamPieces {
+    type Item = Piece;
+
+    fn next(&mut self) -> Option<Piece> {
+        if self.next == self.count {
+            return None;
+        }
+        let (mut rest, k) = (self.next / self.per_line, self.next % self.per_line);
+        self.next += 1;
+        let mut offset = vec![0; self.shape.len()];
+        let mut shape = self.shape.clone();
+        offset[self.along] = k * self.step;
+        shape[self.along] = self.step.min(self.shape[self.along] - offset[self.along]);
+        for d in self.along + 1..self.shape.len() {
+            offset[d] = rest % self.shape[d];
+            rest /= self.shape[d];
+            shape[d] = 1;
+        }
+        Some(Piece { offset, shape })
     }
-    out
+}
+
+/// The pieces a stream of an array of shape `shape` (N5 order) is read in:
+/// slabs along the slowest dimension whole write units thick (`unit`
+/// along that dimension), else whole blocks thick (`block`) when a slab
+/// of units would pass the stream limit, as many as fit in the slab bytes
+/// of `elem`-byte elements; when even a slab one block thick would pass
+/// the limit, runs of the stream of at most the limit (planes, else rows,
+/// else parts of a row), blocks then merged from several. Memory is
+/// bounded by the limit whatever the shape.
+fn stream_pieces(shape: &[u64], unit: u64, block: u64, elem: u64, limits: Limits) -> StreamPieces {
+    let n = shape.len();
+    let max = limits.stream_slab_max;
+    let plane = shape[..n - 1].iter().product::<u64>().saturating_mul(elem);
+    let (along, step) = match [unit, block]
+        .into_iter()
+        .find(|&t| plane.saturating_mul(t) <= max)
+    {
+        Some(thick) => {
+            let units = (limits.slab_bytes / plane.saturating_mul(thick).max(1)).max(1);
+            (n - 1, units.saturating_mul(thick))
+        }
+        None => {
+            // The highest dimension whose lower dimensions fit in the
+            // limit, and as much of it as fits.
+            let mut along = 0;
+            let mut inner = elem;
+            while along + 1 < n && inner.saturating_mul(shape[along]) <= max {
+                inner *= shape[along];
+                along += 1;
+            }
+            (along, (max / inner.max(1)).max(1))
+        }
+    };
+    let per_line = shape[along].div_ceil(step);
+    let count = shape[along + 1..]
+        .iter()
+        .fold(per_line, |c, &d| c.saturating_mul(d));
+    StreamPieces {
+        shape: shape.to_vec(),
+        along,
+        step,
+        per_line,
+        next: 0,
+        count,
+    }
 }
 
 /// Import the stream `name` in slabs along the slowest dimension (see
@@ -544,14 +607,15 @@ fn import_stream(name: &str, stream: Stream, target: &Target, limits: Limits) ->
     let attrs = ds.attributes();
     let last = attrs.ndim() - 1;
     let elem = ds.data_type().size() as u64;
-    let all = slabs(
+    let pieces = stream_pieces(
         &attrs.dimensions,
         ds.shard_shape()[last],
         u64::from(attrs.block_size[last]),
         elem,
         limits,
     );
-    pipelined(name, &all, big_endian, target, |p, buf| {
+    let count = pieces.count;
+    pipelined(name, pieces, count, big_endian, target, |p, buf| {
         buf.resize((p.shape.iter().product::<u64>() * elem) as usize, 0);
         input.read_exact(buf)
     })?;
@@ -662,7 +726,7 @@ mod tests {
     /// 11 uint16 (inner chunks 8 x 8 x 4, shards 16 x 16 x 8): a file in
     /// boxes of one shard and of the whole array, big-endian and not, and
     /// a stream in slabs of whole shards and (past the stream limit) of
-    /// whole blocks, each shard then merged from two slabs.
+    /// whole blocks, planes or rows, shards then merged from several.
     #[test]
     fn imports_write_every_element_whatever_the_limits() {
         use n5::{Container, Options};
@@ -729,7 +793,9 @@ mod tests {
                     import_file("in.raw", f, 13, big, t, tiny(budget, 1 << 30))
                 });
             }
-            for slab_max in [1 << 30, 1] {
+            // Slabs of shards, of blocks, of planes, of rows (a plane is
+            // 37 * 29 * 2 = 2146 bytes; blocks are 4 planes, shards 8).
+            for slab_max in [1 << 30, 10_000, 3000, 500] {
                 check(&|t| {
                     let s = Stream {
                         input: Box::new(std::io::Cursor::new(bytes.clone())),
@@ -754,6 +820,117 @@ mod tests {
         };
         let e = import_stream("-", s, &target, LIMITS).unwrap_err();
         assert!(e.to_string().contains("ends before the data"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stream_pieces_are_the_stream_in_order_within_the_limit() {
+        let shape = [37u64, 29, 11];
+        let elem = 2u64;
+        let plane = 37 * 29 * elem;
+        for (max, along) in [
+            (1u64 << 30, 2),
+            (10_000, 2),
+            (3000, 2),
+            (500, 1),
+            (50, 0),
+            (1, 0),
+        ] {
+            let limits = Limits {
+                box_bytes: 1,
+                slab_bytes: 16 << 20,
+                stream_slab_max: max,
+            };
+            let pieces = stream_pieces(&shape, 8, 4, elem, limits);
+            let count = pieces.count;
+            let all: Vec<Piece> = pieces.collect();
+            assert_eq!(all.len() as u64, count);
+            let mut at = 0u64;
+            for p in &all {
+                // Each piece starts where the last ended, in the stream.
+                let start = p.offset[0] + 37 * (p.offset[1] + 29 * p.offset[2]);
+                assert_eq!(start, at, "{max}: {p:?}");
+                let n: u64 = p.shape.iter().product();
+                at += n;
+                let whole = (0..along).all(|d| p.shape[d] == shape[d]);
+                assert!(
+                    whole && p.shape[along + 1..].iter().all(|&s| s == 1),
+                    "{p:?}"
+                );
+                if max < plane * 4 {
+                    assert!(n * elem <= max.max(elem), "{max}: {p:?}");
+                }
+            }
+            assert_eq!(at, 37 * 29 * 11, "{max}");
+        }
+        // Whole shards, else whole blocks, when such slabs fit.
+        let limits = |max| Limits {
+            box_bytes: 1,
+            slab_bytes: 1,
+            stream_slab_max: max,
+        };
+        assert_eq!(stream_pieces(&shape, 8, 4, elem, limits(1 << 30)).step, 8);
+        assert_eq!(stream_pieces(&shape, 8, 4, elem, limits(10_000)).step, 4);
+        assert_eq!(stream_pieces(&shape, 8, 4, elem, limits(3000)).step, 1);
+    }
+
+    /// A write that fails stops the import with its error, and the reader
+    /// with it, however many pieces are left to read.
+    #[test]
+    fn a_failed_write_stops_the_import() {
+        use n5::{Container, Options};
+        let dir = std::env::temp_dir().join(format!("n5-import-fails-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let root = dir.join("t.n5");
+        let root = root.to_str().unwrap();
+        let attrs = DatasetAttributes::new(
+            vec![16, 16, 16],
+            vec![4, 4, 4],
+            DataType::U8,
+            n5::Compression::Raw,
+        )
+        .unwrap();
+        Container::open(root, Mode::Create)
+            .unwrap()
+            .create_dataset("a", attrs)
+            .unwrap();
+        // Opened to read: every write fails.
+        let c = Container::open_with(root, Mode::Read, Options::default()).unwrap();
+        let ds = c.open_dataset("a").unwrap();
+        let input = dir.join("in.raw");
+        std::fs::write(&input, vec![1u8; 16 * 16 * 16]).unwrap();
+        // A thread of its own, left behind if the import never ends.
+        let (done, finished) = mpsc::channel();
+        let reader = input.clone();
+        std::thread::spawn(move || {
+            let target = Target {
+                ds: &ds,
+                arg: "a",
+                quiet: true,
+            };
+            let tiny = Limits {
+                box_bytes: 1,
+                slab_bytes: 1,
+                stream_slab_max: 1,
+            };
+            let file = File::open(&reader).unwrap();
+            let from_file = import_file("in.raw", file, 0, false, &target, tiny);
+            let s = Stream {
+                input: Box::new(File::open(&reader).unwrap()),
+                big_endian: false,
+                is_npy: false,
+            };
+            let from_stream = import_stream("-", s, &target, tiny);
+            done.send((from_file.is_err(), from_stream.is_err()))
+                .unwrap();
+        });
+        let got = finished.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(
+            got,
+            Ok((true, true)),
+            "the import did not stop with an error"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
