@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use n5::DataType;
 use tiff::decoder::{Decoder, DecodingResult, Limits};
-use tiff::ColorType;
+use tiff::tags::Tag;
+use tiff::{ColorType, TiffError};
 
 /// The largest page decoded (bytes): a bound on what a file's fields can
 /// make the decoder allocate.
@@ -103,29 +104,97 @@ fn open(path: &Path, in_dir: bool) -> Result<Decoder<BufReader<File>>, String> {
     let file = File::open(path).map_err(|e| format!("{name}{e}"))?;
     let mut limits = Limits::default();
     limits.decoding_buffer_size = PAGE_MAX;
+    // An uncompressed page is often one strip as large as the page.
+    limits.intermediate_buffer_size = PAGE_MAX;
     Decoder::new(BufReader::new(file))
         .map(|d| d.with_limits(limits))
         .map_err(|e| format!("{name}not a TIFF file this tool reads: {e}"))
 }
 
-/// What one page is: width, height and color type.
-type PageShape = (u32, u32, ColorType);
+/// What one page is: width, height, bits per sample and sample format
+/// (TIFF's 1 unsigned, 2 signed, 3 floating point).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PageShape {
+    width: u32,
+    height: u32,
+    bits: u8,
+    format: u16,
+}
+
+impl std::fmt::Display for PageShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.format {
+            1 => "unsigned",
+            2 => "signed",
+            3 => "floating-point",
+            _ => "undefined",
+        };
+        write!(
+            f,
+            "{}x{} of {}-bit {kind} samples",
+            self.width, self.height, self.bits
+        )
+    }
+}
+
+/// A decoder's error as a message: its limits are this tool's page limit.
+fn decoding(e: TiffError) -> String {
+    match e {
+        TiffError::LimitsExceeded => {
+            format!(
+                "a page of more than {} GiB decoded is not read",
+                PAGE_MAX >> 30
+            )
+        }
+        e => e.to_string(),
+    }
+}
 
 /// The shape of the decoder's current page, checked to be one sample per
-/// pixel.
+/// pixel of 8, 16, 32 or 64 bits, stored as is (not MinIsWhite, which the
+/// decoder would invert).
 fn page_shape(d: &mut Decoder<BufReader<File>>, at: &str) -> Result<PageShape, String> {
-    let (w, h) = d.dimensions().map_err(|e| format!("{at}: {e}"))?;
-    let color = d.colortype().map_err(|e| format!("{at}: {e}"))?;
-    match color {
-        ColorType::Gray(_)
+    let (width, height) = d
+        .dimensions()
+        .map_err(|e| format!("{at}: {}", decoding(e)))?;
+    let color = d
+        .colortype()
+        .map_err(|e| format!("{at}: {}", decoding(e)))?;
+    let bits = match color {
+        ColorType::Gray(b)
         | ColorType::Multiband {
+            bit_depth: b,
             num_samples: 1,
-            ..
-        } => Ok((w, h, color)),
-        other => Err(format!(
-            "{at}: has {other:?} pixels; n5 import takes grayscale pages (one sample per pixel): split the channels first"
-        )),
+        } => b,
+        other => {
+            return Err(format!(
+                "{at}: has {other:?} pixels; n5 import takes grayscale pages (one sample per pixel): split the channels first"
+            ))
+        }
+    };
+    if !matches!(bits, 8 | 16 | 32 | 64) {
+        return Err(format!(
+            "{at}: has {bits}-bit samples; n5 import takes 8, 16, 32 and 64-bit ones"
+        ));
     }
+    let tag = |d: &mut Decoder<BufReader<File>>, t: Tag| {
+        d.find_tag_unsigned_vec::<u16>(t)
+            .map_err(|e| format!("{at}: {}", decoding(e)))
+    };
+    let format = tag(d, Tag::SampleFormat)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(1);
+    if tag(d, Tag::PhotometricInterpretation)?.and_then(|v| v.first().copied()) == Some(0) {
+        return Err(format!(
+            "{at}: is a MinIsWhite page (0 is white), whose values would be read inverted; store it as MinIsBlack"
+        ));
+    }
+    Ok(PageShape {
+        width,
+        height,
+        bits,
+        format,
+    })
 }
 
 /// The data type of a decoded page.
@@ -197,8 +266,7 @@ impl TiffStack {
                     None => first = Some(s),
                     Some(p) if p != s => {
                         return Err(format!(
-                            "{at}: is {}x{} {:?}, and the first page {}x{} {:?}: every page must have one shape and type",
-                            s.0, s.1, s.2, p.0, p.1, p.2
+                            "{at}: is {s}, and the first page {p}: every page must have one shape and type"
                         ))
                     }
                     Some(_) => {}
@@ -208,7 +276,9 @@ impl TiffStack {
                 if !d.more_images() {
                     break;
                 }
-                d.next_image().map_err(|e| format!("{at}: {e}"))?;
+                let next = format!("{}page {page}", named(f, in_dir));
+                d.next_image()
+                    .map_err(|e| format!("{next}: {}", decoding(e)))?;
             }
         }
         let shape = first.ok_or("holds no pages")?;
@@ -227,7 +297,7 @@ impl TiffStack {
         // The first page, decoded now for its type, is read out first.
         stack.next_page().map_err(|e| e.to_string())?;
         stack.data_type = data_type(&stack.page)?;
-        let mut dims = vec![u64::from(shape.0), u64::from(shape.1)];
+        let mut dims = vec![u64::from(shape.width), u64::from(shape.height)];
         if pages > 1 {
             dims.push(pages);
         }
@@ -252,7 +322,7 @@ impl TiffStack {
                         self.page_in_file += 1;
                         let at = format!("{file}page {}", self.page_in_file);
                         d.next_image()
-                            .map_err(|e| std::io::Error::other(format!("{at}: {e}")))?;
+                            .map_err(|e| std::io::Error::other(format!("{at}: {}", decoding(e))))?;
                         *pending = true;
                     } else {
                         self.decoder = None;
@@ -268,7 +338,7 @@ impl TiffStack {
                     )));
                 }
                 d.read_image_to_buffer(&mut self.page)
-                    .map_err(|e| std::io::Error::other(format!("{at}: {e}")))?;
+                    .map_err(|e| std::io::Error::other(format!("{at}: {}", decoding(e))))?;
                 if self.pages > 0 && data_type(&self.page).ok() != Some(self.data_type) {
                     return Err(std::io::Error::other(format!(
                         "{at}: its samples are not {} like the first page's",

@@ -72,6 +72,16 @@ tifffile.imwrite(os.path.join(d, "rgb.tif"), rng.integers(0, 255, size=(5, 6, 3)
 with tifffile.TiffWriter(os.path.join(d, "mixed.tif")) as w:
     w.write(v[0])
     w.write(v[1, :10])
+with tifffile.TiffWriter(os.path.join(d, "signs.tif")) as w:
+    w.write(v[0])
+    w.write(v[1].astype(np.int16))
+tifffile.imwrite(os.path.join(d, "bits.tif"), v[:3] > 2000)
+tifffile.imwrite(os.path.join(d, "white.tif"), v, photometric="miniswhite")
+# One page of more than 128 MiB in one strip (the decoder's default limit
+# of a strip), mostly zeros.
+w = np.zeros((11600, 11600), dtype=np.uint8)
+w[11590, 11000:11010] = np.arange(1, 11)
+tifffile.imwrite(os.path.join(d, "wide.tif"), w)
 "#;
 
 /// An import: input, dataset, extra arguments, the bytes `cat` must give,
@@ -182,7 +192,10 @@ fn tiff_stacks_import_into_every_format() {
     std::fs::create_dir(t.path("empty")).unwrap();
     for (input, needle) in [
         ("rgb.tif", "grayscale"),
-        ("mixed.tif", "page 1"),
+        ("mixed.tif", "page 1: is 61x10 of 16-bit unsigned"),
+        ("signs.tif", "page 1: is 61x45 of 16-bit signed samples"),
+        ("bits.tif", "1-bit samples"),
+        ("white.tif", "MinIsWhite"),
         ("junk.tif", "not a TIFF file"),
         ("empty", "no .tif or .tiff files"),
     ] {
@@ -193,10 +206,35 @@ fn tiff_stacks_import_into_every_format() {
         );
         assert!(!Path::new(&fresh).exists(), "{input}: {fresh} was written");
     }
+    // A directory is no raw input.
+    fails(
+        &[
+            "import",
+            "--raw",
+            &t.path("slices"),
+            &format!("{fresh}/a"),
+            "--dtype",
+            "u1",
+            "--shape",
+            "4",
+        ],
+        2,
+        "is a directory",
+    );
+    assert!(!Path::new(&fresh).exists());
+    // A page of 134.6 MB in one strip.
+    let wide = format!("{fresh}/wide");
+    ok(&["import", &t.path("wide.tif"), &wide, "-b", "512,512"]);
+    let corner = ok(&["cat", &wide, "--offset", "10995,11590", "--shape", "20,1"]).stdout;
+    let mut want = vec![0u8; 20];
+    want[5..15].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert_eq!(corner, want);
+    std::fs::remove_dir_all(&fresh).unwrap();
     // A file cut short fails at the page it cannot read, naming it.
     fails(
         &["import", &t.path("cut.tif"), &format!("{fresh}/a")],
         1,
         "page ",
     );
+    assert!(!Path::new(&fresh).exists(), "cut.tif: {fresh} was written");
 }

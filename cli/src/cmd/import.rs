@@ -260,6 +260,12 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     } else {
         let f = File::open(&a.input).at(&a.input)?;
         let m = f.metadata().at(&a.input)?;
+        if m.is_dir() {
+            return Err(CliError::usage(
+                &a.input,
+                "is a directory: --raw reads a file or standard input (without --raw, a directory is a stack of TIFF pages)",
+            ));
+        }
         let len = m.is_file().then_some(m.len());
         (Box::new(BufReader::with_capacity(1 << 20, f)), len)
     };
@@ -561,6 +567,8 @@ fn stream_pieces(shape: &[u64], unit: u64, block: u64, elem: u64, limits: Limits
     let n = shape.len();
     let max = limits.stream_slab_max;
     let plane = shape[..n - 1].iter().product::<u64>().saturating_mul(elem);
+    // A unit or block deeper than the array is as thick as the array.
+    let (unit, block) = (unit.min(shape[n - 1]), block.min(shape[n - 1]));
     let (along, step) = match [unit, block]
         .into_iter()
         .find(|&t| plane.saturating_mul(t) <= max)
@@ -872,6 +880,8 @@ mod tests {
         assert_eq!(stream_pieces(&shape, 8, 4, elem, limits(1 << 30)).step, 8);
         assert_eq!(stream_pieces(&shape, 8, 4, elem, limits(10_000)).step, 4);
         assert_eq!(stream_pieces(&shape, 8, 4, elem, limits(3000)).step, 1);
+        // A shard deeper than the array is as thick as the array.
+        assert_eq!(stream_pieces(&shape, 64, 32, elem, limits(30_000)).step, 11);
     }
 
     /// A write that fails stops the import with its error, and the reader
