@@ -227,7 +227,8 @@ impl Location {
     /// for a container that [`Mode::Create`] makes (an existing one keeps
     /// its own), and whether blocks equal to the fill value are stored. A
     /// `zarr:` prefix becomes `zarr2:` or `zarr3:` after `format`, so that
-    /// the container the library creates (or opens) is the one asked for.
+    /// the container the library creates (or opens) is the one asked for;
+    /// a container there of another format is an error naming both.
     pub fn open_for_copy(
         &self,
         mode: Mode,
@@ -248,7 +249,7 @@ impl Location {
             }
             _ => self.root.clone(),
         };
-        Location {
+        let c = Location {
             root,
             options: Options {
                 format: Some(format),
@@ -257,7 +258,18 @@ impl Location {
             },
             ..self.clone()
         }
-        .open(mode, threads)
+        .open(mode, threads)?;
+        if c.format() != format {
+            return Err(CliError::new(
+                &self.arg,
+                format!(
+                    "is a {} container, not {}",
+                    c.format().name(),
+                    format.name()
+                ),
+            ));
+        }
+        Ok(c)
     }
 
     /// The format of the container at this location when one is there

@@ -9,36 +9,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{fails, json, ok, TempDir};
+use common::{fails, json, ok, python_with, TempDir};
 use serde_json::json;
-
-/// The interpreter with tifffile and numpy, or `None` (skipped).
-fn python() -> Option<PathBuf> {
-    let python = match std::env::var_os("N5_PEER_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python"),
-    };
-    let has = Command::new(&python)
-        .args(["-c", "import tifffile, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has {
-        return Some(python);
-    }
-    assert!(
-        std::env::var("N5_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "tifffile is required (N5_REQUIRE_PEERS=1) but {} cannot import it",
-        python.display()
-    );
-    eprintln!(
-        "skipped: TIFF import ({} has no tifffile; run tests/setup.sh venv)",
-        python.display()
-    );
-    None
-}
 
 /// Writes the test's TIFF files into `dir` with tifffile, and beside each
 /// the raw bytes numpy holds (C order, little-endian) as `NAME.raw`.
@@ -90,7 +65,10 @@ type Case<'a> = (&'a str, String, &'a [&'a str], Vec<u8>, &'a str, Vec<u64>);
 
 #[test]
 fn tiff_stacks_import_into_every_format() {
-    let Some(python) = python() else { return };
+    let Some(python) = python_with("N5_PEER_PYTHON", ".venv", "tifffile, numpy", "TIFF import")
+    else {
+        return;
+    };
     let t = TempDir::new("tiff-import");
     let out = Command::new(&python)
         .args(["-c", MAKE, &t.path("")])

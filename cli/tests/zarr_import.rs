@@ -9,10 +9,10 @@
 mod common;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{fails, json, le_u16, ok, run, TempDir};
+use common::{fails, json, le_u16, ok, python_with, run, TempDir};
 use serde_json::json;
 
 /// 37 x 29 x 11 (N5 order) uint16 values with some structure, and a
@@ -51,29 +51,6 @@ fn npy_file(t: &TempDir, name: &str, descr: &str) -> String {
     let path = t.path(name);
     std::fs::write(&path, bytes).unwrap();
     path
-}
-
-/// zarr-python 3's interpreter: `N5_ZARR3_PYTHON`, else `.venv-zarr3` in
-/// the repository; `None` (the check skipped, with a message) when neither
-/// is there, unless `N5_REQUIRE_PEERS=1`.
-fn zarr3_python() -> Option<PathBuf> {
-    let python = match std::env::var_os("N5_ZARR3_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-zarr3/bin/python"),
-    };
-    if python.is_file() {
-        return Some(python);
-    }
-    assert!(
-        std::env::var("N5_REQUIRE_PEERS").as_deref() != Ok("1"),
-        "zarr-python 3 is required (N5_REQUIRE_PEERS=1) but {} is missing",
-        python.display()
-    );
-    eprintln!(
-        "skipped: zarr-python 3 reading the imports ({} is missing; run tests/setup.sh zarr3py)",
-        python.display()
-    );
-    None
 }
 
 /// zarr-python 3 opens each of `arrays` (paths of Zarr arrays) and finds
@@ -197,7 +174,12 @@ fn import_writes_zarr_v3_sharded_or_not_and_zarr_v2() {
     assert!(json(&["verify", "--json", &v3])["ok"] == true);
     assert!(json(&["verify", "--json", &v2])["ok"] == true);
 
-    if let Some(python) = zarr3_python() {
+    if let Some(python) = python_with(
+        "N5_ZARR3_PYTHON",
+        ".venv-zarr3",
+        "zarr, numpy",
+        "zarr-python 3 reading the imports",
+    ) {
         let unsharded = json!({"chunks": [4, 8, 8], "shards": null});
         let sharded = json!({"chunks": [4, 8, 8], "shards": [8, 16, 16]});
         zarr_python_reads(

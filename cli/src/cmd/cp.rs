@@ -777,29 +777,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     // checked by reading it, before anything is written.
     if dloc.existing_format().is_some() {
         let there = dloc.open_for_copy(Mode::Read, threads, format, true)?;
-        if there.format() != format {
-            return Err(CliError::new(
-                &dloc.arg,
-                format!(
-                    "is a {} container, not {}",
-                    there.format().name(),
-                    format.name()
-                ),
-            ));
-        }
         check_destination(&there, &dloc, &nodes)?;
     }
     let dst = dloc.open_for_copy(Mode::Create, threads, format, true)?;
-    if dst.format() != format {
-        return Err(CliError::new(
-            &dloc.arg,
-            format!(
-                "is a {} container, not {}",
-                dst.format().name(),
-                format.name()
-            ),
-        ));
-    }
     // Region writes leave out what equals the fill value.
     let sparse = dloc.open_for_copy(Mode::ReadWrite, threads, format, false)?;
 

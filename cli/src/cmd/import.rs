@@ -392,16 +392,6 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         format,
         format == Format::N5,
     )?;
-    if c.format() != format {
-        return Err(CliError::new(
-            &loc.arg,
-            format!(
-                "is a {} container, not {}",
-                c.format().name(),
-                format.name()
-            ),
-        ));
-    }
     let ds = if format == Format::N5 {
         c.create_dataset(&loc.inner, attrs)
     } else {

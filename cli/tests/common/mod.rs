@@ -180,3 +180,34 @@ pub fn manifest(corpus: &Path) -> Value {
 pub fn le_u16(values: &[u16]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
+
+/// The Python interpreter named by the environment variable `var`, else
+/// `venv`/bin/python in the repository, when it imports `modules`; `None`
+/// (what needs it skipped, with a message naming `what`) otherwise, unless
+/// `N5_REQUIRE_PEERS=1`, which makes it a failure.
+pub fn python_with(var: &str, venv: &str, modules: &str, what: &str) -> Option<PathBuf> {
+    let python = match std::env::var_os(var).filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(venv)
+            .join("bin/python"),
+    };
+    let has = Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has {
+        return Some(python);
+    }
+    assert!(
+        std::env::var("N5_REQUIRE_PEERS").as_deref() != Ok("1"),
+        "{what}: required (N5_REQUIRE_PEERS=1), but {} cannot import {modules}",
+        python.display()
+    );
+    eprintln!(
+        "skipped: {what} ({} cannot import {modules}; set {var} or run tests/setup.sh)",
+        python.display()
+    );
+    None
+}
