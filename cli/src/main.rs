@@ -10,6 +10,7 @@ mod location;
 mod npy;
 mod output;
 mod spec;
+mod tiffmeta;
 mod tiffstack;
 mod work;
 mod zarr;

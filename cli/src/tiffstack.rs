@@ -3,8 +3,11 @@
 //! directory of such files taken in natural name order (`z2.tif` before
 //! `z10.tif`), as one stack of grayscale pages of one shape and sample
 //! type. Its shape in N5 order is `[width, height, pages]` (`[width,
-//! height]` for a single page); the pages are read one at a time, as a
-//! stream of native-order elements, page after page.
+//! height]` for a single page), or for a single file whose first page's
+//! description lays its pages out (ImageJ hyperstacks, OME-TIFF, tifffile:
+//! see [`crate::tiffmeta`]), `[width, height]` and the axes of the pages,
+//! fastest first. The pages are read one at a time, as a stream of
+//! native-order elements, page after page.
 
 use std::cmp::Ordering;
 use std::fs::File;
@@ -12,13 +15,19 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use n5::DataType;
+use tiff::decoder::ifd::Value;
 use tiff::decoder::{Decoder, DecodingResult, Limits};
 use tiff::tags::Tag;
 use tiff::{ColorType, TiffError};
 
+use crate::tiffmeta::{self, Described, PageInfo};
+
 /// The largest page decoded (bytes): a bound on what a file's fields can
 /// make the decoder allocate.
 const PAGE_MAX: usize = 1 << 30;
+
+/// The longest tag value read for a file's description (bytes).
+const DESCRIPTION_MAX: usize = 16 << 20;
 
 /// Whether `path` names TIFF input: a file ending in `.tif` or `.tiff`, or
 /// a directory.
@@ -109,6 +118,50 @@ fn open(path: &Path, in_dir: bool) -> Result<Decoder<BufReader<File>>, String> {
     Decoder::new(BufReader::new(file))
         .map(|d| d.with_limits(limits))
         .map_err(|e| format!("{name}not a TIFF file this tool reads: {e}"))
+}
+
+/// How the file `path`'s pages make an array (`Ok(None)`: as a stack of
+/// pages), from its first page's description; what was left aside and
+/// why goes into `notes`.
+fn layout(
+    path: &Path,
+    shape: PageShape,
+    pages: u64,
+    notes: &mut Vec<String>,
+) -> Result<Option<Described>, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let mut limits = Limits::default();
+    limits.decoding_buffer_size = DESCRIPTION_MAX;
+    limits.ifd_value_size = DESCRIPTION_MAX;
+    let mut d = Decoder::new(BufReader::new(file))
+        .map(|d| d.with_limits(limits))
+        .map_err(|e| format!("not a TIFF file this tool reads: {e}"))?;
+    let description = match d.find_tag(Tag::ImageDescription) {
+        Ok(Some(Value::Ascii(text))) => Some(text),
+        Ok(_) => None,
+        Err(e) => {
+            notes.push(format!(
+                "its description was not read ({}); read as [width, height, pages]",
+                decoding(e)
+            ));
+            None
+        }
+    };
+    let ratio = |d: &mut Decoder<BufReader<File>>, tag| match d.find_tag(tag) {
+        Ok(Some(Value::Rational(n, m))) if m != 0 => Some(f64::from(n) / f64::from(m)),
+        _ => None,
+    };
+    let resolution = ratio(&mut d, Tag::XResolution).zip(ratio(&mut d, Tag::YResolution));
+    tiffmeta::describe(
+        &PageInfo {
+            description: description.as_deref(),
+            resolution,
+            width: shape.width,
+            height: shape.height,
+            pages,
+        },
+        notes,
+    )
 }
 
 /// What one page is: width, height, bits per sample and sample format
@@ -243,15 +296,20 @@ pub struct Header {
     /// The element type.
     pub data_type: DataType,
     /// The shape in N5 order: `[width, height, pages]`, `[width, height]`
-    /// for one page.
+    /// for one page, or the described axes' lengths.
     pub shape: Vec<u64>,
+    /// The axes its description gives, if it lays the pages out.
+    pub described: Option<Described>,
+    /// What of its description was left aside, and why.
+    pub notes: Vec<String>,
 }
 
 impl TiffStack {
     /// Open the TIFF file or directory `path`: every page's shape is
     /// checked (one shape, one sample per pixel) and the first page is
-    /// decoded for its sample type.
-    pub fn open(path: &Path) -> Result<(TiffStack, Header), String> {
+    /// decoded for its sample type. A single file's description lays its
+    /// pages out unless `flat`.
+    pub fn open(path: &Path, flat: bool) -> Result<(TiffStack, Header), String> {
         let files = files_of(path)?;
         let in_dir = path.is_dir();
         let mut pages = 0u64;
@@ -282,6 +340,12 @@ impl TiffStack {
             }
         }
         let shape = first.ok_or("holds no pages")?;
+        let mut notes = Vec::new();
+        let described = if in_dir || flat {
+            None
+        } else {
+            layout(&files[0], shape, pages, &mut notes)?
+        };
         let mut stack = TiffStack {
             files,
             in_dir,
@@ -297,13 +361,16 @@ impl TiffStack {
         // The first page, decoded now for its type, is read out first.
         stack.next_page().map_err(|e| e.to_string())?;
         stack.data_type = data_type(&stack.page)?;
-        let mut dims = vec![u64::from(shape.width), u64::from(shape.height)];
-        if pages > 1 {
-            dims.push(pages);
-        }
+        let dims = match &described {
+            Some(d) => d.axes.iter().map(|a| a.size).collect(),
+            None if pages > 1 => vec![u64::from(shape.width), u64::from(shape.height), pages],
+            None => vec![u64::from(shape.width), u64::from(shape.height)],
+        };
         let header = Header {
             data_type: stack.data_type,
             shape: dims,
+            described,
+            notes,
         };
         Ok((stack, header))
     }
@@ -419,7 +486,7 @@ mod tests {
                 e.write_image::<Gray16>(w, h, p).unwrap();
             }
             drop(e);
-            let (mut stack, header) = TiffStack::open(&path).unwrap();
+            let (mut stack, header) = TiffStack::open(&path, false).unwrap();
             assert_eq!(header.data_type, DataType::U16);
             assert_eq!(header.shape, vec![37, 23, 3]);
             let mut got = Vec::new();

@@ -216,3 +216,196 @@ fn tiff_stacks_import_into_every_format() {
     );
     assert!(!Path::new(&fresh).exists(), "cut.tif: {fresh} was written");
 }
+
+/// Writes described stacks into `dir` with tifffile: an ImageJ hyperstack,
+/// OME-TIFFs in two dimension orders, an OME series and an ImageJ header
+/// counting more images than the file has pages; beside each the bytes
+/// numpy holds (C order, little-endian) as `NAME.raw`.
+const MAKE_DESCRIBED: &str = r#"
+import os, sys
+import numpy as np
+import tifffile
+d = sys.argv[1]
+rng = np.random.default_rng(11)
+v = rng.integers(0, 4000, size=(2, 4, 3, 45, 61), dtype=np.uint16)
+def save(name, a):
+    a.astype(a.dtype.newbyteorder("<")).tofile(os.path.join(d, name + ".raw"))
+tifffile.imwrite(os.path.join(d, "ij.tif"), v, imagej=True,
+    resolution=(1 / 0.25, 1 / 0.5),
+    metadata={"axes": "TZCYX", "spacing": 2.0, "unit": "micron", "finterval": 1.5})
+save("ij", v)
+o = v.reshape(2, 3, 4, 45, 61)
+tifffile.imwrite(os.path.join(d, "tczyx.ome.tif"), o, ome=True, compression="zlib",
+    metadata={"axes": "TCZYX", "PhysicalSizeX": 0.2, "PhysicalSizeXUnit": "nm",
+              "PhysicalSizeY": 0.3, "PhysicalSizeYUnit": "nm", "PhysicalSizeZ": 40.0,
+              "PhysicalSizeZUnit": "nm", "TimeIncrement": 3.0})
+save("tczyx", o)
+z = v[0].astype(np.float32)
+tifffile.imwrite(os.path.join(d, "zcyx.ome.tif"), z, ome=True, metadata={"axes": "ZCYX"})
+save("zcyx", z)
+with tifffile.TiffWriter(os.path.join(d, "series.ome.tif"), ome=True) as w:
+    w.write(v[0, 0])
+    w.write(v[1, 0, :2])
+save("series", np.concatenate([v[0, 0], v[1, 0, :2]]))
+tifffile.imwrite(os.path.join(d, "ijcut.tif"), v[0, 0, 0],
+    description="ImageJ=1.54f\nimages=7\nslices=7", metadata=None)
+"#;
+
+/// Reads the N5 dataset and the Zarr v3 array the test imported with
+/// tensorstore: their labels and units, and their data against the raw
+/// bytes (N5 order is numpy's reversed).
+const CHECK_DESCRIBED: &str = r#"
+import json, sys
+import numpy as np
+import tensorstore as ts
+n5, v3, raw, shape = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+want = np.fromfile(raw, dtype="<u2").reshape(shape[::-1])
+a = ts.open({"driver": "n5", "kvstore": {"driver": "file", "path": n5}}).result()
+z = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": v3}}).result()
+assert np.array_equal(a.read().result().T, want), "n5 data"
+assert np.array_equal(z.read().result(), want), "zarr3 data"
+print(json.dumps({
+    "n5": list(a.domain.labels),
+    "zarr3": list(z.domain.labels),
+    "units": [None if u is None else [u.multiplier, u.base_unit] for u in a.dimension_units],
+}))
+"#;
+
+#[test]
+fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
+    let Some(python) = python_with(
+        "N5_PEER_PYTHON",
+        ".venv",
+        "tifffile, numpy, tensorstore",
+        "described TIFF import",
+    ) else {
+        return;
+    };
+    let t = TempDir::new("tiff-described");
+    let out = Command::new(&python)
+        .args(["-c", MAKE_DESCRIBED, &t.path("")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tifffile: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = |name: &str| std::fs::read(t.path(&format!("{name}.raw"))).unwrap();
+    let n5 = t.path("vol.n5");
+    let v3 = t.path("vol.zarr");
+    let v2 = t.path("v2.zarr");
+    let attr = |ds: &str, key: &str| json(&["attrs", "get", ds, key]);
+    // ImageJ: pages are channel, slice, frame; pixel sizes from the
+    // resolution tags in the description's unit.
+    let ij = format!("{n5}/ij");
+    ok(&["import", &t.path("ij.tif"), &ij, "-c", "zstd"]);
+    assert!(ok(&["cat", &ij]).stdout == raw("ij"));
+    assert_eq!(
+        json(&["info", "--json", &ij])["dimensions"],
+        json!([61, 45, 3, 4, 2])
+    );
+    assert_eq!(attr(&ij, "axes"), json!(["x", "y", "c", "z", "t"]));
+    assert_eq!(attr(&ij, "resolution"), json!([0.25, 0.5, 1.0, 2.0, 1.5]));
+    assert_eq!(attr(&ij, "units"), json!(["um", "um", "", "um", "s"]));
+    assert_eq!(
+        attr(&ij, "pixelResolution"),
+        json!({"dimensions": [0.25, 0.5, 1.0, 2.0, 1.5], "unit": "um"})
+    );
+    // OME-TIFF in the order TCZYX (DimensionOrder XYZCT), zlib pages,
+    // into N5, sharded Zarr v3 and Zarr v2; tensorstore reads the labels
+    // and units of the N5 dataset and the Zarr v3 dimension names.
+    let (ome, ome3, ome2) = (
+        format!("{n5}/ome"),
+        format!("{v3}/ome"),
+        format!("zarr2:{v2}/ome"),
+    );
+    let input = t.path("tczyx.ome.tif");
+    ok(&["import", &input, &ome]);
+    ok(&[
+        "import",
+        &input,
+        &ome3,
+        "-b",
+        "32,32,2,2,1",
+        "--shard",
+        "64,64,4,4,2",
+    ]);
+    ok(&["import", &input, &ome2]);
+    for ds in [&ome, &ome3, &ome2] {
+        assert!(ok(&["cat", ds]).stdout == raw("tczyx"), "{ds}");
+        assert_eq!(attr(ds, "axes"), json!(["x", "y", "z", "c", "t"]), "{ds}");
+        assert_eq!(
+            attr(ds, "units"),
+            json!(["nm", "nm", "nm", "", "s"]),
+            "{ds}"
+        );
+    }
+    assert_eq!(
+        attr(&ome2, "_ARRAY_DIMENSIONS"),
+        json!(["t", "c", "z", "y", "x"])
+    );
+    let out = Command::new(&python)
+        .args([
+            "-c",
+            CHECK_DESCRIBED,
+            &ome,
+            &ome3,
+            &t.path("tczyx.raw"),
+            "[61, 45, 4, 3, 2]",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tensorstore: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen,
+        json!({
+            "n5": ["x", "y", "z", "c", "t"],
+            "zarr3": ["t", "c", "z", "y", "x"],
+            "units": [[0.2, "nm"], [0.3, "nm"], [40.0, "nm"], [1.0, ""], [3.0, "s"]],
+        })
+    );
+    // DimensionOrder XYCZT: channels fastest among the pages; no physical
+    // sizes, so names only.
+    let zc = format!("{n5}/zc");
+    ok(&["import", &t.path("zcyx.ome.tif"), &zc]);
+    assert!(ok(&["cat", &zc]).stdout == raw("zcyx"));
+    assert_eq!(
+        json(&["info", "--json", &zc])["dimensions"],
+        json!([61, 45, 3, 4])
+    );
+    assert_eq!(attr(&zc, "axes"), json!(["x", "y", "c", "z"]));
+    fails(&["attrs", "get", &zc, "resolution"], 1, "");
+    // --flat: the pages as they come, no attributes.
+    let flat = format!("{n5}/flat");
+    ok(&["import", "--flat", &t.path("ij.tif"), &flat]);
+    assert_eq!(
+        json(&["info", "--json", &flat])["dimensions"],
+        json!([61, 45, 24])
+    );
+    assert!(ok(&["cat", &flat]).stdout == raw("ij"));
+    fails(&["attrs", "get", &flat, "axes"], 1, "");
+    // An OME series is read as one stack of its pages, saying so.
+    let series = format!("{n5}/series");
+    let run = ok(&["import", &t.path("series.ome.tif"), &series]);
+    assert!(run.stderr.contains("2 images (a series)"), "{}", run.stderr);
+    assert_eq!(
+        json(&["info", "--json", &series])["dimensions"],
+        json!([61, 45, 5])
+    );
+    assert!(ok(&["cat", &series]).stdout == raw("series"));
+    // ImageJ's contiguous large stacks (more images than pages) are
+    // refused before anything is written.
+    let fresh = t.path("fresh.n5");
+    fails(
+        &["import", &t.path("ijcut.tif"), &format!("{fresh}/a")],
+        1,
+        "counts 7 images but the file has 1 page",
+    );
+    assert!(!Path::new(&fresh).exists());
+}

@@ -2,7 +2,9 @@
 //! `.npy` file or a TIFF stack (a multi-page file or a directory of pages,
 //! see [`crate::tiffstack`]) into a new dataset of any format (N5, Zarr v2, Zarr v3,
 //! sharded Zarr v3 with `--shard`) with the block size and compression
-//! asked for. A file is read in boxes of whole write units (the shards of
+//! asked for. The axes a TIFF file's description gives (ImageJ, OME-TIFF:
+//! see [`crate::tiffmeta`]) shape the dataset and become its `axes`,
+//! `resolution`, `units` and `pixelResolution` attributes. A file is read in boxes of whole write units (the shards of
 //! a sharded array, else the blocks) of about 32 MiB ([`LIMITS`]), the next box
 //! read while the last is written by the container's threads, so that every
 //! block or shard is written once with memory bounded by two boxes however
@@ -20,6 +22,7 @@ use std::sync::mpsc;
 use clap::Args;
 use n5::format::Format;
 use n5::{DataType, Dataset, DatasetAttributes, Mode};
+use serde_json::{json, Map, Value};
 
 use crate::cmd::target::{
     check_document, check_shard_format, checked_shard, destination_format, MadeArgs,
@@ -27,6 +30,7 @@ use crate::cmd::target::{
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::progress;
+use crate::tiffmeta::Described;
 use crate::tiffstack::TiffStack;
 use crate::zarr::{new_document, NewArray};
 use crate::{npy, spec, tiffstack, work, Global};
@@ -58,6 +62,10 @@ pub struct ImportArgs {
     /// Read the input as raw data even when it ends in .npy, .tif or .tiff.
     #[arg(long)]
     pub raw: bool,
+    /// Read a TIFF file as [width, height, pages] whatever its ImageJ,
+    /// OME-TIFF or tifffile description says of its axes.
+    #[arg(long)]
+    pub flat: bool,
     /// --format and --shard.
     #[command(flatten)]
     pub made: MadeArgs,
@@ -248,6 +256,60 @@ fn check_header(
     Ok(())
 }
 
+/// The names of described axes as a JSON array (`None` unless every axis
+/// has one): in N5 order, or reversed into C order (`c_order`) as Zarr's
+/// `dimension_names` and `_ARRAY_DIMENSIONS` are.
+fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
+    let mut names: Vec<Value> = d
+        .axes
+        .iter()
+        .map(|a| a.name.clone().map(Value::String))
+        .collect::<Option<_>>()?;
+    if c_order {
+        names.reverse();
+    }
+    Some(Value::Array(names))
+}
+
+/// The attributes an import gives a dataset of described axes, in N5
+/// order as the dataset's shape: `axes` (names), `resolution` and `units`
+/// (one per axis; 1 and "" where the description gives no size), and
+/// `pixelResolution` (`{"dimensions": resolution, "unit"}` of the x axis),
+/// as neuroglancer, tensorstore, n5-viewer and BigDataViewer read them;
+/// in Zarr v2 also `_ARRAY_DIMENSIONS` (C order, as xarray reads it).
+fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(names) = axis_names(d, false) {
+        m.insert("axes".into(), names);
+    }
+    if format == Format::Zarr2 {
+        if let Some(names) = axis_names(d, true) {
+            m.insert("_ARRAY_DIMENSIONS".into(), names);
+        }
+    }
+    if d.axes.iter().any(|a| a.scale.is_some()) {
+        let resolution: Vec<Value> = d
+            .axes
+            .iter()
+            .map(|a| json!(a.scale.as_ref().map_or(1.0, |s| s.0)))
+            .collect();
+        let units: Vec<Value> = d
+            .axes
+            .iter()
+            .map(|a| json!(a.scale.as_ref().map_or("", |s| s.1.as_str())))
+            .collect();
+        if let Some((_, unit)) = &d.axes[0].scale {
+            m.insert(
+                "pixelResolution".into(),
+                json!({"dimensions": resolution, "unit": unit}),
+            );
+        }
+        m.insert("resolution".into(), Value::Array(resolution));
+        m.insert("units".into(), Value::Array(units));
+    }
+    m
+}
+
 /// `n5 import INPUT DEST`.
 pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     let compression = spec::compression(&a.compression)?;
@@ -269,6 +331,8 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         let len = m.is_file().then_some(m.len());
         (Box::new(BufReader::with_capacity(1 << 20, f)), len)
     };
+    // The axes a TIFF file's description gives.
+    let mut described = None;
     // What a header says: the element type, the shape (N5 order), whether
     // the elements are big-endian and where they start.
     let (data_type, shape, big_endian, data_offset): (DataType, Vec<u64>, bool, u64) =
@@ -283,15 +347,17 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             )?;
             (h.data_type, h.shape, h.big_endian, h.data_offset)
         } else if is_tiff {
-            let (stack, h) =
-                TiffStack::open(Path::new(&a.input)).map_err(|m| CliError::new(&a.input, m))?;
-            check_header(
-                a,
-                h.data_type,
-                &h.shape,
-                "the TIFF stack",
-                "([width, height, pages])",
-            )?;
+            let (stack, h) = TiffStack::open(Path::new(&a.input), a.flat)
+                .map_err(|m| CliError::new(&a.input, m))?;
+            for note in &h.notes {
+                eprintln!("n5 import: {}: {note}", a.input);
+            }
+            let what = match &h.described {
+                Some(d) => format!("(the axes its {} description gives)", d.by),
+                None => "([width, height, pages])".into(),
+            };
+            check_header(a, h.data_type, &h.shape, "the TIFF stack", &what)?;
+            described = h.described;
             input = Box::new(stack);
             // Pages are decoded to native order.
             (h.data_type, h.shape, cfg!(target_endian = "big"), 0)
@@ -376,7 +442,8 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         &NewArray {
             shard: shard.as_deref(),
             fill: &fill,
-            dimension_names: None,
+            // Zarr v3 only; C order.
+            dimension_names: described.as_ref().and_then(|d| axis_names(d, true)),
         },
     )
     .at(&loc.arg)?;
@@ -398,6 +465,10 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         c.create_dataset_json(&loc.inner, &document)
     }
     .at(&loc.arg)?;
+    let axes = described.as_ref().map(|d| axis_attributes(d, format));
+    if let Some(m) = axes.filter(|m| !m.is_empty()) {
+        c.set_attributes(&loc.inner, &m).at(&loc.arg)?;
+    }
     if shape.contains(&0) {
         return Ok(EXIT_OK);
     }

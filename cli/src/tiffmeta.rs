@@ -1,0 +1,570 @@
+//! What the description of a TIFF file's first page says of how its pages
+//! make an array: the axes beyond width and height (channels, slices,
+//! frames) in page order, and the pixel sizes with their units. Three
+//! writers' descriptions are read: ImageJ hyperstacks (`ImageJ=...` lines),
+//! OME-TIFF (`<OME>` XML; one image in one file, its pages in the order of
+//! `DimensionOrder`) and tifffile's shaped files (`{"shape": [...]}`).
+//! Anything else, or a description that does not fit the file's pages,
+//! leaves the stack as `[width, height, pages]` with a note saying why.
+
+use quick_xml::events::Event;
+use quick_xml::{Reader, XmlVersion};
+use serde_json::Value;
+
+/// One axis of a described stack, in N5 order (x, y, then the axes of the
+/// pages, fastest first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    /// Its name (`x`, `y`, `z`, `c`, `t`, or tifffile's letter in lower
+    /// case); `None` when the description names no axes.
+    pub name: Option<String>,
+    /// Its length.
+    pub size: u64,
+    /// The size of one step along it and the unit (`um`, `nm`, `s`...),
+    /// when the description gives one.
+    pub scale: Option<(f64, String)>,
+}
+
+/// A stack laid out by its description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Described {
+    /// Who wrote the description: `ImageJ`, `OME-TIFF` or `tifffile`.
+    pub by: &'static str,
+    /// The axes, N5 order; those of the pages of length 1 left out.
+    pub axes: Vec<Axis>,
+}
+
+/// What a file's first page holds besides its pixels.
+pub struct PageInfo<'a> {
+    /// Its ImageDescription, if any.
+    pub description: Option<&'a str>,
+    /// XResolution and YResolution (pixels per unit), if given.
+    pub resolution: Option<(f64, f64)>,
+    /// The page's width and height, and the number of pages in the file.
+    pub width: u32,
+    /// See `width`.
+    pub height: u32,
+    /// See `width`.
+    pub pages: u64,
+}
+
+/// The layout `info` describes: `Ok(Some)` when a description lays the
+/// pages out, `Ok(None)` when there is none or it is left aside (with a
+/// note in `notes` saying why), `Err` when it shows that the file's pages
+/// are not the image (ImageJ's stacks written without a page directory
+/// per image).
+pub fn describe(info: &PageInfo, notes: &mut Vec<String>) -> Result<Option<Described>, String> {
+    let Some(text) = info.description.map(str::trim) else {
+        return Ok(None);
+    };
+    let found = if text.starts_with("ImageJ=") {
+        imagej(text, info)?
+    } else if text.starts_with("<?xml") || text.starts_with("<OME") {
+        ome(text, info)?
+    } else if text.starts_with('{') {
+        shaped(text, info)?
+    } else {
+        return Ok(None);
+    };
+    Ok(match found {
+        Ok(mut d) => {
+            // x and y stay; page axes of length 1 go.
+            let mut i = 0;
+            d.axes.retain(|a| {
+                i += 1;
+                i <= 2 || a.size != 1
+            });
+            Some(d)
+        }
+        Err(why) => {
+            notes.push(why);
+            None
+        }
+    })
+}
+
+/// A unit as the N5 and Zarr conventions write it (`um` for micrometres).
+fn unit(u: &str) -> String {
+    match u.trim() {
+        "µm" | "μm" | "\\u00B5m" | "micron" | "microns" | "micrometer" | "micrometre" => {
+            "um".into()
+        }
+        "sec" | "second" | "seconds" => "s".into(),
+        other => other.into(),
+    }
+}
+
+/// A positive, finite number.
+fn positive(v: f64) -> Option<f64> {
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+/// An ImageJ hyperstack: `images` pages in the order channel, slice,
+/// frame (channel fastest); pixel size from XResolution and YResolution
+/// in `unit`, slice spacing `spacing`, frame interval `finterval`.
+fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String> {
+    let get = |key: &str| {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .find(|(k, _)| k.trim() == key)
+            .map(|(_, v)| v.trim())
+    };
+    let count = |key: &str| get(key).and_then(|v| v.parse::<u64>().ok());
+    let images = count("images").unwrap_or(info.pages);
+    if images > info.pages {
+        return Err(format!(
+            "its ImageJ description counts {images} images but the file has {} page{}: ImageJ writes the images of a stack over 4 GiB without a page directory each, which n5 import does not read (save it as OME-TIFF, or as a directory of pages)",
+            info.pages,
+            if info.pages == 1 { "" } else { "s" }
+        ));
+    }
+    let (mut c, mut z, t) = (
+        count("channels").unwrap_or(1),
+        count("slices").unwrap_or(1),
+        count("frames").unwrap_or(1),
+    );
+    if c.checked_mul(z).and_then(|n| n.checked_mul(t)) == Some(1) {
+        z = images;
+    }
+    if c.checked_mul(z).and_then(|n| n.checked_mul(t)) != Some(images) {
+        c = 0;
+    }
+    if c == 0 || images != info.pages {
+        return Ok(Err(format!(
+            "its ImageJ description (images={images}, channels, slices, frames) does not fit its {} pages; read as [width, height, pages]",
+            info.pages
+        )));
+    }
+    let space = get("unit")
+        .map(unit)
+        .filter(|u| !u.is_empty() && u != "pixel" && u != "pixels");
+    let spatial = |v: Option<f64>| v.and_then(positive).zip(space.clone());
+    let (px, py) = match info.resolution {
+        Some((x, y)) => (positive(1.0 / x), positive(1.0 / y)),
+        None => (None, None),
+    };
+    let time = get("tunit").map(unit).unwrap_or_else(|| "s".into());
+    let axis = |name: &str, size, scale| Axis {
+        name: Some(name.into()),
+        size,
+        scale,
+    };
+    Ok(Ok(Described {
+        by: "ImageJ",
+        axes: vec![
+            axis("x", u64::from(info.width), spatial(px)),
+            axis("y", u64::from(info.height), spatial(py)),
+            axis("c", c, None),
+            axis("z", z, spatial(get("spacing").and_then(|v| v.parse().ok()))),
+            axis(
+                "t",
+                t,
+                get("finterval")
+                    .and_then(|v| v.parse().ok())
+                    .and_then(positive)
+                    .map(|v| (v, time.clone())),
+            ),
+        ],
+    }))
+}
+
+/// The attributes of an XML element, by name; values unescaped.
+fn attributes(e: &quick_xml::events::BytesStart) -> Vec<(String, String)> {
+    e.attributes()
+        .filter_map(Result::ok)
+        .filter_map(|a| {
+            let key = a.key.local_name().as_ref().to_string();
+            let value = a
+                .normalized_value(XmlVersion::Implicit1_0)
+                .ok()?
+                .into_owned();
+            Some((key, value))
+        })
+        .collect()
+}
+
+/// One OME `TiffData` element: the first page (IFD) of a run of
+/// `PlaneCount` planes starting at plane (FirstZ, FirstC, FirstT).
+#[derive(Default)]
+struct TiffData {
+    ifd: Option<u64>,
+    planes: Option<u64>,
+    first: [u64; 3],
+    /// Whether it names another file (a `UUID` child).
+    elsewhere: bool,
+}
+
+/// An OME-TIFF: one image whose planes are the file's pages, one after
+/// the other in the order `DimensionOrder` gives (the letters after XY,
+/// fastest first), with PhysicalSizeX/Y/Z and TimeIncrement.
+fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String> {
+    let mut reader = Reader::from_str(text);
+    let mut images = 0u32;
+    let mut pixels: Option<Vec<(String, String)>> = None;
+    let mut data: Vec<TiffData> = Vec::new();
+    // Elements open, and at which depth the first image's Pixels and the
+    // current TiffData in it opened.
+    let mut depth = 0usize;
+    let (mut pixels_at, mut tiffdata_at) = (None, None);
+    loop {
+        let event = match reader.read_event() {
+            Ok(e) => e,
+            Err(e) => {
+                return Ok(Err(format!(
+                "its OME-XML description is not well-formed ({e}); read as [width, height, pages]"
+            )))
+            }
+        };
+        let (e, opens) = match &event {
+            Event::Start(e) => (e, true),
+            Event::Empty(e) => (e, false),
+            Event::End(_) => {
+                if tiffdata_at == Some(depth) {
+                    tiffdata_at = None;
+                }
+                if pixels_at == Some(depth) {
+                    pixels_at = None;
+                }
+                depth = depth.saturating_sub(1);
+                continue;
+            }
+            Event::Eof => break,
+            _ => continue,
+        };
+        if opens {
+            depth += 1;
+        }
+        let name = e.local_name();
+        match name.as_ref() {
+            "Image" => images += 1,
+            "Pixels" if images == 1 && pixels.is_none() => {
+                pixels = Some(attributes(e));
+                pixels_at = opens.then_some(depth);
+            }
+            "TiffData" if pixels_at.is_some() => {
+                let mut d = TiffData::default();
+                for (k, v) in attributes(e) {
+                    let n = v.trim().parse::<u64>().ok();
+                    match k.as_str() {
+                        "IFD" => d.ifd = n,
+                        "PlaneCount" => d.planes = n,
+                        "FirstZ" => d.first[0] = n.unwrap_or(0),
+                        "FirstC" => d.first[1] = n.unwrap_or(0),
+                        "FirstT" => d.first[2] = n.unwrap_or(0),
+                        _ => {}
+                    }
+                }
+                data.push(d);
+                tiffdata_at = opens.then_some(depth);
+            }
+            "UUID" if tiffdata_at.is_some() => {
+                if let Some(d) = data.last_mut() {
+                    d.elsewhere = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    let plain = |why: String| Ok(Err(format!("{why}; read as [width, height, pages]")));
+    if images != 1 {
+        return plain(format!(
+            "its OME-XML description holds {images} images (a series), not one"
+        ));
+    }
+    let Some(pixels) = pixels else {
+        return plain("its OME-XML description has no Pixels".into());
+    };
+    let get = |key: &str| pixels.iter().find(|(k, _)| k == key).map(|(_, v)| v.trim());
+    let size = |key: &str| get(key).and_then(|v| v.parse::<u64>().ok()).unwrap_or(1);
+    let order = get("DimensionOrder").unwrap_or("XYZCT");
+    let rest: Vec<char> = order.chars().skip(2).collect();
+    let mut sorted = rest.clone();
+    sorted.sort_unstable();
+    if !order.starts_with("XY") || sorted != ['C', 'T', 'Z'] {
+        return plain(format!(
+            "its OME DimensionOrder {order:?} is not XY then Z, C and T"
+        ));
+    }
+    let (sx, sy) = (size("SizeX"), size("SizeY"));
+    let sizes: Vec<u64> = rest.iter().map(|a| size(&format!("Size{a}"))).collect();
+    let planes = sizes
+        .iter()
+        .try_fold(1u64, |acc, &s| acc.checked_mul(s))
+        .unwrap_or(0);
+    if (sx, sy) != (u64::from(info.width), u64::from(info.height)) || planes != info.pages {
+        return plain(format!(
+            "its OME-XML description has {sx}x{sy} pixels in {planes} planes, the file {}x{} in {} pages",
+            info.width, info.height, info.pages
+        ));
+    }
+    // Each TiffData's first page must be its first plane's place in the
+    // order of DimensionOrder: then page i is plane i.
+    let index = |first: [u64; 3]| {
+        let at = |a: char| {
+            first[match a {
+                'Z' => 0,
+                'C' => 1,
+                _ => 2,
+            }]
+        };
+        at(rest[0]) + sizes[0] * (at(rest[1]) + sizes[1] * at(rest[2]))
+    };
+    for d in &data {
+        let ifd = d.ifd.unwrap_or(0);
+        if d.elsewhere || ifd != index(d.first) || d.planes.is_some_and(|n| ifd + n > info.pages) {
+            return plain(
+                "its OME TiffData put planes in other files or another page order".into(),
+            );
+        }
+    }
+    let physical = |key: &str, default: &str| {
+        get(key)
+            .and_then(|v| v.parse::<f64>().ok())
+            .and_then(positive)
+            .map(|v| (v, unit(get(&format!("{key}Unit")).unwrap_or(default))))
+    };
+    let axis = |name: char, size, scale| Axis {
+        name: Some(name.to_ascii_lowercase().to_string()),
+        size,
+        scale,
+    };
+    let mut axes = vec![
+        axis('X', sx, physical("PhysicalSizeX", "µm")),
+        axis('Y', sy, physical("PhysicalSizeY", "µm")),
+    ];
+    for (&a, &s) in rest.iter().zip(&sizes) {
+        let scale = match a {
+            'Z' => physical("PhysicalSizeZ", "µm"),
+            'T' => physical("TimeIncrement", "s"),
+            _ => None,
+        };
+        axes.push(axis(a, s, scale));
+    }
+    Ok(Ok(Described {
+        by: "OME-TIFF",
+        axes,
+    }))
+}
+
+/// A tifffile shaped description: `{"shape": [...]}` in C order ending in
+/// height and width, with `"axes"` letters when given.
+fn shaped(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String> {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return Ok(Err(
+            "its description is not the JSON it seems; read as [width, height, pages]".into(),
+        ));
+    };
+    let Some(shape) = v.get("shape").and_then(Value::as_array) else {
+        return Ok(Err(
+            "its JSON description has no shape; read as [width, height, pages]".into(),
+        ));
+    };
+    let shape: Option<Vec<u64>> = shape.iter().map(Value::as_u64).collect();
+    let fits = shape.as_ref().is_some_and(|s| {
+        s.len() >= 2
+            && s[s.len() - 2..] == [u64::from(info.height), u64::from(info.width)]
+            && s[..s.len() - 2]
+                .iter()
+                .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+                == Some(info.pages)
+    });
+    let Some(shape) = shape.filter(|_| fits) else {
+        return Ok(Err(format!(
+            "its description's shape is not {}x{} pixels in {} pages; read as [width, height, pages]",
+            info.width, info.height, info.pages
+        )));
+    };
+    let letters: Option<Vec<String>> = v
+        .get("axes")
+        .and_then(Value::as_str)
+        .filter(|a| a.chars().count() == shape.len())
+        .map(|a| {
+            a.chars()
+                .rev()
+                .map(|c| c.to_ascii_lowercase().to_string())
+                .collect()
+        });
+    let axes = shape
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &size)| Axis {
+            name: letters.as_ref().map(|l| l[i].clone()),
+            size,
+            scale: None,
+        })
+        .collect();
+    Ok(Ok(Described {
+        by: "tifffile",
+        axes,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(description: &str, width: u32, height: u32, pages: u64) -> PageInfo<'_> {
+        PageInfo {
+            description: Some(description),
+            resolution: Some((4.0, 2.0)),
+            width,
+            height,
+            pages,
+        }
+    }
+
+    fn names(d: &Described) -> Vec<String> {
+        d.axes.iter().map(|a| a.name.clone().unwrap()).collect()
+    }
+
+    #[test]
+    fn imagej_hyperstacks_are_channel_slice_frame() {
+        let text = "ImageJ=1.11a\nimages=24\nchannels=3\nslices=4\nframes=2\nhyperstack=true\nspacing=2.0\nunit=micron\nfinterval=1.5";
+        let d = describe(&info(text, 6, 5, 24), &mut Vec::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(names(&d), ["x", "y", "c", "z", "t"]);
+        let sizes: Vec<u64> = d.axes.iter().map(|a| a.size).collect();
+        assert_eq!(sizes, [6, 5, 3, 4, 2]);
+        assert_eq!(d.axes[0].scale, Some((0.25, "um".into())));
+        assert_eq!(d.axes[1].scale, Some((0.5, "um".into())));
+        assert_eq!(d.axes[2].scale, None);
+        assert_eq!(d.axes[3].scale, Some((2.0, "um".into())));
+        assert_eq!(d.axes[4].scale, Some((1.5, "s".into())));
+        // A plain stack: its images are slices; no unit, no pixel sizes.
+        let d = describe(
+            &info("ImageJ=1.54f\nimages=7\nslices=7", 6, 5, 7),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(names(&d), ["x", "y", "z"]);
+        assert!(d.axes.iter().all(|a| a.scale.is_none()));
+        // Fewer pages than images: ImageJ's contiguous large stacks.
+        let e = describe(
+            &info("ImageJ=1.54f\nimages=7\nslices=7", 6, 5, 1),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(e.contains("4 GiB"), "{e}");
+        // Counts that do not multiply to the images: a note, no layout.
+        let mut notes = Vec::new();
+        let d = describe(
+            &info("ImageJ=1\nimages=6\nchannels=4\nslices=2", 6, 5, 6),
+            &mut notes,
+        )
+        .unwrap();
+        assert!(d.is_none() && notes.len() == 1, "{notes:?}");
+    }
+
+    #[test]
+    fn ome_pages_follow_the_dimension_order() {
+        let text = r#"<?xml version="1.0" encoding="UTF-8"?><OME xmlns="http://www.openmicroscopy.org/Schemas/OME/2016-06"><Image ID="Image:0"><Pixels ID="Pixels:0" DimensionOrder="XYCZT" Type="uint16" SizeX="6" SizeY="5" SizeZ="4" SizeC="3" SizeT="1" PhysicalSizeX="0.25" PhysicalSizeXUnit="nm" PhysicalSizeY="0.5" PhysicalSizeZ="2.0"><Channel ID="Channel:0:0"/><TiffData IFD="0" PlaneCount="12"/></Pixels></Image></OME>"#;
+        let d = describe(&info(text, 6, 5, 12), &mut Vec::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(d.by, "OME-TIFF");
+        assert_eq!(names(&d), ["x", "y", "c", "z"]);
+        assert_eq!(d.axes[0].scale, Some((0.25, "nm".into())));
+        assert_eq!(d.axes[1].scale, Some((0.5, "um".into())));
+        assert_eq!(d.axes[3].scale, Some((2.0, "um".into())));
+        // One TiffData per plane, each at its place in the order.
+        let per_plane: String = (0..12)
+            .map(|i| format!(r#"<TiffData IFD="{i}" FirstC="{}" FirstZ="{}" PlaneCount="1"><UUID FileName="">x</UUID></TiffData>"#, i % 3, i / 3))
+            .collect();
+        let elsewhere = text.replace(r#"<TiffData IFD="0" PlaneCount="12"/>"#, &per_plane);
+        let mut notes = Vec::new();
+        assert!(describe(&info(&elsewhere, 6, 5, 12), &mut notes)
+            .unwrap()
+            .is_none());
+        assert!(notes[0].contains("other files"), "{notes:?}");
+        let in_order = elsewhere.replace(r#"<UUID FileName="">x</UUID>"#, "");
+        assert!(describe(&info(&in_order, 6, 5, 12), &mut Vec::new())
+            .unwrap()
+            .is_some());
+        let swapped = in_order.replace(r#"IFD="1" FirstC="1""#, r#"IFD="1" FirstC="2""#);
+        assert!(describe(&info(&swapped, 6, 5, 12), &mut Vec::new())
+            .unwrap()
+            .is_none());
+        // Two images, a wrong plane count, broken XML: notes.
+        for (bad, why) in [
+            (
+                text.replace("</Image>", "</Image><Image ID=\"Image:1\"/>"),
+                "series",
+            ),
+            (text.replace("SizeT=\"1\"", "SizeT=\"2\""), "planes"),
+            (text.replace("</Pixels>", ""), "well-formed"),
+        ] {
+            let mut notes = Vec::new();
+            assert!(describe(&info(&bad, 6, 5, 12), &mut notes)
+                .unwrap()
+                .is_none());
+            assert!(notes[0].contains(why), "{notes:?}");
+        }
+    }
+
+    /// Hostile descriptions give a note or nothing, never a panic or a
+    /// layout that does not fit the pages.
+    #[test]
+    fn hostile_descriptions_lay_nothing_out() {
+        let deep = format!("<OME>{}", "<a>".repeat(100_000));
+        let huge = "ImageJ=1\nimages=3\nchannels=18446744073709551615\nslices=2\nframes=2";
+        let ome_huge = r#"<OME><Image><Pixels DimensionOrder="XYZCT" SizeX="6" SizeY="5" SizeZ="18446744073709551615" SizeC="2" SizeT="9"/></Image></OME>"#;
+        let zero = "ImageJ=1\nimages=0\nchannels=0";
+        let nan = "ImageJ=1\nimages=3\nslices=3\nunit=um\nspacing=NaN\nfinterval=-1";
+        for text in [
+            deep.as_str(),
+            huge,
+            ome_huge,
+            zero,
+            "{\"shape\": [1e300, 5, 6]}",
+            "{\"shape\": [3, 5, 6], \"axes\": \"ZYXQ\"}",
+            "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY a \"&b;&b;\">]><OME a=\"&a;\"/>",
+        ] {
+            let mut notes = Vec::new();
+            if let Ok(Some(d)) = describe(&info(text, 6, 5, 3), &mut notes) {
+                assert_eq!(
+                    d.axes.iter().map(|a| a.size).product::<u64>(),
+                    6 * 5 * 3,
+                    "{text}"
+                );
+            }
+        }
+        let d = describe(&info(nan, 6, 5, 3), &mut Vec::new())
+            .unwrap()
+            .unwrap();
+        assert!(d.axes[2].scale.is_none(), "{d:?}");
+    }
+
+    #[test]
+    fn tifffile_shapes_reverse_into_n5_order() {
+        let d = describe(
+            &info(r#"{"shape": [2, 3, 5, 6], "axes": "TZYX"}"#, 6, 5, 6),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(names(&d), ["x", "y", "z", "t"]);
+        let d = describe(
+            &info(r#"{"shape": [2, 1, 5, 6]}"#, 6, 5, 2),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(d.axes.len(), 3);
+        assert!(d.axes[0].name.is_none());
+        let mut notes = Vec::new();
+        assert!(
+            describe(&info(r#"{"shape": [4, 5, 6]}"#, 6, 5, 3), &mut notes)
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(notes.len(), 1);
+        // Other descriptions say nothing.
+        assert!(describe(&info("made by a camera", 6, 5, 3), &mut notes)
+            .unwrap()
+            .is_none());
+        assert_eq!(notes.len(), 1);
+    }
+}
