@@ -34,7 +34,9 @@ pub struct Described {
     pub axes: Vec<Axis>,
 }
 
-/// What a file's first page holds besides its pixels.
+/// What a file's first page holds besides its pixels. Its samples per
+/// pixel are not an axis of the layout: the caller adds that axis where
+/// the page holds it.
 pub struct PageInfo<'a> {
     /// Its ImageDescription, if any.
     pub description: Option<&'a str>,
@@ -46,6 +48,10 @@ pub struct PageInfo<'a> {
     pub height: u32,
     /// See `width`.
     pub pages: u64,
+    /// Samples per pixel, and whether each is a plane of its own.
+    pub samples: u16,
+    /// See `samples`.
+    pub planar: bool,
 }
 
 /// The layout `info` describes: `Ok(Some)` when a description lays the
@@ -286,7 +292,21 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
         ));
     }
     let (sx, sy) = (size("SizeX"), size("SizeY"));
-    let sizes: Vec<u64> = rest.iter().map(|a| size(&format!("Size{a}"))).collect();
+    // SizeC counts every sample: a plane holds `samples` of them.
+    let samples = u64::from(info.samples);
+    if size("SizeC") % samples != 0 {
+        return plain(format!(
+            "its OME SizeC {} is no multiple of the pages' {samples} samples per pixel",
+            size("SizeC")
+        ));
+    }
+    let sizes: Vec<u64> = rest
+        .iter()
+        .map(|&a| match a {
+            'C' => size("SizeC") / samples,
+            _ => size(&format!("Size{a}")),
+        })
+        .collect();
     let planes = sizes
         .iter()
         .try_fold(1u64, |acc, &s| acc.checked_mul(s))
@@ -360,30 +380,52 @@ fn shaped(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
         ));
     };
     let shape: Option<Vec<u64>> = shape.iter().map(Value::as_u64).collect();
+    // A page's own dimensions, C order: its samples last when interleaved,
+    // before height and width when planar.
+    let (h, w, n) = (
+        u64::from(info.height),
+        u64::from(info.width),
+        u64::from(info.samples),
+    );
+    let (page, at): (Vec<u64>, Option<usize>) = match (n, info.planar) {
+        (1, _) => (vec![h, w], None),
+        (_, false) => (vec![h, w, n], Some(2)),
+        (_, true) => (vec![n, h, w], Some(0)),
+    };
     let fits = shape.as_ref().is_some_and(|s| {
-        s.len() >= 2
-            && s[s.len() - 2..] == [u64::from(info.height), u64::from(info.width)]
-            && s[..s.len() - 2]
+        s.len() >= page.len()
+            && s[s.len() - page.len()..] == page[..]
+            && s[..s.len() - page.len()]
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d))
                 == Some(info.pages)
     });
-    let Some(shape) = shape.filter(|_| fits) else {
+    let Some(mut shape) = shape.filter(|_| fits) else {
         return Ok(Err(format!(
             "its description's shape is not {}x{} pixels in {} pages; read as [width, height, pages]",
             info.width, info.height, info.pages
         )));
     };
-    let letters: Option<Vec<String>> = v
+    let mut letters: Option<Vec<String>> = v
         .get("axes")
         .and_then(Value::as_str)
         .filter(|a| a.chars().count() == shape.len())
         .map(|a| {
             a.chars()
-                .rev()
                 .map(|c| c.to_ascii_lowercase().to_string())
                 .collect()
         });
+    // The samples' dimension is the caller's to place.
+    if let Some(i) = at {
+        let i = shape.len() - page.len() + i;
+        shape.remove(i);
+        if let Some(l) = &mut letters {
+            l.remove(i);
+        }
+    }
+    if let Some(l) = &mut letters {
+        l.reverse();
+    }
     let axes = shape
         .iter()
         .rev()
@@ -411,6 +453,8 @@ mod tests {
             width,
             height,
             pages,
+            samples: 1,
+            planar: false,
         }
     }
 

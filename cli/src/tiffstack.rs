@@ -1,9 +1,11 @@
 //! What `n5 import` reads from TIFF: a multi-page file (classic or BigTIFF,
 //! in strips or tiles, uncompressed, deflate, LZW or PackBits) or a
 //! directory of such files taken in natural name order (`z2.tif` before
-//! `z10.tif`), as one stack of grayscale pages of one shape and sample
-//! type. Its shape in N5 order is `[width, height, pages]` (`[width,
-//! height]` for a single page), or for a single file whose first page's
+//! `z10.tif`), as one stack of pages of one shape and sample type. Its
+//! shape in N5 order is `[width, height, pages]` (`[width, height]` for a
+//! single page), with the samples of a pixel (RGB, multi-band) first when
+//! they are interleaved and after width and height when they are planar;
+//! or for a single file whose first page's
 //! description lays its pages out (ImageJ hyperstacks, OME-TIFF, tifffile:
 //! see [`crate::tiffmeta`]), `[width, height]` and the axes of the pages,
 //! fastest first. The pages are read one at a time, as a stream of
@@ -20,7 +22,7 @@ use tiff::decoder::{Decoder, DecodingResult, Limits};
 use tiff::tags::Tag;
 use tiff::{ColorType, TiffError};
 
-use crate::tiffmeta::{self, Described, PageInfo};
+use crate::tiffmeta::{self, Axis, Described, PageInfo};
 
 /// The largest page decoded (bytes): a bound on what a file's fields can
 /// make the decoder allocate.
@@ -120,6 +122,23 @@ fn open(path: &Path, in_dir: bool) -> Result<Decoder<BufReader<File>>, String> {
         .map_err(|e| format!("{name}not a TIFF file this tool reads: {e}"))
 }
 
+/// A page layout with the axis of a pixel's samples added where the page
+/// holds it (first when interleaved, after width and height when planar),
+/// named `c`, or `s` when the pages already have a `c` axis.
+fn with_samples(mut d: Described, shape: PageShape) -> Described {
+    if shape.samples > 1 {
+        let c = d.axes.iter().any(|a| a.name.as_deref() == Some("c"));
+        let named = d.axes.iter().all(|a| a.name.is_some());
+        let axis = Axis {
+            name: named.then(|| if c { "s" } else { "c" }.to_string()),
+            size: u64::from(shape.samples),
+            scale: None,
+        };
+        d.axes.insert(if shape.planar { 2 } else { 0 }, axis);
+    }
+    d
+}
+
 /// How the file `path`'s pages make an array (`Ok(None)`: as a stack of
 /// pages), from its first page's description; what was left aside and
 /// why goes into `notes`.
@@ -158,6 +177,8 @@ fn layout(
             resolution,
             width: shape.width,
             height: shape.height,
+            samples: shape.samples,
+            planar: shape.planar,
             pages,
         },
         notes,
@@ -165,13 +186,39 @@ fn layout(
 }
 
 /// What one page is: width, height, bits per sample and sample format
-/// (TIFF's 1 unsigned, 2 signed, 3 floating point).
+/// (TIFF's 1 unsigned, 2 signed, 3 floating point), samples per pixel
+/// and whether they are stored as planes of their own (PlanarConfiguration
+/// 2) rather than interleaved.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct PageShape {
     width: u32,
     height: u32,
     bits: u8,
     format: u16,
+    samples: u16,
+    planar: bool,
+}
+
+impl PageShape {
+    /// The page's shape in N5 order: `[width, height]`, with the samples
+    /// of a pixel before them when interleaved, after them when planar.
+    fn dims(&self) -> Vec<u64> {
+        let (w, h, s) = (
+            u64::from(self.width),
+            u64::from(self.height),
+            u64::from(self.samples),
+        );
+        match (self.samples, self.planar) {
+            (1, _) => vec![w, h],
+            (_, false) => vec![s, w, h],
+            (_, true) => vec![w, h, s],
+        }
+    }
+
+    /// Elements in one decoded page.
+    fn elements(&self) -> u64 {
+        self.dims().iter().product()
+    }
 }
 
 impl std::fmt::Display for PageShape {
@@ -186,7 +233,12 @@ impl std::fmt::Display for PageShape {
             f,
             "{}x{} of {}-bit {kind} samples",
             self.width, self.height, self.bits
-        )
+        )?;
+        if self.samples > 1 {
+            let how = if self.planar { "planar" } else { "interleaved" };
+            write!(f, ", {} per pixel ({how})", self.samples)?;
+        }
+        Ok(())
     }
 }
 
@@ -203,9 +255,10 @@ fn decoding(e: TiffError) -> String {
     }
 }
 
-/// The shape of the decoder's current page, checked to be one sample per
-/// pixel of 8, 16, 32 or 64 bits, stored as is (not MinIsWhite, which the
-/// decoder would invert).
+/// The shape of the decoder's current page, checked to be grayscale or
+/// samples read as they are stored (RGB, RGBA, gray with alpha, any number
+/// of bands; not palette indices, YCbCr, CMYK or Lab), of 8, 16, 32 or 64
+/// bits, not MinIsWhite (which the decoder would invert).
 fn page_shape(d: &mut Decoder<BufReader<File>>, at: &str) -> Result<PageShape, String> {
     let (width, height) = d
         .dimensions()
@@ -213,15 +266,18 @@ fn page_shape(d: &mut Decoder<BufReader<File>>, at: &str) -> Result<PageShape, S
     let color = d
         .colortype()
         .map_err(|e| format!("{at}: {}", decoding(e)))?;
-    let bits = match color {
-        ColorType::Gray(b)
-        | ColorType::Multiband {
-            bit_depth: b,
-            num_samples: 1,
-        } => b,
+    let (bits, samples) = match color {
+        ColorType::Gray(b) => (b, 1),
+        ColorType::GrayA(b) => (b, 2),
+        ColorType::RGB(b) => (b, 3),
+        ColorType::RGBA(b) => (b, 4),
+        ColorType::Multiband {
+            bit_depth,
+            num_samples,
+        } => (bit_depth, num_samples),
         other => {
             return Err(format!(
-                "{at}: has {other:?} pixels; n5 import takes grayscale pages (one sample per pixel): split the channels first"
+                "{at}: has {other:?} pixels; n5 import takes grayscale, RGB(A) and multi-band pages as stored, not palette, YCbCr, CMYK or Lab ones"
             ))
         }
     };
@@ -242,11 +298,15 @@ fn page_shape(d: &mut Decoder<BufReader<File>>, at: &str) -> Result<PageShape, S
             "{at}: is a MinIsWhite page (0 is white), whose values would be read inverted; store it as MinIsBlack"
         ));
     }
+    let planar = samples > 1
+        && tag(d, Tag::PlanarConfiguration)?.and_then(|v| v.first().copied()) == Some(2);
     Ok(PageShape {
         width,
         height,
         bits,
         format,
+        samples,
+        planar,
     })
 }
 
@@ -361,10 +421,16 @@ impl TiffStack {
         // The first page, decoded now for its type, is read out first.
         stack.next_page().map_err(|e| e.to_string())?;
         stack.data_type = data_type(&stack.page)?;
+        let described = described.map(|d| with_samples(d, shape));
         let dims = match &described {
             Some(d) => d.axes.iter().map(|a| a.size).collect(),
-            None if pages > 1 => vec![u64::from(shape.width), u64::from(shape.height), pages],
-            None => vec![u64::from(shape.width), u64::from(shape.height)],
+            None => {
+                let mut dims = shape.dims();
+                if pages > 1 {
+                    dims.push(pages);
+                }
+                dims
+            }
         };
         let header = Header {
             data_type: stack.data_type,
@@ -406,6 +472,16 @@ impl TiffStack {
                 }
                 d.read_image_to_buffer(&mut self.page)
                     .map_err(|e| std::io::Error::other(format!("{at}: {}", decoding(e))))?;
+                // The decoder reads only the first plane of a planar page
+                // that passes its limits.
+                if self.page.as_buffer(0).as_bytes().len() as u64
+                    != self.shape.elements() * u64::from(self.shape.bits / 8)
+                {
+                    return Err(std::io::Error::other(format!(
+                        "{at}: decoded to another size than its {}",
+                        self.shape
+                    )));
+                }
                 if self.pages > 0 && data_type(&self.page).ok() != Some(self.data_type) {
                     return Err(std::io::Error::other(format!(
                         "{at}: its samples are not {} like the first page's",

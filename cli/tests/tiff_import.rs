@@ -43,7 +43,14 @@ for i in range(u8.shape[0]):
 save("slices", u8)
 tifffile.imwrite(os.path.join(d, "one.tif"), v[3])
 save("one", v[3])
-tifffile.imwrite(os.path.join(d, "rgb.tif"), rng.integers(0, 255, size=(5, 6, 3), dtype=np.uint8), photometric="rgb")
+rgb = rng.integers(0, 255, size=(4, 45, 61, 3), dtype=np.uint8)
+tifffile.imwrite(os.path.join(d, "rgb.tif"), rgb, photometric="rgb", compression="zlib")
+save("rgb", rgb)
+planar = np.ascontiguousarray(rgb.transpose(0, 3, 1, 2))
+tifffile.imwrite(os.path.join(d, "planar.tif"), planar, photometric="rgb", planarconfig="separate")
+save("planar", planar)
+tifffile.imwrite(os.path.join(d, "palette.tif"), (v[:2] % 256).astype(np.uint8), photometric="palette",
+    colormap=np.tile(np.arange(256, dtype=np.uint16) * 257, (3, 1)))
 with tifffile.TiffWriter(os.path.join(d, "mixed.tif")) as w:
     w.write(v[0])
     w.write(v[1, :10])
@@ -83,7 +90,7 @@ fn tiff_stacks_import_into_every_format() {
     let n5 = t.path("vol.n5");
     let v3 = t.path("vol.zarr");
     let v2 = t.path("v2.zarr");
-    let cases: [Case; 6] = [
+    let cases: [Case; 8] = [
         (
             "stack.tif",
             format!("{n5}/stack"),
@@ -132,6 +139,24 @@ fn tiff_stacks_import_into_every_format() {
             "uint16",
             vec![61, 45],
         ),
+        // Interleaved samples are the fastest dimension, planar ones
+        // follow width and height.
+        (
+            "rgb.tif",
+            format!("{v3}/rgb"),
+            &["-b", "3,32,32,2", "--shard", "3,64,64,4"],
+            raw("rgb"),
+            "uint8",
+            vec![3, 61, 45, 4],
+        ),
+        (
+            "planar.tif",
+            format!("{n5}/planar"),
+            &[],
+            raw("planar"),
+            "uint8",
+            vec![61, 45, 3, 4],
+        ),
     ];
     for (input, ds, extra, want, dtype, shape) in &cases {
         let path = t.path(input);
@@ -169,7 +194,7 @@ fn tiff_stacks_import_into_every_format() {
     std::fs::write(t.path("cut.tif"), &bytes[..bytes.len() / 2]).unwrap();
     std::fs::create_dir(t.path("empty")).unwrap();
     for (input, needle) in [
-        ("rgb.tif", "grayscale"),
+        ("palette.tif", "Palette"),
         ("mixed.tif", "page 1: is 61x10 of 16-bit unsigned"),
         ("signs.tif", "page 1: is 61x45 of 16-bit signed samples"),
         ("bits.tif", "1-bit samples"),
@@ -247,6 +272,10 @@ with tifffile.TiffWriter(os.path.join(d, "series.ome.tif"), ome=True) as w:
     w.write(v[0, 0])
     w.write(v[1, 0, :2])
 save("series", np.concatenate([v[0, 0], v[1, 0, :2]]))
+rgb = rng.integers(0, 255, size=(4, 45, 61, 3), dtype=np.uint8)
+tifffile.imwrite(os.path.join(d, "rgb.ome.tif"), rgb, photometric="rgb", ome=True,
+    metadata={"axes": "ZYXS", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5})
+save("rgb", rgb)
 tifffile.imwrite(os.path.join(d, "ijcut.tif"), v[0, 0, 0],
     description="ImageJ=1.54f\nimages=7\nslices=7", metadata=None)
 "#;
@@ -381,6 +410,20 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
     );
     assert_eq!(attr(&zc, "axes"), json!(["x", "y", "c", "z"]));
     fails(&["attrs", "get", &zc, "resolution"], 1, "");
+    // RGB pages in an OME-TIFF: SizeC counts the samples, which are the
+    // fastest axis.
+    let rgb = format!("{n5}/rgb");
+    ok(&["import", &t.path("rgb.ome.tif"), &rgb]);
+    assert!(ok(&["cat", &rgb]).stdout == raw("rgb"));
+    assert_eq!(
+        json(&["info", "--json", &rgb])["dimensions"],
+        json!([3, 61, 45, 4])
+    );
+    assert_eq!(attr(&rgb, "axes"), json!(["c", "x", "y", "z"]));
+    assert_eq!(
+        attr(&rgb, "pixelResolution"),
+        json!({"dimensions": [1.0, 0.5, 0.5, 1.0], "unit": "um"})
+    );
     // --flat: the pages as they come, no attributes.
     let flat = format!("{n5}/flat");
     ok(&["import", "--flat", &t.path("ij.tif"), &flat]);

@@ -38,8 +38,8 @@ use crate::{npy, spec, tiffstack, work, Global};
 /// Arguments of `n5 import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// The input: a .npy file, a TIFF stack (a .tif/.tiff file of grayscale
-    /// pages, or a directory of them), or raw little-endian elements,
+    /// The input: a .npy file, a TIFF stack (a .tif/.tiff file of pages,
+    /// or a directory of them), or raw little-endian elements,
     /// dimension 0 fastest (`-` reads standard input).
     pub input: String,
     /// The new dataset (CONTAINER/PATH/TO/DATASET: vol.n5/raw, vol.zarr/raw,
@@ -274,7 +274,8 @@ fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
 /// The attributes an import gives a dataset of described axes, in N5
 /// order as the dataset's shape: `axes` (names), `resolution` and `units`
 /// (one per axis; 1 and "" where the description gives no size), and
-/// `pixelResolution` (`{"dimensions": resolution, "unit"}` of the x axis),
+/// `pixelResolution` (`{"dimensions": resolution, "unit"}` with the unit
+/// of the x axis, when it has one),
 /// as neuroglancer, tensorstore, n5-viewer and BigDataViewer read them;
 /// in Zarr v2 also `_ARRAY_DIMENSIONS` (C order, as xarray reads it).
 fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
@@ -298,7 +299,8 @@ fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
             .iter()
             .map(|a| json!(a.scale.as_ref().map_or("", |s| s.1.as_str())))
             .collect();
-        if let Some((_, unit)) = &d.axes[0].scale {
+        let x = d.axes.iter().find(|a| a.name.as_deref() == Some("x"));
+        if let Some((_, unit)) = x.and_then(|a| a.scale.as_ref()) {
             m.insert(
                 "pixelResolution".into(),
                 json!({"dimensions": resolution, "unit": unit}),
