@@ -48,6 +48,8 @@ pub struct PageInfo<'a> {
     pub height: u32,
     /// See `width`.
     pub pages: u64,
+    /// The file's name, which OME TiffData may name.
+    pub file_name: Option<&'a str>,
     /// Samples per pixel, and whether each is a plane of its own.
     pub samples: u16,
     /// See `samples`.
@@ -65,9 +67,9 @@ pub fn describe(info: &PageInfo, notes: &mut Vec<String>) -> Result<Option<Descr
     };
     let found = if text.starts_with("ImageJ=") {
         imagej(text, info)?
-    } else if text.starts_with("<?xml") || text.starts_with("<OME") {
+    } else if text.starts_with('<') && text.contains("<OME") {
         ome(text, info)?
-    } else if text.starts_with('{') {
+    } else if text.starts_with('{') && text.len() <= SHAPED_MAX {
         shaped(text, info)?
     } else {
         return Ok(None);
@@ -89,15 +91,39 @@ pub fn describe(info: &PageInfo, notes: &mut Vec<String>) -> Result<Option<Descr
     })
 }
 
-/// A unit as the N5 and Zarr conventions write it (`um` for micrometres).
-fn unit(u: &str) -> String {
-    match u.trim() {
-        "µm" | "μm" | "\\u00B5m" | "micron" | "microns" | "micrometer" | "micrometre" => {
-            "um".into()
-        }
-        "sec" | "second" | "seconds" => "s".into(),
-        other => other.into(),
-    }
+/// The longest tifffile shaped description read (its own are tens of
+/// bytes): what parsing it as a JSON value may allocate is a multiple of
+/// its length.
+const SHAPED_MAX: usize = 64 << 10;
+
+/// A step of `value` in the unit `u` as an SI unit neuroglancer and
+/// tensorstore read (`um`, `nm`, `mm`, `m`, `s`, `ms`...): micrometres
+/// spelt any way become `um`, inches, centimetres and ångströms lengths in
+/// `mm` or `nm`, minutes, hours and days seconds. `None` for anything else
+/// (`pixel`, a reference frame), which gives the axis no size.
+fn si(value: f64, u: &str) -> Option<(f64, String)> {
+    let value = positive(value)?;
+    let (factor, unit) = match u.trim() {
+        "m" | "meter" | "meters" | "metre" | "metres" => (1.0, "m"),
+        "km" => (1.0, "km"),
+        "mm" | "millimeter" | "millimeters" | "millimetre" | "millimetres" => (1.0, "mm"),
+        "cm" | "centimeter" | "centimeters" | "centimetre" | "centimetres" => (10.0, "mm"),
+        "in" | "inch" | "inches" => (25.4, "mm"),
+        "um" | "µm" | "μm" | "\\u00B5m" | "\\u03BCm" | "micron" | "microns" | "micrometer"
+        | "micrometers" | "micrometre" | "micrometres" => (1.0, "um"),
+        "nm" | "nanometer" | "nanometers" | "nanometre" | "nanometres" => (1.0, "nm"),
+        "Å" | "\\u00C5" | "angstrom" | "angstroms" => (0.1, "nm"),
+        "pm" => (1.0, "pm"),
+        "s" | "sec" | "second" | "seconds" => (1.0, "s"),
+        "ms" | "msec" => (1.0, "ms"),
+        "us" | "µs" | "μs" => (1.0, "us"),
+        "ns" => (1.0, "ns"),
+        "min" | "minute" | "minutes" => (60.0, "s"),
+        "h" | "hr" | "hour" | "hours" => (3600.0, "s"),
+        "d" | "day" | "days" => (86400.0, "s"),
+        _ => return None,
+    };
+    positive(value * factor).map(|v| (v, unit.to_string()))
 }
 
 /// A positive, finite number.
@@ -141,15 +167,13 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
             info.pages
         )));
     }
-    let space = get("unit")
-        .map(unit)
-        .filter(|u| !u.is_empty() && u != "pixel" && u != "pixels");
-    let spatial = |v: Option<f64>| v.and_then(positive).zip(space.clone());
+    // y and z have units of their own when they differ from x's.
+    let unit = get("unit").unwrap_or("");
+    let sized = |v: Option<f64>, u: &str| v.and_then(|v| si(v, u));
     let (px, py) = match info.resolution {
-        Some((x, y)) => (positive(1.0 / x), positive(1.0 / y)),
+        Some((x, y)) => (Some(1.0 / x), Some(1.0 / y)),
         None => (None, None),
     };
-    let time = get("tunit").map(unit).unwrap_or_else(|| "s".into());
     let axis = |name: &str, size, scale| Axis {
         name: Some(name.into()),
         size,
@@ -158,17 +182,28 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
     Ok(Ok(Described {
         by: "ImageJ",
         axes: vec![
-            axis("x", u64::from(info.width), spatial(px)),
-            axis("y", u64::from(info.height), spatial(py)),
+            axis("x", u64::from(info.width), sized(px, unit)),
+            axis(
+                "y",
+                u64::from(info.height),
+                sized(py, get("yunit").unwrap_or(unit)),
+            ),
             axis("c", c, None),
-            axis("z", z, spatial(get("spacing").and_then(|v| v.parse().ok()))),
+            axis(
+                "z",
+                z,
+                sized(
+                    get("spacing").and_then(|v| v.parse().ok()),
+                    get("zunit").unwrap_or(unit),
+                ),
+            ),
             axis(
                 "t",
                 t,
-                get("finterval")
-                    .and_then(|v| v.parse().ok())
-                    .and_then(positive)
-                    .map(|v| (v, time.clone())),
+                sized(
+                    get("finterval").and_then(|v| v.parse().ok()),
+                    get("tunit").unwrap_or("s"),
+                ),
             ),
         ],
     }))
@@ -176,7 +211,10 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
 
 /// The attributes of an XML element, by name; values unescaped.
 fn attributes(e: &quick_xml::events::BytesStart) -> Vec<(String, String)> {
+    // Without the check for repeated names, which costs time quadratic in
+    // their number; the first of a repeated name is taken.
     e.attributes()
+        .with_checks(false)
         .filter_map(Result::ok)
         .filter_map(|a| {
             let key = a.key.local_name().as_ref().to_string();
@@ -196,8 +234,11 @@ struct TiffData {
     ifd: Option<u64>,
     planes: Option<u64>,
     first: [u64; 3],
-    /// Whether it names another file (a `UUID` child).
-    elsewhere: bool,
+    /// Whether it has a `UUID` child, the file that child names (its
+    /// text, and its FileName).
+    has_uuid: bool,
+    uuid: String,
+    file: Option<String>,
 }
 
 /// An OME-TIFF: one image whose planes are the file's pages, one after
@@ -211,7 +252,9 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
     // Elements open, and at which depth the first image's Pixels and the
     // current TiffData in it opened.
     let mut depth = 0usize;
-    let (mut pixels_at, mut tiffdata_at) = (None, None);
+    let (mut pixels_at, mut tiffdata_at, mut uuid_at) = (None, None, None);
+    // The UUID of this file, which TiffData name to point to it.
+    let mut own_uuid = None;
     loop {
         let event = match reader.read_event() {
             Ok(e) => e,
@@ -224,7 +267,16 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
         let (e, opens) = match &event {
             Event::Start(e) => (e, true),
             Event::Empty(e) => (e, false),
+            Event::Text(t) => {
+                if let (Some(_), Some(d)) = (uuid_at, data.last_mut()) {
+                    d.uuid.push_str(&t.xml10_content());
+                }
+                continue;
+            }
             Event::End(_) => {
+                if uuid_at == Some(depth) {
+                    uuid_at = None;
+                }
                 if tiffdata_at == Some(depth) {
                     tiffdata_at = None;
                 }
@@ -242,6 +294,12 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
         }
         let name = e.local_name();
         match name.as_ref() {
+            "OME" if own_uuid.is_none() => {
+                own_uuid = attributes(e)
+                    .into_iter()
+                    .find(|(k, _)| k == "UUID")
+                    .map(|(_, v)| v.trim().to_string());
+            }
             "Image" => images += 1,
             "Pixels" if images == 1 && pixels.is_none() => {
                 pixels = Some(attributes(e));
@@ -265,8 +323,13 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
             }
             "UUID" if tiffdata_at.is_some() => {
                 if let Some(d) = data.last_mut() {
-                    d.elsewhere = true;
+                    d.has_uuid = true;
+                    d.file = attributes(e)
+                        .into_iter()
+                        .find(|(k, _)| k == "FileName")
+                        .map(|(_, v)| v);
                 }
+                uuid_at = opens.then_some(depth);
             }
             _ => {}
         }
@@ -318,7 +381,9 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
         ));
     }
     // Each TiffData's first page must be its first plane's place in the
-    // order of DimensionOrder: then page i is plane i.
+    // order of DimensionOrder (then page i is plane i), in this file: one
+    // that names a file names this one, by the UUID of its OME element or
+    // by its file name.
     let index = |first: [u64; 3]| {
         let at = |a: char| {
             first[match a {
@@ -327,11 +392,19 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
                 _ => 2,
             }]
         };
-        at(rest[0]) + sizes[0] * (at(rest[1]) + sizes[1] * at(rest[2]))
+        // Each coordinate below its size, so the index is below the pages.
+        let inside = rest.iter().zip(&sizes).all(|(&a, &s)| at(a) < s);
+        inside.then(|| at(rest[0]) + sizes[0] * (at(rest[1]) + sizes[1] * at(rest[2])))
     };
     for d in &data {
         let ifd = d.ifd.unwrap_or(0);
-        if d.elsewhere || ifd != index(d.first) || d.planes.is_some_and(|n| ifd + n > info.pages) {
+        let here = !d.has_uuid
+            || own_uuid.as_deref() == Some(d.uuid.trim())
+            || (d.file.is_some() && d.file.as_deref() == info.file_name);
+        let past = d
+            .planes
+            .is_some_and(|n| ifd.checked_add(n).is_none_or(|end| end > info.pages));
+        if !here || index(d.first) != Some(ifd) || past {
             return plain(
                 "its OME TiffData put planes in other files or another page order".into(),
             );
@@ -340,8 +413,7 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
     let physical = |key: &str, default: &str| {
         get(key)
             .and_then(|v| v.parse::<f64>().ok())
-            .and_then(positive)
-            .map(|v| (v, unit(get(&format!("{key}Unit")).unwrap_or(default))))
+            .and_then(|v| si(v, get(&format!("{key}Unit")).unwrap_or(default)))
     };
     let axis = |name: char, size, scale| Axis {
         name: Some(name.to_ascii_lowercase().to_string()),
@@ -453,6 +525,7 @@ mod tests {
             width,
             height,
             pages,
+            file_name: Some("f.ome.tif"),
             samples: 1,
             planar: false,
         }
@@ -500,6 +573,74 @@ mod tests {
         )
         .unwrap();
         assert!(d.is_none() && notes.len() == 1, "{notes:?}");
+        // No images= line: every page is an image.
+        let d = describe(
+            &info("ImageJ=1\nchannels=3\nslices=2", 6, 5, 6),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(names(&d), ["x", "y", "c", "z"]);
+        // Only images=: they are slices.
+        let d = describe(&info("ImageJ=1\nimages=6", 6, 5, 6), &mut Vec::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(names(&d), ["x", "y", "z"]);
+        // Fewer images than pages: a note, the pages as they come.
+        let mut notes = Vec::new();
+        assert!(
+            describe(&info("ImageJ=1\nimages=4\nslices=4", 6, 5, 6), &mut notes)
+                .unwrap()
+                .is_none()
+        );
+        assert!(notes[0].contains("does not fit its 6 pages"), "{notes:?}");
+    }
+
+    /// Sizes become SI units neuroglancer reads, each axis in its own;
+    /// sizes in other units are left out.
+    #[test]
+    fn units_become_si_units() {
+        let text = "ImageJ=1\nimages=6\nchannels=2\nslices=3\nunit=inch\nzunit=nm\nspacing=300\nfinterval=2\ntunit=min";
+        let mut one = info(text, 6, 5, 6);
+        one.resolution = Some((72.0, 72.0));
+        let d = describe(&one, &mut Vec::new()).unwrap().unwrap();
+        let (x, unit) = d.axes[0].scale.clone().unwrap();
+        assert!(
+            (x - 25.4 / 72.0).abs() < 1e-12 && unit == "mm",
+            "{x} {unit}"
+        );
+        assert_eq!(d.axes[3].scale, Some((300.0, "nm".into())));
+        let d = describe(
+            &info(&text.replace("unit=inch", "unit=pixel"), 6, 5, 6),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(d.axes[0].scale, None);
+        assert_eq!(d.axes[3].scale, Some((300.0, "nm".into())));
+        let d = describe(
+            &info(
+                &text
+                    .replace("unit=inch", "unit=\\u03BCm")
+                    .replace("zunit=nm\n", ""),
+                6,
+                5,
+                6,
+            ),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(d.axes[1].scale, Some((0.5, "um".into())));
+        assert_eq!(d.axes[3].scale, Some((300.0, "um".into())));
+        let ome = r#"<OME><Image><Pixels DimensionOrder="XYZCT" SizeX="6" SizeY="5" SizeZ="2" PhysicalSizeX="3" PhysicalSizeXUnit="Å" PhysicalSizeY="1" PhysicalSizeYUnit="pixel" PhysicalSizeZ="2" PhysicalSizeZUnit="cm"/></Image></OME>"#;
+        let d = describe(&info(ome, 6, 5, 2), &mut Vec::new())
+            .unwrap()
+            .unwrap();
+        let x = d.axes[0].scale.clone().unwrap();
+        assert!((x.0 - 0.3).abs() < 1e-12 && x.1 == "nm", "{x:?}");
+        assert_eq!(d.axes[1].scale, None);
+        assert_eq!(d.axes[2].scale, Some((20.0, "mm".into())));
     }
 
     #[test]
@@ -529,6 +670,42 @@ mod tests {
             .is_some());
         let swapped = in_order.replace(r#"IFD="1" FirstC="1""#, r#"IFD="1" FirstC="2""#);
         assert!(describe(&info(&swapped, 6, 5, 12), &mut Vec::new())
+            .unwrap()
+            .is_none());
+        // Bio-Formats names this file in every TiffData, by the UUID of
+        // its OME element (and its name); the planes here have T too.
+        let order = "XYCTZ";
+        let bf = |uuid: &str, file: &str| {
+            let planes: String = (0..12)
+                .map(|i| format!(r#"<TiffData FirstC="{}" FirstT="{}" FirstZ="{}" IFD="{i}" PlaneCount="1"><UUID FileName="{file}">{uuid}</UUID></TiffData>"#, i % 3, (i / 3) % 2, i / 6))
+                .collect();
+            format!(
+                r#"<?xml version="1.0"?><OME UUID="urn:uuid:1" xmlns="http://www.openmicroscopy.org/Schemas/OME/2016-06"><Image ID="Image:0"><Pixels DimensionOrder="{order}" SizeX="6" SizeY="5" SizeZ="2" SizeC="3" SizeT="2" Type="uint8">{planes}</Pixels></Image></OME>"#
+            )
+        };
+        for (uuid, file, fits) in [
+            ("urn:uuid:1", "f.ome.tif", true),
+            ("urn:uuid:1", "other.ome.tif", true),
+            ("urn:uuid:2", "f.ome.tif", true),
+            ("urn:uuid:2", "other.ome.tif", false),
+        ] {
+            let d = describe(&info(&bf(uuid, file), 6, 5, 12), &mut Vec::new()).unwrap();
+            assert_eq!(d.is_some(), fits, "{uuid} {file}");
+            if let Some(d) = d {
+                assert_eq!(names(&d), ["x", "y", "c", "t", "z"]);
+            }
+        }
+        // T's stride is C's size: FirstT=1 of plane 3, not 2.
+        let wrong_t = bf("urn:uuid:1", "f.ome.tif").replace(
+            r#"FirstT="1" FirstZ="0" IFD="3""#,
+            r#"FirstT="0" FirstZ="0" IFD="3""#,
+        );
+        assert!(describe(&info(&wrong_t, 6, 5, 12), &mut Vec::new())
+            .unwrap()
+            .is_none());
+        // A run of planes past the last page.
+        let past = text.replace(r#"PlaneCount="12""#, r#"PlaneCount="13""#);
+        assert!(describe(&info(&past, 6, 5, 12), &mut Vec::new())
             .unwrap()
             .is_none());
         // Two images, a wrong plane count, broken XML: notes.
@@ -565,6 +742,8 @@ mod tests {
             "{\"shape\": [1e300, 5, 6]}",
             "{\"shape\": [3, 5, 6], \"axes\": \"ZYXQ\"}",
             "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY a \"&b;&b;\">]><OME a=\"&a;\"/>",
+            r#"<OME><Image><Pixels SizeX="6" SizeY="5" SizeZ="3"><TiffData IFD="0" FirstC="18446744073709551615" FirstT="18446744073709551615"/></Pixels></Image></OME>"#,
+            r#"<OME><Image><Pixels SizeX="6" SizeY="5" SizeZ="3"><TiffData IFD="1" FirstZ="1" PlaneCount="18446744073709551615"/></Pixels></Image></OME>"#,
         ] {
             let mut notes = Vec::new();
             if let Ok(Some(d)) = describe(&info(text, 6, 5, 3), &mut notes) {
@@ -579,6 +758,26 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(d.axes[2].scale.is_none(), "{d:?}");
+        // Repeated attribute names cost linear time: 200,000 of them.
+        let mut many = String::from(r#"<OME><Image><Pixels SizeX="6" SizeY="5" SizeZ="3""#);
+        for i in 0..100_000 {
+            many.push_str(&format!(" a{i}=\"1\""));
+        }
+        many.push_str(&r#" a99999="1""#.repeat(100_000));
+        many.push_str("/></Image></OME>");
+        let t = std::time::Instant::now();
+        assert!(describe(&info(&many, 6, 5, 3), &mut Vec::new())
+            .unwrap()
+            .is_some());
+        assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+        // A shaped description past its limit is not parsed.
+        let long = format!(
+            r#"{{"shape": [3, 5, 6], "x": "{}"}}"#,
+            " ".repeat(SHAPED_MAX)
+        );
+        assert!(describe(&info(&long, 6, 5, 3), &mut Vec::new())
+            .unwrap()
+            .is_none());
     }
 
     #[test]

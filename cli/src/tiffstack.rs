@@ -177,6 +177,7 @@ fn layout(
             resolution,
             width: shape.width,
             height: shape.height,
+            file_name: path.file_name().and_then(|n| n.to_str()),
             samples: shape.samples,
             planar: shape.planar,
             pages,

@@ -276,6 +276,10 @@ rgb = rng.integers(0, 255, size=(4, 45, 61, 3), dtype=np.uint8)
 tifffile.imwrite(os.path.join(d, "rgb.ome.tif"), rgb, photometric="rgb", ome=True,
     metadata={"axes": "ZYXS", "PhysicalSizeX": 0.5, "PhysicalSizeY": 0.5})
 save("rgb", rgb)
+tifffile.imwrite(os.path.join(d, "zstack.tif"), v[0, :, 0], imagej=True,
+    resolution=(4, 4), metadata={"axes": "ZYX", "spacing": 1.5, "unit": "um"})
+tifffile.imwrite(os.path.join(d, "qq.tif"),
+    np.arange(2 * 5 * 45 * 61, dtype=np.uint16).reshape(2, 5, 45, 61), metadata={"axes": "QQYX"})
 tifffile.imwrite(os.path.join(d, "ijcut.tif"), v[0, 0, 0],
     description="ImageJ=1.54f\nimages=7\nslices=7", metadata=None)
 "#;
@@ -293,10 +297,12 @@ a = ts.open({"driver": "n5", "kvstore": {"driver": "file", "path": n5}}).result(
 z = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": v3}}).result()
 assert np.array_equal(a.read().result().T, want), "n5 data"
 assert np.array_equal(z.read().result(), want), "zarr3 data"
+unit = lambda u: None if u is None else [u.multiplier, u.base_unit]
 print(json.dumps({
     "n5": list(a.domain.labels),
     "zarr3": list(z.domain.labels),
-    "units": [None if u is None else [u.multiplier, u.base_unit] for u in a.dimension_units],
+    "units": [unit(u) for u in a.dimension_units],
+    "zarr3 units": [unit(u) for u in z.dimension_units],
 }))
 "#;
 
@@ -337,10 +343,8 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
     assert_eq!(attr(&ij, "axes"), json!(["x", "y", "c", "z", "t"]));
     assert_eq!(attr(&ij, "resolution"), json!([0.25, 0.5, 1.0, 2.0, 1.5]));
     assert_eq!(attr(&ij, "units"), json!(["um", "um", "", "um", "s"]));
-    assert_eq!(
-        attr(&ij, "pixelResolution"),
-        json!({"dimensions": [0.25, 0.5, 1.0, 2.0, 1.5], "unit": "um"})
-    );
+    // Not only x, y and z: no pixelResolution, which readers take for them.
+    fails(&["attrs", "get", &ij, "pixelResolution"], 1, "");
     // OME-TIFF in the order TCZYX (DimensionOrder XYZCT), zlib pages,
     // into N5, sharded Zarr v3 and Zarr v2; tensorstore reads the labels
     // and units of the N5 dataset and the Zarr v3 dimension names.
@@ -363,12 +367,17 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
     ok(&["import", &input, &ome2]);
     for ds in [&ome, &ome3, &ome2] {
         assert!(ok(&["cat", ds]).stdout == raw("tczyx"), "{ds}");
-        assert_eq!(attr(ds, "axes"), json!(["x", "y", "z", "c", "t"]), "{ds}");
+    }
+    assert_eq!(attr(&ome, "axes"), json!(["x", "y", "z", "c", "t"]));
+    assert_eq!(attr(&ome, "units"), json!(["nm", "nm", "nm", "", "s"]));
+    // Zarr: C order, as its shape.
+    for ds in [&ome3, &ome2] {
         assert_eq!(
-            attr(ds, "units"),
-            json!(["nm", "nm", "nm", "", "s"]),
+            attr(ds, "dimension_units"),
+            json!(["3 s", null, "40 nm", "0.3 nm", "0.2 nm"]),
             "{ds}"
         );
+        fails(&["attrs", "get", ds, "axes"], 1, "");
     }
     assert_eq!(
         attr(&ome2, "_ARRAY_DIMENSIONS"),
@@ -397,6 +406,7 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
             "n5": ["x", "y", "z", "c", "t"],
             "zarr3": ["t", "c", "z", "y", "x"],
             "units": [[0.2, "nm"], [0.3, "nm"], [40.0, "nm"], [1.0, ""], [3.0, "s"]],
+            "zarr3 units": [[3.0, "s"], null, [40.0, "nm"], [0.3, "nm"], [0.2, "nm"]],
         })
     );
     // DimensionOrder XYCZT: channels fastest among the pages; no physical
@@ -420,10 +430,24 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
         json!([3, 61, 45, 4])
     );
     assert_eq!(attr(&rgb, "axes"), json!(["c", "x", "y", "z"]));
+    assert_eq!(attr(&rgb, "resolution"), json!([1.0, 0.5, 0.5, 1.0]));
+    // A z stack sized in one unit: pixelResolution too.
+    let zs = format!("{n5}/zstack");
+    ok(&["import", &t.path("zstack.tif"), &zs]);
     assert_eq!(
-        attr(&rgb, "pixelResolution"),
-        json!({"dimensions": [1.0, 0.5, 0.5, 1.0], "unit": "um"})
+        attr(&zs, "pixelResolution"),
+        json!({"dimensions": [0.25, 0.25, 1.5], "unit": "um"})
     );
+    // tifffile's unnamed dimensions (QQYX) give the shape but no names,
+    // which would repeat.
+    let qq = format!("{v3}/qq");
+    ok(&["import", &t.path("qq.tif"), &qq]);
+    assert_eq!(
+        json(&["info", "--json", &qq])["dimensions"],
+        json!([61, 45, 5, 2])
+    );
+    let meta = json(&["info", "--json", &qq]);
+    assert!(!meta.to_string().contains("\"q\""), "{meta}");
     // --flat: the pages as they come, no attributes.
     let flat = format!("{n5}/flat");
     ok(&["import", "--flat", &t.path("ij.tif"), &flat]);

@@ -3,8 +3,8 @@
 //! see [`crate::tiffstack`]) into a new dataset of any format (N5, Zarr v2, Zarr v3,
 //! sharded Zarr v3 with `--shard`) with the block size and compression
 //! asked for. The axes a TIFF file's description gives (ImageJ, OME-TIFF:
-//! see [`crate::tiffmeta`]) shape the dataset and become its `axes`,
-//! `resolution`, `units` and `pixelResolution` attributes. A file is read in boxes of whole write units (the shards of
+//! see [`crate::tiffmeta`]) shape the dataset and become attributes
+//! naming them and their sizes ([`axis_attributes`]). A file is read in boxes of whole write units (the shards of
 //! a sharded array, else the blocks) of about 32 MiB ([`LIMITS`]), the next box
 //! read while the last is written by the container's threads, so that every
 //! block or shard is written once with memory bounded by two boxes however
@@ -257,38 +257,57 @@ fn check_header(
 }
 
 /// The names of described axes as a JSON array (`None` unless every axis
-/// has one): in N5 order, or reversed into C order (`c_order`) as Zarr's
-/// `dimension_names` and `_ARRAY_DIMENSIONS` are.
+/// has one and no two the same): in N5 order, or reversed into C order
+/// (`c_order`) as Zarr's `dimension_names` and `_ARRAY_DIMENSIONS` are.
 fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
-    let mut names: Vec<Value> = d
+    let mut names: Vec<String> = d
         .axes
         .iter()
-        .map(|a| a.name.clone().map(Value::String))
+        .map(|a| a.name.clone())
         .collect::<Option<_>>()?;
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != names.len() {
+        return None;
+    }
     if c_order {
         names.reverse();
     }
-    Some(Value::Array(names))
+    Some(Value::Array(names.into_iter().map(Value::String).collect()))
 }
 
-/// The attributes an import gives a dataset of described axes, in N5
-/// order as the dataset's shape: `axes` (names), `resolution` and `units`
-/// (one per axis; 1 and "" where the description gives no size), and
-/// `pixelResolution` (`{"dimensions": resolution, "unit"}` with the unit
-/// of the x axis, when it has one),
-/// as neuroglancer, tensorstore, n5-viewer and BigDataViewer read them;
-/// in Zarr v2 also `_ARRAY_DIMENSIONS` (C order, as xarray reads it).
+/// The attributes an import gives a dataset of described axes. N5, in
+/// N5 order as its shape: `axes` (names), and when an axis has a size,
+/// `resolution` and `units` (one per axis; 1 and "" where none is given),
+/// as neuroglancer and tensorstore read them, and `pixelResolution`
+/// (`{"dimensions", "unit"}`, as n5-viewer and BigDataViewer read it) when
+/// the axes are x and y, or x, y and z, all of one unit. Zarr, in C order
+/// as its shape: `dimension_units` (`"0.5 um"`, null where none is given)
+/// as tensorstore reads them, and in Zarr v2 `_ARRAY_DIMENSIONS` as xarray
+/// reads the names (Zarr v3 has them in `dimension_names`).
 fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
     let mut m = Map::new();
+    let sized = d.axes.iter().any(|a| a.scale.is_some());
+    if format != Format::N5 {
+        if format == Format::Zarr2 {
+            if let Some(names) = axis_names(d, true) {
+                m.insert("_ARRAY_DIMENSIONS".into(), names);
+            }
+        }
+        if sized {
+            let units = d.axes.iter().rev().map(|a| match &a.scale {
+                Some((v, u)) => json!(format!("{v} {u}")),
+                None => Value::Null,
+            });
+            m.insert("dimension_units".into(), Value::Array(units.collect()));
+        }
+        return m;
+    }
     if let Some(names) = axis_names(d, false) {
         m.insert("axes".into(), names);
     }
-    if format == Format::Zarr2 {
-        if let Some(names) = axis_names(d, true) {
-            m.insert("_ARRAY_DIMENSIONS".into(), names);
-        }
-    }
-    if d.axes.iter().any(|a| a.scale.is_some()) {
+    if sized {
         let resolution: Vec<Value> = d
             .axes
             .iter()
@@ -299,8 +318,17 @@ fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
             .iter()
             .map(|a| json!(a.scale.as_ref().map_or("", |s| s.1.as_str())))
             .collect();
-        let x = d.axes.iter().find(|a| a.name.as_deref() == Some("x"));
-        if let Some((_, unit)) = x.and_then(|a| a.scale.as_ref()) {
+        let spatial = d.axes.len() <= 3
+            && d.axes
+                .iter()
+                .zip(["x", "y", "z"])
+                .all(|(a, n)| a.name.as_deref() == Some(n));
+        let unit = d.axes[0].scale.as_ref().map(|s| s.1.as_str());
+        if spatial
+            && d.axes
+                .iter()
+                .all(|a| a.scale.as_ref().map(|s| s.1.as_str()) == unit)
+        {
             m.insert(
                 "pixelResolution".into(),
                 json!({"dimensions": resolution, "unit": unit}),
