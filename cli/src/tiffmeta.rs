@@ -32,6 +32,9 @@ pub struct Described {
     pub by: &'static str,
     /// The axes, N5 order; those of the pages of length 1 left out.
     pub axes: Vec<Axis>,
+    /// The name the description gives the samples of a pixel, if any
+    /// other than samples.
+    pub samples_name: Option<String>,
 }
 
 /// What a file's first page holds besides its pixels. Its samples per
@@ -67,9 +70,13 @@ pub fn describe(info: &PageInfo, notes: &mut Vec<String>) -> Result<Option<Descr
     };
     let found = if text.starts_with("ImageJ=") {
         imagej(text, info)?
-    } else if text.starts_with('<') && text.contains("<OME") {
-        ome(text, info)?
-    } else if text.starts_with('{') && text.len() <= SHAPED_MAX {
+    } else if text.starts_with('<') {
+        match ome(text, info)? {
+            Some(found) => found,
+            // XML of another kind.
+            None => return Ok(None),
+        }
+    } else if text.starts_with('{') {
         shaped(text, info)?
     } else {
         return Ok(None);
@@ -96,34 +103,46 @@ pub fn describe(info: &PageInfo, notes: &mut Vec<String>) -> Result<Option<Descr
 /// its length.
 const SHAPED_MAX: usize = 64 << 10;
 
-/// A step of `value` in the unit `u` as an SI unit neuroglancer and
-/// tensorstore read (`um`, `nm`, `mm`, `m`, `s`, `ms`...): micrometres
-/// spelt any way become `um`, inches, centimetres and ångströms lengths in
-/// `mm` or `nm`, minutes, hours and days seconds. `None` for anything else
-/// (`pixel`, a reference frame), which gives the axis no size.
-fn si(value: f64, u: &str) -> Option<(f64, String)> {
+/// What a size measures.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Length,
+    Time,
+}
+
+/// A step of `value` in the unit `u`, a `kind` of unit, as an SI unit
+/// neuroglancer and tensorstore read (`um`, `nm`, `mm`, `m`, `s`, `ms`...):
+/// micrometres spelt any way become `um`, inches and centimetres `mm`,
+/// ångströms `nm`, minutes, hours and days seconds. `None` for any other
+/// unit (`pixel`, a reference frame), a unit of the other kind, or a size
+/// outside 1e-30 to 1e30, which gives the axis no size.
+fn si(value: f64, u: &str, kind: Kind) -> Option<(f64, String)> {
+    use Kind::{Length, Time};
     let value = positive(value)?;
-    let (factor, unit) = match u.trim() {
-        "m" | "meter" | "meters" | "metre" | "metres" => (1.0, "m"),
-        "km" => (1.0, "km"),
-        "mm" | "millimeter" | "millimeters" | "millimetre" | "millimetres" => (1.0, "mm"),
-        "cm" | "centimeter" | "centimeters" | "centimetre" | "centimetres" => (10.0, "mm"),
-        "in" | "inch" | "inches" => (25.4, "mm"),
-        "um" | "µm" | "μm" | "\\u00B5m" | "\\u03BCm" | "micron" | "microns" | "micrometer"
-        | "micrometers" | "micrometre" | "micrometres" => (1.0, "um"),
-        "nm" | "nanometer" | "nanometers" | "nanometre" | "nanometres" => (1.0, "nm"),
-        "Å" | "\\u00C5" | "angstrom" | "angstroms" => (0.1, "nm"),
-        "pm" => (1.0, "pm"),
-        "s" | "sec" | "second" | "seconds" => (1.0, "s"),
-        "ms" | "msec" => (1.0, "ms"),
-        "us" | "µs" | "μs" => (1.0, "us"),
-        "ns" => (1.0, "ns"),
-        "min" | "minute" | "minutes" => (60.0, "s"),
-        "h" | "hr" | "hour" | "hours" => (3600.0, "s"),
-        "d" | "day" | "days" => (86400.0, "s"),
+    let (factor, unit, of) = match u.trim().to_lowercase().as_str() {
+        "m" | "meter" | "meters" | "metre" | "metres" => (1.0, "m", Length),
+        "km" | "kilometer" | "kilometers" | "kilometre" | "kilometres" => (1.0, "km", Length),
+        "mm" | "millimeter" | "millimeters" | "millimetre" | "millimetres" => (1.0, "mm", Length),
+        "cm" | "centimeter" | "centimeters" | "centimetre" | "centimetres" => (10.0, "mm", Length),
+        "in" | "inch" | "inches" => (25.4, "mm", Length),
+        "um" | "µm" | "μm" | "\\u00b5m" | "\\u03bcm" | "micron" | "microns" | "micrometer"
+        | "micrometers" | "micrometre" | "micrometres" => (1.0, "um", Length),
+        "nm" | "nanometer" | "nanometers" | "nanometre" | "nanometres" => (1.0, "nm", Length),
+        "å" | "\\u00c5" | "\\u00e5" | "angstrom" | "angstroms" => (0.1, "nm", Length),
+        "pm" | "picometer" | "picometers" | "picometre" | "picometres" => (1.0, "pm", Length),
+        "s" | "sec" | "secs" | "second" | "seconds" => (1.0, "s", Time),
+        "ms" | "msec" | "millisecond" | "milliseconds" => (1.0, "ms", Time),
+        "us" | "µs" | "μs" | "\\u00b5s" | "\\u03bcs" | "microsecond" | "microseconds" => {
+            (1.0, "us", Time)
+        }
+        "ns" | "nanosecond" | "nanoseconds" => (1.0, "ns", Time),
+        "min" | "mins" | "minute" | "minutes" => (60.0, "s", Time),
+        "h" | "hr" | "hrs" | "hour" | "hours" => (3600.0, "s", Time),
+        "d" | "day" | "days" => (86400.0, "s", Time),
         _ => return None,
     };
-    positive(value * factor).map(|v| (v, unit.to_string()))
+    let v = value * factor;
+    (of == kind && (1e-30..=1e30).contains(&v)).then(|| (v, unit.to_string()))
 }
 
 /// A positive, finite number.
@@ -135,11 +154,13 @@ fn positive(v: f64) -> Option<f64> {
 /// frame (channel fastest); pixel size from XResolution and YResolution
 /// in `unit`, slice spacing `spacing`, frame interval `finterval`.
 fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String> {
+    // A key with an empty value is as if absent.
     let get = |key: &str| {
         text.lines()
             .filter_map(|l| l.split_once('='))
             .find(|(k, _)| k.trim() == key)
             .map(|(_, v)| v.trim())
+            .filter(|v| !v.is_empty())
     };
     let count = |key: &str| get(key).and_then(|v| v.parse::<u64>().ok());
     let images = count("images").unwrap_or(info.pages);
@@ -169,7 +190,7 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
     }
     // y and z have units of their own when they differ from x's.
     let unit = get("unit").unwrap_or("");
-    let sized = |v: Option<f64>, u: &str| v.and_then(|v| si(v, u));
+    let sized = |v: Option<f64>, u: &str| v.and_then(|v| si(v, u, Kind::Length));
     let (px, py) = match info.resolution {
         Some((x, y)) => (Some(1.0 / x), Some(1.0 / y)),
         None => (None, None),
@@ -181,6 +202,7 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
     };
     Ok(Ok(Described {
         by: "ImageJ",
+        samples_name: None,
         axes: vec![
             axis("x", u64::from(info.width), sized(px, unit)),
             axis(
@@ -200,24 +222,27 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
             axis(
                 "t",
                 t,
-                sized(
-                    get("finterval").and_then(|v| v.parse().ok()),
-                    get("tunit").unwrap_or("s"),
-                ),
+                get("finterval")
+                    .and_then(|v| v.parse().ok())
+                    .and_then(|v| si(v, get("tunit").unwrap_or("s"), Kind::Time)),
             ),
         ],
     }))
 }
 
-/// The attributes of an XML element, by name; values unescaped.
-fn attributes(e: &quick_xml::events::BytesStart) -> Vec<(String, String)> {
+/// The attributes `keys` of an XML element, by name, values unescaped;
+/// the others are skipped unread, so memory is what the keys hold.
+fn attributes(e: &quick_xml::events::BytesStart, keys: &[&str]) -> Vec<(String, String)> {
     // Without the check for repeated names, which costs time quadratic in
-    // their number; the first of a repeated name is taken.
+    // their number; of a repeated name, the first is looked up.
     e.attributes()
         .with_checks(false)
         .filter_map(Result::ok)
         .filter_map(|a| {
             let key = a.key.local_name().as_ref().to_string();
+            if !keys.contains(&key.as_str()) {
+                return None;
+            }
             let value = a
                 .normalized_value(XmlVersion::Implicit1_0)
                 .ok()?
@@ -226,6 +251,24 @@ fn attributes(e: &quick_xml::events::BytesStart) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The attributes of OME's `Pixels` element read.
+const PIXELS: [&str; 14] = [
+    "DimensionOrder",
+    "SizeX",
+    "SizeY",
+    "SizeZ",
+    "SizeC",
+    "SizeT",
+    "PhysicalSizeX",
+    "PhysicalSizeXUnit",
+    "PhysicalSizeY",
+    "PhysicalSizeYUnit",
+    "PhysicalSizeZ",
+    "PhysicalSizeZUnit",
+    "TimeIncrement",
+    "TimeIncrementUnit",
+];
 
 /// One OME `TiffData` element: the first page (IFD) of a run of
 /// `PlaneCount` planes starting at plane (FirstZ, FirstC, FirstT).
@@ -244,7 +287,7 @@ struct TiffData {
 /// An OME-TIFF: one image whose planes are the file's pages, one after
 /// the other in the order `DimensionOrder` gives (the letters after XY,
 /// fastest first), with PhysicalSizeX/Y/Z and TimeIncrement.
-fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String> {
+fn ome(text: &str, info: &PageInfo) -> Result<Option<Result<Described, String>>, String> {
     let mut reader = Reader::from_str(text);
     let mut images = 0u32;
     let mut pixels: Option<Vec<(String, String)>> = None;
@@ -255,13 +298,17 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
     let (mut pixels_at, mut tiffdata_at, mut uuid_at) = (None, None, None);
     // The UUID of this file, which TiffData name to point to it.
     let mut own_uuid = None;
+    // Whether the XML is OME's (its root named OME, with any prefix).
+    let mut saw_ome = false;
     loop {
         let event = match reader.read_event() {
             Ok(e) => e,
+            // XML of another kind may end anywhere.
+            Err(_) if !saw_ome => return Ok(None),
             Err(e) => {
-                return Ok(Err(format!(
+                return Ok(Some(Err(format!(
                 "its OME-XML description is not well-formed ({e}); read as [width, height, pages]"
-            )))
+            ))))
             }
         };
         let (e, opens) = match &event {
@@ -294,20 +341,25 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
         }
         let name = e.local_name();
         match name.as_ref() {
-            "OME" if own_uuid.is_none() => {
-                own_uuid = attributes(e)
+            "OME" if !saw_ome => {
+                saw_ome = true;
+                own_uuid = attributes(e, &["UUID"])
                     .into_iter()
                     .find(|(k, _)| k == "UUID")
                     .map(|(_, v)| v.trim().to_string());
             }
             "Image" => images += 1,
             "Pixels" if images == 1 && pixels.is_none() => {
-                pixels = Some(attributes(e));
+                pixels = Some(attributes(e, &PIXELS));
                 pixels_at = opens.then_some(depth);
             }
             "TiffData" if pixels_at.is_some() => {
                 let mut d = TiffData::default();
-                for (k, v) in attributes(e) {
+                let mut seen = Vec::new();
+                for (k, v) in attributes(e, &["IFD", "PlaneCount", "FirstZ", "FirstC", "FirstT"]) {
+                    if seen.contains(&k) {
+                        continue;
+                    }
                     let n = v.trim().parse::<u64>().ok();
                     match k.as_str() {
                         "IFD" => d.ifd = n,
@@ -317,6 +369,7 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
                         "FirstT" => d.first[2] = n.unwrap_or(0),
                         _ => {}
                     }
+                    seen.push(k);
                 }
                 data.push(d);
                 tiffdata_at = opens.then_some(depth);
@@ -324,7 +377,7 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
             "UUID" if tiffdata_at.is_some() => {
                 if let Some(d) = data.last_mut() {
                     d.has_uuid = true;
-                    d.file = attributes(e)
+                    d.file = attributes(e, &["FileName"])
                         .into_iter()
                         .find(|(k, _)| k == "FileName")
                         .map(|(_, v)| v);
@@ -334,7 +387,10 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
             _ => {}
         }
     }
-    let plain = |why: String| Ok(Err(format!("{why}; read as [width, height, pages]")));
+    if !saw_ome {
+        return Ok(None);
+    }
+    let plain = |why: String| Ok(Some(Err(format!("{why}; read as [width, height, pages]"))));
     if images != 1 {
         return plain(format!(
             "its OME-XML description holds {images} images (a series), not one"
@@ -370,11 +426,9 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
             _ => size(&format!("Size{a}")),
         })
         .collect();
-    let planes = sizes
-        .iter()
-        .try_fold(1u64, |acc, &s| acc.checked_mul(s))
-        .unwrap_or(0);
-    if (sx, sy) != (u64::from(info.width), u64::from(info.height)) || planes != info.pages {
+    let planes = sizes.iter().try_fold(1u64, |acc, &s| acc.checked_mul(s));
+    if (sx, sy) != (u64::from(info.width), u64::from(info.height)) || planes != Some(info.pages) {
+        let planes = planes.map_or("more than 2^64".into(), |p| p.to_string());
         return plain(format!(
             "its OME-XML description has {sx}x{sy} pixels in {planes} planes, the file {}x{} in {} pages",
             info.width, info.height, info.pages
@@ -410,10 +464,10 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
             );
         }
     }
-    let physical = |key: &str, default: &str| {
+    let physical = |key: &str, default: &str, kind| {
         get(key)
             .and_then(|v| v.parse::<f64>().ok())
-            .and_then(|v| si(v, get(&format!("{key}Unit")).unwrap_or(default)))
+            .and_then(|v| si(v, get(&format!("{key}Unit")).unwrap_or(default), kind))
     };
     let axis = |name: char, size, scale| Axis {
         name: Some(name.to_ascii_lowercase().to_string()),
@@ -421,26 +475,33 @@ fn ome(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String>
         scale,
     };
     let mut axes = vec![
-        axis('X', sx, physical("PhysicalSizeX", "µm")),
-        axis('Y', sy, physical("PhysicalSizeY", "µm")),
+        axis('X', sx, physical("PhysicalSizeX", "µm", Kind::Length)),
+        axis('Y', sy, physical("PhysicalSizeY", "µm", Kind::Length)),
     ];
     for (&a, &s) in rest.iter().zip(&sizes) {
         let scale = match a {
-            'Z' => physical("PhysicalSizeZ", "µm"),
-            'T' => physical("TimeIncrement", "s"),
+            'Z' => physical("PhysicalSizeZ", "µm", Kind::Length),
+            'T' => physical("TimeIncrement", "s", Kind::Time),
             _ => None,
         };
         axes.push(axis(a, s, scale));
     }
-    Ok(Ok(Described {
+    Ok(Some(Ok(Described {
         by: "OME-TIFF",
         axes,
-    }))
+        samples_name: None,
+    })))
 }
 
 /// A tifffile shaped description: `{"shape": [...]}` in C order ending in
 /// height and width, with `"axes"` letters when given.
 fn shaped(text: &str, info: &PageInfo) -> Result<Result<Described, String>, String> {
+    if text.len() > SHAPED_MAX {
+        return Ok(Err(format!(
+            "its JSON description is longer than {} KiB, more than a shape; read as [width, height, pages]",
+            SHAPED_MAX >> 10
+        )));
+    }
     let Ok(v) = serde_json::from_str::<Value>(text) else {
         return Ok(Err(
             "its description is not the JSON it seems; read as [width, height, pages]".into(),
@@ -487,16 +548,24 @@ fn shaped(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
                 .map(|c| c.to_ascii_lowercase().to_string())
                 .collect()
         });
-    // The samples' dimension is the caller's to place.
+    // The samples' dimension is the caller's to place, under the letter
+    // the description gives it unless that is tifffile's S (samples).
+    let mut samples_name = None;
     if let Some(i) = at {
         let i = shape.len() - page.len() + i;
         shape.remove(i);
         if let Some(l) = &mut letters {
-            l.remove(i);
+            samples_name = Some(l.remove(i)).filter(|n| n != "s");
         }
     }
+    // Letters that do not end in Y and X name no axes.
     if let Some(l) = &mut letters {
-        l.reverse();
+        if !l.ends_with(&["y".to_string(), "x".to_string()]) {
+            letters = None;
+            samples_name = None;
+        } else {
+            l.reverse();
+        }
     }
     let axes = shape
         .iter()
@@ -511,6 +580,7 @@ fn shaped(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
     Ok(Ok(Described {
         by: "tifffile",
         axes,
+        samples_name,
     }))
 }
 
@@ -633,6 +703,33 @@ mod tests {
         .unwrap();
         assert_eq!(d.axes[1].scale, Some((0.5, "um".into())));
         assert_eq!(d.axes[3].scale, Some((300.0, "um".into())));
+        // Units of the other kind, empty units, absurd sizes, µ escaped.
+        let d = describe(
+            &info(
+                "ImageJ=1\nimages=12\nchannels=2\nslices=3\nframes=2\nunit=um\nzunit=\nspacing=1e-320\nfinterval=2\ntunit=\\u00B5s",
+                6,
+                5,
+                12,
+            ),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(d.axes[0].scale, Some((0.25, "um".into())));
+        assert_eq!(d.axes[3].scale, None);
+        assert_eq!(d.axes[4].scale, Some((2.0, "us".into())));
+        let d = describe(
+            &info(
+                "ImageJ=1\nimages=6\nslices=3\nframes=2\nunit=s\nfinterval=2\ntunit=um",
+                6,
+                5,
+                6,
+            ),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(d.axes.iter().all(|a| a.scale.is_none()), "{d:?}");
         let ome = r#"<OME><Image><Pixels DimensionOrder="XYZCT" SizeX="6" SizeY="5" SizeZ="2" PhysicalSizeX="3" PhysicalSizeXUnit="Å" PhysicalSizeY="1" PhysicalSizeYUnit="pixel" PhysicalSizeZ="2" PhysicalSizeZUnit="cm"/></Image></OME>"#;
         let d = describe(&info(ome, 6, 5, 2), &mut Vec::new())
             .unwrap()
@@ -708,6 +805,23 @@ mod tests {
         assert!(describe(&info(&past, 6, 5, 12), &mut Vec::new())
             .unwrap()
             .is_none());
+        // A prefixed root is OME's; XML of another kind, well-formed or
+        // not, says nothing.
+        let prefixed = r#"<?xml version="1.0"?><ome:OME xmlns:ome="http://www.openmicroscopy.org/Schemas/OME/2016-06"><ome:Image><ome:Pixels DimensionOrder="XYZCT" SizeX="6" SizeY="5" SizeZ="12"/></ome:Image></ome:OME>"#;
+        let d = describe(&info(prefixed, 6, 5, 12), &mut Vec::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!(names(&d), ["x", "y", "z"]);
+        let mut notes = Vec::new();
+        for vendor in [
+            r#"<?xml version="1.0"?><Camera gain="2"/>"#,
+            "<Camera gain=\"2\"><x>",
+        ] {
+            assert!(describe(&info(vendor, 6, 5, 12), &mut notes)
+                .unwrap()
+                .is_none());
+        }
+        assert!(notes.is_empty(), "{notes:?}");
         // Two images, a wrong plane count, broken XML: notes.
         for (bad, why) in [
             (
@@ -804,6 +918,20 @@ mod tests {
                 .is_none()
         );
         assert_eq!(notes.len(), 1);
+        // Letters that do not end in Y and X name nothing; a planar
+        // samples dimension keeps its letter.
+        let d = describe(
+            &info(r#"{"shape": [2, 3, 5, 6], "axes": "XYZT"}"#, 6, 5, 6),
+            &mut Vec::new(),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(d.axes.iter().all(|a| a.name.is_none()));
+        let mut planar = info(r#"{"shape": [2, 3, 5, 6], "axes": "TZYX"}"#, 6, 5, 2);
+        (planar.samples, planar.planar) = (3, true);
+        let d = describe(&planar, &mut Vec::new()).unwrap().unwrap();
+        assert_eq!(names(&d), ["x", "y", "t"]);
+        assert_eq!(d.samples_name.as_deref(), Some("z"));
         // Other descriptions say nothing.
         assert!(describe(&info("made by a camera", 6, 5, 3), &mut notes)
             .unwrap()

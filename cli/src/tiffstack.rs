@@ -124,13 +124,19 @@ fn open(path: &Path, in_dir: bool) -> Result<Decoder<BufReader<File>>, String> {
 
 /// A page layout with the axis of a pixel's samples added where the page
 /// holds it (first when interleaved, after width and height when planar),
-/// named `c`, or `s` when the pages already have a `c` axis.
+/// named as the description names it, else `c`, or `s` when the pages
+/// already have a `c` axis.
 fn with_samples(mut d: Described, shape: PageShape) -> Described {
     if shape.samples > 1 {
         let c = d.axes.iter().any(|a| a.name.as_deref() == Some("c"));
         let named = d.axes.iter().all(|a| a.name.is_some());
+        let default = if c { "s" } else { "c" };
+        let name = d
+            .samples_name
+            .clone()
+            .unwrap_or_else(|| default.to_string());
         let axis = Axis {
-            name: named.then(|| if c { "s" } else { "c" }.to_string()),
+            name: named.then_some(name),
             size: u64::from(shape.samples),
             scale: None,
         };
@@ -159,9 +165,14 @@ fn layout(
         Ok(Some(Value::Ascii(text))) => Some(text),
         Ok(_) => None,
         Err(e) => {
+            let why = match e {
+                TiffError::LimitsExceeded => {
+                    format!("is longer than {} MiB", DESCRIPTION_MAX >> 20)
+                }
+                e => format!("was not read ({e})"),
+            };
             notes.push(format!(
-                "its description was not read ({}); read as [width, height, pages]",
-                decoding(e)
+                "its description {why}; read as [width, height, pages]"
             ));
             None
         }

@@ -343,6 +343,14 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
     assert_eq!(attr(&ij, "axes"), json!(["x", "y", "c", "z", "t"]));
     assert_eq!(attr(&ij, "resolution"), json!([0.25, 0.5, 1.0, 2.0, 1.5]));
     assert_eq!(attr(&ij, "units"), json!(["um", "um", "", "um", "s"]));
+    // In Zarr, C order and micrometres as nanometres, which neuroglancer
+    // reads in Zarr.
+    let ij3 = format!("{v3}/ij");
+    ok(&["import", &t.path("ij.tif"), &ij3]);
+    assert_eq!(
+        attr(&ij3, "dimension_units"),
+        json!(["1.5 s", "2000 nm", null, "500 nm", "250 nm"])
+    );
     // Not only x, y and z: no pixelResolution, which readers take for them.
     fails(&["attrs", "get", &ij, "pixelResolution"], 1, "");
     // OME-TIFF in the order TCZYX (DimensionOrder XYZCT), zlib pages,

@@ -283,9 +283,10 @@ fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
 /// as neuroglancer and tensorstore read them, and `pixelResolution`
 /// (`{"dimensions", "unit"}`, as n5-viewer and BigDataViewer read it) when
 /// the axes are x and y, or x, y and z, all of one unit. Zarr, in C order
-/// as its shape: `dimension_units` (`"0.5 um"`, null where none is given)
-/// as tensorstore reads them, and in Zarr v2 `_ARRAY_DIMENSIONS` as xarray
-/// reads the names (Zarr v3 has them in `dimension_names`).
+/// as its shape: `dimension_units` (`"500 nm"`, null where none is given)
+/// as tensorstore and neuroglancer read them, and in Zarr v2
+/// `_ARRAY_DIMENSIONS` as xarray reads the names (Zarr v3 has them in
+/// `dimension_names`).
 fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
     let mut m = Map::new();
     let sized = d.axes.iter().any(|a| a.scale.is_some());
@@ -296,7 +297,12 @@ fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
             }
         }
         if sized {
+            // Micro as nano: neuroglancer reads Zarr units with the
+            // prefix µ only, tensorstore µ as a unit of its own.
             let units = d.axes.iter().rev().map(|a| match &a.scale {
+                Some((v, u)) if u == "um" || u == "us" => {
+                    json!(format!("{} n{}", v * 1000.0, &u[1..]))
+                }
                 Some((v, u)) => json!(format!("{v} {u}")),
                 None => Value::Null,
             });
