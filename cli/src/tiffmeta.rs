@@ -141,8 +141,14 @@ fn si(value: f64, u: &str, kind: Kind) -> Option<(f64, String)> {
         "d" | "day" | "days" => (86400.0, "s", Time),
         _ => return None,
     };
-    let v = value * factor;
+    let v = tidy(value * factor);
     (of == kind && (1e-30..=1e30).contains(&v)).then(|| (v, unit.to_string()))
+}
+
+/// `v` to 13 significant digits, so that a converted size reads as it
+/// was meant (`0.3` nm from 3 Å, not `0.30000000000000004`).
+pub fn tidy(v: f64) -> f64 {
+    format!("{v:.12e}").parse().unwrap_or(v)
 }
 
 /// A positive, finite number.
@@ -734,8 +740,7 @@ mod tests {
         let d = describe(&info(ome, 6, 5, 2), &mut Vec::new())
             .unwrap()
             .unwrap();
-        let x = d.axes[0].scale.clone().unwrap();
-        assert!((x.0 - 0.3).abs() < 1e-12 && x.1 == "nm", "{x:?}");
+        assert_eq!(d.axes[0].scale, Some((0.3, "nm".into())));
         assert_eq!(d.axes[1].scale, None);
         assert_eq!(d.axes[2].scale, Some((20.0, "mm".into())));
     }

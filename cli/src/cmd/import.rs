@@ -30,7 +30,7 @@ use crate::cmd::target::{
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
 use crate::output::progress;
-use crate::tiffmeta::Described;
+use crate::tiffmeta::{tidy, Described};
 use crate::tiffstack::TiffStack;
 use crate::zarr::{new_document, NewArray};
 use crate::{npy, spec, tiffstack, work, Global};
@@ -301,7 +301,7 @@ fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
             // prefix µ only, tensorstore µ as a unit of its own.
             let units = d.axes.iter().rev().map(|a| match &a.scale {
                 Some((v, u)) if u == "um" || u == "us" => {
-                    json!(format!("{} n{}", v * 1000.0, &u[1..]))
+                    json!(format!("{} n{}", tidy(v * 1000.0), &u[1..]))
                 }
                 Some((v, u)) => json!(format!("{v} {u}")),
                 None => Value::Null,
