@@ -66,6 +66,23 @@ w[11590, 11000:11010] = np.arange(1, 11)
 tifffile.imwrite(os.path.join(d, "wide.tif"), w)
 "#;
 
+/// Runs the Python `script` with `args`, its standard output if it
+/// succeeded.
+fn python_ok(python: &Path, script: &str, args: &[&str]) -> Vec<u8> {
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// An import: input, dataset, extra arguments, the bytes `cat` must give,
 /// the data type and shape `info` must show.
 type Case<'a> = (&'a str, String, &'a [&'a str], Vec<u8>, &'a str, Vec<u64>);
@@ -77,15 +94,7 @@ fn tiff_stacks_import_into_every_format() {
         return;
     };
     let t = TempDir::new("tiff-import");
-    let out = Command::new(&python)
-        .args(["-c", MAKE, &t.path("")])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "tifffile: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python_ok(&python, MAKE, &[&t.path("")]);
     let raw = |name: &str| std::fs::read(t.path(&format!("{name}.raw"))).unwrap();
     let n5 = t.path("vol.n5");
     let v3 = t.path("vol.zarr");
@@ -317,15 +326,7 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
         return;
     };
     let t = TempDir::new("tiff-described");
-    let out = Command::new(&python)
-        .args(["-c", MAKE_DESCRIBED, &t.path("")])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "tifffile: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python_ok(&python, MAKE_DESCRIBED, &[&t.path("")]);
     let raw = |name: &str| std::fs::read(t.path(&format!("{name}.raw"))).unwrap();
     let n5 = t.path("vol.n5");
     let v3 = t.path("vol.zarr");
@@ -391,23 +392,12 @@ fn described_tiffs_import_with_their_axes_and_pixel_sizes() {
         attr(&ome2, "_ARRAY_DIMENSIONS"),
         json!(["t", "c", "z", "y", "x"])
     );
-    let out = Command::new(&python)
-        .args([
-            "-c",
-            CHECK_DESCRIBED,
-            &ome,
-            &ome3,
-            &t.path("tczyx.raw"),
-            "[61, 45, 4, 3, 2]",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "tensorstore: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = python_ok(
+        &python,
+        CHECK_DESCRIBED,
+        &[&ome, &ome3, &t.path("tczyx.raw"), "[61, 45, 4, 3, 2]"],
     );
-    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(
         seen,
         json!({
