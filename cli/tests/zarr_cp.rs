@@ -141,7 +141,7 @@ fn make_source(root: &str) {
     .unwrap();
     c.set_attributes(
         "r2/u16",
-        &obj(json!({"resolution": [4, 4], "nested": {"a": [1, 2.25, null]}})),
+        &obj(json!({"resolution": [4, 4], "nested": {"a": [1, 2.25, null]}, "axes": ["x", "y"]})),
     )
     .unwrap();
 }
@@ -159,9 +159,29 @@ fn whole(c: &Container, path: &str) -> (DataType, Vec<u64>, Vec<u8>) {
 
 /// The user attributes of the node `path` of `c`: its attributes but, in
 /// N5, the version of the root and the dataset keys of a dataset (its
-/// metadata there). A Zarr node's attributes are all user attributes.
+/// metadata there). A Zarr node's attributes are all user attributes, but
+/// a dataset's dimension names, which N5 has as `axes`, Zarr v3 as
+/// `dimension_names` and Zarr v2 as `_ARRAY_DIMENSIONS` (both C order),
+/// are given as `axes`.
 fn user(c: &Container, path: &str) -> Map<String, Value> {
     let mut m = obj(c.attributes(path).unwrap());
+    if c.dataset_exists(path).unwrap() {
+        let names = match c.format() {
+            n5::format::Format::Zarr3 => c
+                .open_dataset(path)
+                .unwrap()
+                .metadata()
+                .unwrap()
+                .get("dimension_names")
+                .cloned(),
+            n5::format::Format::Zarr2 => m.remove("_ARRAY_DIMENSIONS"),
+            _ => None,
+        };
+        if let Some(Value::Array(mut n)) = names {
+            n.reverse();
+            m.insert("axes".into(), Value::Array(n));
+        }
+    }
     if c.format() == n5::format::Format::N5 {
         if path.is_empty() {
             m.remove("n5");
@@ -253,6 +273,15 @@ fn n5_to_sharded_zarr3_to_zarr2_to_n5_is_exact() {
     for copy in [&z3, &z2, &back] {
         same_tree(&src, copy, NODES);
     }
+    // The dimension names went along, where each format keeps them.
+    let names = c3.open_dataset("r2/u16").unwrap().metadata().unwrap();
+    assert_eq!(names["dimension_names"], json!(["y", "x"]), "{names}");
+    assert!(c3.attributes("r2/u16").unwrap().get("axes").is_none());
+    assert_eq!(
+        c2.attributes("r2/u16").unwrap()["_ARRAY_DIMENSIONS"],
+        json!(["y", "x"])
+    );
+    assert_eq!(cb.attributes("r2/u16").unwrap()["axes"], json!(["x", "y"]));
     // The compression carried through the chain: zstd.
     let info = json(&["info", "--json", &format!("{back}/r2/u16")]);
     assert_eq!(info["compression"]["type"], "zstd", "{info}");
@@ -428,8 +457,14 @@ fn the_zarr_corpus_to_n5_and_back_keeps_every_array() {
             for copy in [&as_n5, &again] {
                 assert_eq!(array_sha256(copy, path), want, "{copy}/{path}");
             }
-            // User attributes carried both ways.
-            let attrs = a["attributes"].as_object().cloned().unwrap_or_default();
+            // User attributes carried both ways, and the dimension names
+            // (as `user` gives them: N5's `axes`).
+            let mut attrs = a["attributes"].as_object().cloned().unwrap_or_default();
+            if let Some(names) = a["metadata"]["dimension_names"].as_array() {
+                if names.iter().all(Value::is_string) {
+                    attrs.insert("axes".into(), json!(names.iter().rev().collect::<Vec<_>>()));
+                }
+            }
             for copy in [&as_n5, &again] {
                 let c = Container::open(copy, Mode::Read).unwrap();
                 assert_eq!(user(&c, path), attrs, "{copy}/{path}");
@@ -527,13 +562,16 @@ fn info_and_verify_describe_zarr_and_name_damaged_inner_chunks() {
     assert_eq!(zs["stats"], ns["stats"]);
     assert_eq!(zs["stats"]["count"], json!(100 * 70));
     let text = ok(&["info", &format!("{z}/a")]).text();
+    // Columns as wide as the longest label.
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
     for needle in [
-        "format      zarr3",
-        "shardShape  [48, 32] (N5 order; [32, 48] in C order)",
+        "format zarr3",
+        "shardShape [48, 32] (N5 order; [32, 48] in C order)",
+        "dimension names [\"y\",\"x\"]",
         "34 of 35 inner chunks stored",
         "9 of 9 stored",
     ] {
-        assert!(text.contains(needle), "{needle:?} in {text}");
+        assert!(words.contains(needle), "{needle:?} in {text}");
     }
     // A Zarr group: its document, children and attributes.
     let group = json(&["info", "--json", &z]);

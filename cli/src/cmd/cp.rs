@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use clap::Args;
 use n5::format::Format;
 use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::cmd::common::{
     blocks_to_visit, can_list, count_text, grid_count, grid_iter, grid_positions, in_grid, node,
@@ -321,6 +321,81 @@ fn carried(doc: &Value, drop_version: bool, n5_dataset: bool) -> Map<String, Val
         .unwrap_or_default()
 }
 
+/// Where a format keeps dimension names (N5 order as given): Zarr v3 in
+/// `dimension_names`, C order; N5 in the attribute `axes`, N5 order, as
+/// neuroglancer and tensorstore read it; Zarr v2 in the attribute
+/// `_ARRAY_DIMENSIONS`, C order, as xarray reads it.
+fn names_attribute(format: Format) -> Option<&'static str> {
+    match format {
+        Format::N5 => Some("axes"),
+        Format::Zarr2 => Some("_ARRAY_DIMENSIONS"),
+        _ => None,
+    }
+}
+
+/// The dimension names of the dataset `sp` of `src` (its attributes
+/// `doc`, `ndim` dimensions) in N5 order, when a copy into `to` changes
+/// the format and the source names every dimension, no two alike.
+fn dimension_names(
+    src: &Container,
+    sp: &str,
+    doc: &Value,
+    ndim: usize,
+    to: Format,
+) -> n5::Result<Option<Vec<String>>> {
+    let from = src.format();
+    if from == to {
+        return Ok(None);
+    }
+    let given = match names_attribute(from) {
+        Some(key) => doc.get(key).cloned(),
+        None => src
+            .open_dataset(sp)?
+            .metadata()?
+            .get("dimension_names")
+            .cloned(),
+    };
+    let names: Option<Vec<String>> = given
+        .as_ref()
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().map(|v| v.as_str().map(String::from)).collect());
+    let Some(mut names) = names.filter(|n| n.len() == ndim) else {
+        return Ok(None);
+    };
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != ndim {
+        return Ok(None);
+    }
+    if from != Format::N5 {
+        names.reverse();
+    }
+    Ok(Some(names))
+}
+
+/// Move dimension `names` (N5 order) from where the format `from` keeps
+/// them among a dataset's carried `attributes` to where `to` does (Zarr
+/// v3's are in its metadata); an attribute of that name already there is
+/// the user's and stays.
+fn rename_dimensions(
+    attributes: &mut Map<String, Value>,
+    names: &[String],
+    from: Format,
+    to: Format,
+) {
+    if let Some(key) = names_attribute(from) {
+        attributes.remove(key);
+    }
+    if let Some(key) = names_attribute(to) {
+        let mut names = names.to_vec();
+        if to != Format::N5 {
+            names.reverse();
+        }
+        attributes.entry(key).or_insert_with(|| json!(names));
+    }
+}
+
 /// Check that the user attributes of a node can go into N5 as they are,
 /// before anything is written: a dataset's user attributes cannot use an
 /// N5 dataset key (they share attributes.json with its metadata), and a
@@ -546,6 +621,7 @@ struct Request<'a> {
 /// What the copy of the dataset `sp` of the source (`sa` its metadata;
 /// `sarg` and `darg` name the source and destination in messages) makes,
 /// every check of it done before anything is written.
+#[allow(clippy::too_many_arguments)]
 fn plan_dataset(
     r: &Request,
     sa: &DatasetAttributes,
@@ -553,6 +629,7 @@ fn plan_dataset(
     dp: &str,
     sarg: &str,
     darg: &str,
+    names: Option<&[String]>,
 ) -> CliResult<Make> {
     let block: Vec<u32> = match r.block_size {
         None => sa.block_size.clone(),
@@ -613,10 +690,13 @@ fn plan_dataset(
         (Some(s), Format::Zarr2 | Format::Zarr3) => s.fill_value(),
         _ => vec![0u8; sa.data_type.size()],
     };
+    // Zarr v3 to Zarr v3 keeps the names as they are (some may be null);
+    // from another format they are the source's, in C order.
     let dimension_names = match (&source, r.format) {
         (Some(s), Format::Zarr3) if r.src.format() == Format::Zarr3 => {
             s.metadata().at(sarg)?.get("dimension_names").cloned()
         }
+        (_, Format::Zarr3) => names.map(|n| json!(n.iter().rev().collect::<Vec<_>>())),
         _ => None,
     };
     let document = new_document(
@@ -754,15 +834,23 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let sarg = sloc.child(rel).arg;
         let darg = dloc.child(rel).arg;
         let doc = src.attributes(&sp).at(&sarg)?;
+        // A dataset's dimension names, when the copy changes the format.
+        let mut names = None;
         let drop_version =
             dp.is_empty() || (src.format() == Format::N5 && sp.is_empty() && format != Format::N5);
         let make = match node(&src, &sp) {
             Node::Broken(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
-            Node::Dataset(sa) => plan_dataset(&request, &sa, &sp, &dp, &sarg, &darg)?,
+            Node::Dataset(sa) => {
+                names = dimension_names(&src, &sp, &doc, sa.ndim(), format).at(&sarg)?;
+                plan_dataset(&request, &sa, &sp, &dp, &sarg, &darg, names.as_deref())?
+            }
         };
         let dataset = matches!(make, Make::Dataset { .. });
-        let attributes = carried(&doc, drop_version, dataset && src.format() == Format::N5);
+        let mut attributes = carried(&doc, drop_version, dataset && src.format() == Format::N5);
+        if let Some(names) = &names {
+            rename_dimensions(&mut attributes, names, src.format(), format);
+        }
         if format == Format::N5 {
             check_n5_attributes(&attributes, dataset, &darg)?;
         }
