@@ -1102,6 +1102,87 @@ fn user_attributes_named_like_n5_dataset_keys_are_kept_or_refused() {
     assert!(!Path::new(&other).exists());
 }
 
+/// Dimension names move between formats only when every dimension has
+/// one, no two alike; a user attribute where they would go, holding
+/// something else, stops the copy before anything is written.
+#[test]
+fn dimension_names_that_cannot_move_stay_or_are_refused() {
+    let t = TempDir::new("zarr-names");
+    let n5_src = t.path("src.n5");
+    let c = Container::open(&n5_src, Mode::Create).unwrap();
+    let attrs = n5::DatasetAttributes::new(
+        vec![4, 3, 2],
+        vec![2, 2, 2],
+        DataType::U8,
+        n5::Compression::Raw,
+    )
+    .unwrap();
+    for (path, user) in [
+        ("dup", json!({"axes": ["x", "x", "z"]})),
+        ("empty", json!({"axes": ["x", "", "z"]})),
+        ("short", json!({"axes": ["x", "y"]})),
+        (
+            "both",
+            json!({"axes": ["x", "y", "z"], "_ARRAY_DIMENSIONS": ["s", "r", "q"]}),
+        ),
+        (
+            "same",
+            json!({"axes": ["x", "y", "z"], "_ARRAY_DIMENSIONS": ["z", "y", "x"]}),
+        ),
+    ] {
+        c.create_dataset(path, attrs.clone()).unwrap();
+        c.set_attributes(path, &obj(user)).unwrap();
+    }
+    // Not every dimension named, no two alike: carried as an attribute.
+    let z3 = t.path("out.zarr");
+    for path in ["dup", "empty", "short"] {
+        ok(&["cp", &format!("{n5_src}/{path}"), &format!("{z3}/{path}")]);
+        let out = Container::open(&z3, Mode::Read).unwrap();
+        let doc = out.open_dataset(path).unwrap().metadata().unwrap();
+        assert!(doc.get("dimension_names").is_none(), "{doc}");
+        assert_eq!(
+            out.attributes(path).unwrap()["axes"],
+            c.attributes(path).unwrap()["axes"]
+        );
+    }
+    // Into Zarr v2, _ARRAY_DIMENSIONS holding other names is refused...
+    let z2 = format!("zarr2:{}", t.path("v2"));
+    fails(
+        &["cp", &format!("{n5_src}/both"), &format!("{z2}/both")],
+        1,
+        "'_ARRAY_DIMENSIONS'",
+    );
+    assert!(!Path::new(&t.path("v2")).exists());
+    // ... and holding the same ones is no conflict.
+    ok(&["cp", &format!("{n5_src}/same"), &format!("{z2}/same")]);
+    let c2 = Container::open(&z2, Mode::Read).unwrap();
+    assert_eq!(
+        obj(c2.attributes("same").unwrap()),
+        obj(json!({"_ARRAY_DIMENSIONS": ["z", "y", "x"]}))
+    );
+    // A Zarr v3 array named z, y, x with a user attribute axes of other
+    // names cannot go into N5, where axes holds the names.
+    let named = t.path("named.zarr");
+    let cz = Container::open(format!("zarr3:{named}"), Mode::Create).unwrap();
+    let mut doc = Container::dataset_document(n5::format::Format::Zarr3, &attrs).unwrap();
+    doc["dimension_names"] = json!(["z", "y", "x"]);
+    cz.create_dataset_json("a", &doc).unwrap();
+    cz.set_attributes("a", &obj(json!({"axes": ["p", "q", "r"]})))
+        .unwrap();
+    let out = t.path("named.n5");
+    fails(
+        &["cp", &format!("{named}/a"), &format!("{out}/a")],
+        1,
+        "'axes'",
+    );
+    assert!(!Path::new(&out).exists());
+    cz.set_attributes("a", &obj(json!({"axes": ["x", "y", "z"]})))
+        .unwrap();
+    ok(&["cp", &format!("{named}/a"), &format!("{out}/a")]);
+    let cn = Container::open(&out, Mode::Read).unwrap();
+    assert_eq!(cn.attributes("a").unwrap()["axes"], json!(["x", "y", "z"]));
+}
+
 #[test]
 fn a_copy_onto_a_node_of_the_other_kind_is_refused_before_writing() {
     let t = TempDir::new("zarr-kinds");

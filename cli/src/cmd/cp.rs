@@ -335,7 +335,8 @@ fn names_attribute(format: Format) -> Option<&'static str> {
 
 /// The dimension names of the dataset `sp` of `src` (its attributes
 /// `doc`, `ndim` dimensions) in N5 order, when a copy into `to` changes
-/// the format and the source names every dimension, no two alike.
+/// the format and the source names every dimension, no two alike (an
+/// empty name is none).
 fn dimension_names(
     src: &Container,
     sp: &str,
@@ -355,10 +356,12 @@ fn dimension_names(
             .get("dimension_names")
             .cloned(),
     };
-    let names: Option<Vec<String>> = given
-        .as_ref()
-        .and_then(Value::as_array)
-        .and_then(|a| a.iter().map(|v| v.as_str().map(String::from)).collect());
+    // An empty name is none, as null is.
+    let names: Option<Vec<String>> = given.as_ref().and_then(Value::as_array).and_then(|a| {
+        a.iter()
+            .map(|v| v.as_str().filter(|n| !n.is_empty()).map(String::from))
+            .collect()
+    });
     let Some(mut names) = names.filter(|n| n.len() == ndim) else {
         return Ok(None);
     };
@@ -376,14 +379,16 @@ fn dimension_names(
 
 /// Move dimension `names` (N5 order) from where the format `from` keeps
 /// them among a dataset's carried `attributes` to where `to` does (Zarr
-/// v3's are in its metadata); an attribute of that name already there is
-/// the user's and stays.
+/// v3's are in its metadata). A user attribute already under the name
+/// `to` gives them, holding something else, is an error naming it
+/// (`darg`): the copy would lose one or the other.
 fn rename_dimensions(
     attributes: &mut Map<String, Value>,
     names: &[String],
     from: Format,
     to: Format,
-) {
+    darg: &str,
+) -> CliResult<()> {
     if let Some(key) = names_attribute(from) {
         attributes.remove(key);
     }
@@ -392,8 +397,22 @@ fn rename_dimensions(
         if to != Format::N5 {
             names.reverse();
         }
-        attributes.entry(key).or_insert_with(|| json!(names));
+        let names = json!(names);
+        match attributes.get(key) {
+            Some(there) if *there != names => {
+                return Err(CliError::new(
+                    darg,
+                    format!(
+                        "the user attribute '{key}' ({there}) would take the place of the dimension names the copy carries there ({names}); rename or remove it at the source"
+                    ),
+                ))
+            }
+            _ => {
+                attributes.insert(key.into(), names);
+            }
+        }
     }
+    Ok(())
 }
 
 /// Check that the user attributes of a node can go into N5 as they are,
@@ -849,7 +868,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let dataset = matches!(make, Make::Dataset { .. });
         let mut attributes = carried(&doc, drop_version, dataset && src.format() == Format::N5);
         if let Some(names) = &names {
-            rename_dimensions(&mut attributes, names, src.format(), format);
+            rename_dimensions(&mut attributes, names, src.format(), format, &darg)?;
         }
         if format == Format::N5 {
             check_n5_attributes(&attributes, dataset, &darg)?;
