@@ -411,18 +411,9 @@ fn the_chain_through_s3_and_gcs() {
     same_tree(&src, &back, NODES);
 }
 
-/// The peer Zarr corpus beside the repository, or `None` with a message.
+/// The peer Zarr corpus beside the repository (see [`common::shared`]).
 fn corpus_zarr() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus-zarr");
-    if p.join("manifest.json").is_file() {
-        Some(p)
-    } else {
-        eprintln!(
-            "SKIPPED: the Zarr corpus is not at {} (clone shared/ beside the repository)",
-            p.display()
-        );
-        None
-    }
+    common::shared("corpus-zarr", "Zarr corpus")
 }
 
 /// sha256 of the whole array `path` of the container at `root` (C-order

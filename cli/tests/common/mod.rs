@@ -156,19 +156,30 @@ impl Drop for TempDir {
     }
 }
 
-/// The peer corpus (`../shared/corpus` beside the repository), or `None`
-/// with a message when it is absent.
+/// The peer corpus (`../shared/corpus` beside the repository).
 pub fn corpus() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus"));
+    shared("corpus", "peer corpus")
+}
+
+/// The directory `name` of `../shared` beside the repository, holding a
+/// manifest.json, or `None` with a message when it is absent; absent with
+/// `N5_REQUIRE_PEERS=1` (as `tests/run.sh` sets), the test fails.
+pub fn shared(name: &str, what: &str) -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(name);
     if p.join("manifest.json").is_file() {
-        Some(p)
-    } else {
-        eprintln!(
-            "SKIPPED: the peer corpus is not at {} (clone shared/ beside the repository)",
-            p.display()
-        );
-        None
+        return Some(p);
     }
+    let why = format!(
+        "the {what} is not at {} (clone shared/ beside the repository)",
+        p.display()
+    );
+    if std::env::var_os("N5_REQUIRE_PEERS").is_some_and(|v| v == "1") {
+        panic!("{why}; N5_REQUIRE_PEERS=1 requires it");
+    }
+    eprintln!("SKIPPED: {why}");
+    None
 }
 
 /// The corpus manifest.
