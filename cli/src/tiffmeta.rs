@@ -11,6 +11,8 @@ use quick_xml::events::Event;
 use quick_xml::{Reader, XmlVersion};
 use serde_json::Value;
 
+use crate::cmd::common::grid_count;
+
 /// One axis of a described stack, in N5 order (x, y, then the axes of the
 /// pages, fastest first).
 #[derive(Clone, Debug, PartialEq)]
@@ -177,18 +179,15 @@ fn imagej(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
             if info.pages == 1 { "" } else { "s" }
         ));
     }
-    let (mut c, mut z, t) = (
+    let (c, mut z, t) = (
         count("channels").unwrap_or(1),
         count("slices").unwrap_or(1),
         count("frames").unwrap_or(1),
     );
-    if c.checked_mul(z).and_then(|n| n.checked_mul(t)) == Some(1) {
+    if grid_count(&[c, z, t]) == Some(1) {
         z = images;
     }
-    if c.checked_mul(z).and_then(|n| n.checked_mul(t)) != Some(images) {
-        c = 0;
-    }
-    if c == 0 || images != info.pages {
+    if grid_count(&[c, z, t]) != Some(images) || images != info.pages {
         return Ok(Err(format!(
             "its ImageJ description (images={images}, channels, slices, frames) does not fit its {} pages; read as [width, height, pages]",
             info.pages
@@ -432,7 +431,7 @@ fn ome(text: &str, info: &PageInfo) -> Result<Option<Result<Described, String>>,
             _ => size(&format!("Size{a}")),
         })
         .collect();
-    let planes = sizes.iter().try_fold(1u64, |acc, &s| acc.checked_mul(s));
+    let planes = grid_count(&sizes);
     if (sx, sy) != (u64::from(info.width), u64::from(info.height)) || planes != Some(info.pages) {
         let planes = planes.map_or("more than 2^64".into(), |p| p.to_string());
         return plain(format!(
@@ -534,10 +533,7 @@ fn shaped(text: &str, info: &PageInfo) -> Result<Result<Described, String>, Stri
     let fits = shape.as_ref().is_some_and(|s| {
         s.len() >= page.len()
             && s[s.len() - page.len()..] == page[..]
-            && s[..s.len() - page.len()]
-                .iter()
-                .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-                == Some(info.pages)
+            && grid_count(&s[..s.len() - page.len()]) == Some(info.pages)
     });
     let Some(mut shape) = shape.filter(|_| fits) else {
         return Ok(Err(format!(

@@ -87,6 +87,13 @@ pub fn grid_count(grid: &[u64]) -> Option<u64> {
     grid.iter().try_fold(1u64, |acc, &g| acc.checked_mul(g))
 }
 
+/// Whether no two of `names` are the same.
+pub fn distinct(names: &[String]) -> bool {
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort_unstable();
+    sorted.windows(2).all(|w| w[0] != w[1])
+}
+
 /// A count from [`grid_count`] as text: the number, or "at least 2^64".
 pub fn count_text(n: Option<u64>) -> String {
     n.map_or_else(|| "at least 2^64".to_string(), |n| n.to_string())

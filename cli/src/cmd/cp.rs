@@ -18,9 +18,9 @@ use n5::{Compression, Container, DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{json, Map, Value};
 
 use crate::cmd::common::{
-    blocks_to_visit, can_list, count_text, grid_count, grid_iter, grid_positions, in_grid, node,
-    read_slabs, shard_grid, shard_region, stored_blocks, stored_shards, workers, Blocks, Node,
-    DATASET_KEYS, MAX_PROBED,
+    blocks_to_visit, can_list, count_text, distinct, grid_count, grid_iter, grid_positions,
+    in_grid, node, read_slabs, shard_grid, shard_region, stored_blocks, stored_shards, workers,
+    Blocks, Node, DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
 use crate::cmd::target::{
@@ -362,15 +362,9 @@ fn dimension_names(
             .map(|v| v.as_str().filter(|n| !n.is_empty()).map(String::from))
             .collect()
     });
-    let Some(mut names) = names.filter(|n| n.len() == ndim) else {
+    let Some(mut names) = names.filter(|n| n.len() == ndim && distinct(n)) else {
         return Ok(None);
     };
-    let mut sorted = names.clone();
-    sorted.sort_unstable();
-    sorted.dedup();
-    if sorted.len() != ndim {
-        return Ok(None);
-    }
     if from != Format::N5 {
         names.reverse();
     }

@@ -24,6 +24,7 @@ use n5::format::Format;
 use n5::{DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{json, Map, Value};
 
+use crate::cmd::common::distinct;
 use crate::cmd::target::{
     check_document, check_shard_format, checked_shard, destination_format, MadeArgs,
 };
@@ -265,10 +266,7 @@ fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
         .iter()
         .map(|a| a.name.clone())
         .collect::<Option<_>>()?;
-    let mut sorted = names.clone();
-    sorted.sort_unstable();
-    sorted.dedup();
-    if sorted.len() != names.len() {
+    if !distinct(&names) {
         return None;
     }
     if c_order {
