@@ -13,9 +13,9 @@ use crate::container::Container;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::ZarrArray;
+use crate::geometry::{copy_box, Placement};
 use crate::metadata::DatasetAttributes;
 use crate::path::{self, display};
-use crate::region::{copy_box, Placement};
 use crate::storage::{ByteRange, Exact, Store};
 
 /// An open dataset. Cheap to clone; keeps its container alive.

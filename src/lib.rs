@@ -40,6 +40,7 @@ pub mod dtype;
 pub mod error;
 pub mod ffi;
 pub mod format;
+mod geometry;
 /// The N5 block wire format (see [`format::n5::block`]).
 pub use format::n5::block;
 /// N5 dataset metadata (see [`format::n5::metadata`]).

@@ -11,7 +11,7 @@
 
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::region::{copy_box, Placement};
+use crate::geometry::{copy_box, Placement};
 use crate::storage::ByteRange;
 
 use super::chain::Chain;
