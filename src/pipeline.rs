@@ -687,15 +687,22 @@ impl<'a> Fetch<'a> {
     }
 
     /// Runs `body` with `threads` I/O threads fetching; stops them when it
-    /// returns.
+    /// returns, or unwinds (a panic then reaches the caller rather than
+    /// leaving the I/O threads waiting for work).
     fn run<R>(&self, threads: usize, body: impl FnOnce(&Fetch<'a>) -> Result<R>) -> Result<R> {
+        /// Cancels the fetch when dropped.
+        struct Stop<'f, 'a>(&'f Fetch<'a>);
+        impl Drop for Stop<'_, '_> {
+            fn drop(&mut self) {
+                self.0.cancel();
+            }
+        }
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| self.io_loop());
             }
-            let result = body(self);
-            self.cancel();
-            result
+            let _stop = Stop(self);
+            body(self)
         })
     }
 }
@@ -832,19 +839,35 @@ pub(crate) fn with_upload<R>(
         work: Condvar::new(),
         room: Condvar::new(),
     };
+    /// Closes the upload when dropped: what is queued is written, unless
+    /// the body failed (`failed` still set: it returned an error or
+    /// unwinds), when it is dropped.
+    struct Close<'u, 'a> {
+        upload: &'u Upload<'a>,
+        failed: bool,
+    }
+    impl Drop for Close<'_, '_> {
+        fn drop(&mut self) {
+            {
+                let mut s = self.upload.lock();
+                s.closed = true;
+                if self.failed {
+                    s.queue.clear();
+                }
+            }
+            self.upload.work.notify_all();
+        }
+    }
     std::thread::scope(|scope| {
         for _ in 0..concurrency.max(1) {
             scope.spawn(|| upload.io_loop());
         }
+        let mut close = Close {
+            upload: &upload,
+            failed: true,
+        };
         let result = body(&upload);
-        {
-            let mut s = upload.lock();
-            s.closed = true;
-            if result.is_err() {
-                s.queue.clear();
-            }
-        }
-        upload.work.notify_all();
+        close.failed = result.is_err();
         result
     })
     .and_then(|r| match upload.lock().error.take() {
@@ -1249,6 +1272,29 @@ mod tests {
         fn create_dir(&self, dir: &str) -> Result<()> {
             self.inner.create_dir(dir)
         }
+    }
+
+    #[test]
+    fn a_body_that_panics_stops_the_io_threads_and_the_panic_reaches_the_caller() {
+        let store = MemoryStore::new();
+        for i in 0..8 {
+            store.put(&format!("k{i}"), &[b"bytes"]).unwrap();
+        }
+        let keys: Vec<Option<String>> = (0..8).map(|i| Some(format!("k{i}"))).collect();
+        let fetched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_fetch(&store, &keys, 4, 5, None, |fetch| -> Result<()> {
+                fetch.take(0)?;
+                panic!("a decoding thread's bug")
+            })
+        }));
+        assert!(fetched.is_err(), "the panic is the caller's");
+        let uploaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_upload(&store, 4, |upload| -> Result<()> {
+                upload.put("queued".into(), b"x".to_vec())?;
+                panic!("an encoding thread's bug")
+            })
+        }));
+        assert!(uploaded.is_err(), "the panic is the caller's");
     }
 
     #[test]
