@@ -76,7 +76,7 @@ use crate::error::{Error, Result};
 
 /// The largest array length [`set`] creates by padding: writing at an index
 /// `>= MAX_ARRAY_LEN` past the end of an array is
-/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+/// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument).
 /// Arrays already longer than this (read from a file) can still be written
 /// inside their bounds.
 ///
@@ -106,7 +106,7 @@ pub enum Token {
 /// An empty result addresses the whole document. Empty segments are skipped,
 /// so an empty key cannot be addressed (as in Java).
 ///
-/// Errors: [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument),
+/// Errors: [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument),
 /// naming the path, when an index is above 2147483647 (Java's
 /// `Integer.parseInt` rejects it too). Brackets around anything but digits
 /// are key text, not an invalid index.
@@ -212,7 +212,7 @@ pub fn get<'a>(doc: &'a Value, path: &str) -> Result<Option<&'a Value>> {
 ///   behaviour), not treated as removal.
 ///
 /// Errors: those of [`parse`], and
-/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when an
+/// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) when an
 /// array would have to grow beyond [`MAX_ARRAY_LEN`] elements. On error the
 /// document is unchanged.
 pub fn set(doc: &mut Value, path: &str, value: Value) -> Result<()> {
@@ -362,7 +362,7 @@ pub fn remove(doc: &mut Value, path: &str) -> Result<Option<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
     use serde_json::json;
 
     fn key(k: &str) -> Token {

@@ -1,37 +1,29 @@
 //! Containers and groups: opening a container at a location (a path, or
-//! an `s3://`, `gs://` or `https://` URL) in one of three modes, the root
-//! version rules, the group hierarchy (create, exists, list, deep list,
-//! remove) and attributes (whole documents, merges, and single values by N5
+//! an `s3://`, `gs://` or `https://` URL) in one of three modes with its
+//! options, the group hierarchy (create, exists, list, deep list, remove)
+//! and attributes (whole documents, merges, and single values by N5
 //! attribute path), with atomic updates that writers on many machines can
-//! make at once, in any of the three formats (N5, Zarr v2, Zarr v3; where
-//! each keeps a node's documents is `format::node`'s). Everything goes
-//! through the container's [`Store`].
+//! make at once. What a path holds and where its documents are is the
+//! format layer's hierarchy (`format::tree`); this file checks
+//! arguments and modes and delegates.
 
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::attrpath;
-use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::array::ZarrArray;
-use crate::format::consolidated;
-pub(crate) use crate::format::node::as_object_mut;
-use crate::format::node::{self, NodeKind};
+use crate::format::node::as_object_mut;
+use crate::format::tree::{open_store_tree, OpenStore, Tree};
 use crate::format::Format;
-use crate::metadata::{self, DatasetAttributes};
 use crate::parallel::Pool;
 use crate::path::{self, display};
 use crate::storage::cache::CachedStore;
+use crate::storage::location::FormatHint;
 use crate::storage::{Location, StorageOptions, Store};
 
-/// The N5 format version this library writes.
-pub const N5_FORMAT_VERSION: &str = "4.0.0";
-
-/// The highest major format version this library reads.
-pub const MAX_MAJOR_VERSION: u64 = 4;
+pub use crate::format::tree::{parse_version, MAX_MAJOR_VERSION, N5_FORMAT_VERSION};
 
 /// The name of the per-group attributes file.
 pub const ATTRIBUTES_FILE: &str = "attributes.json";
@@ -164,40 +156,14 @@ impl Options {
     }
 }
 
-/// Parse an N5 version string as Java does: `major[.minor[.patch]]` with any
-/// suffix; anything unparseable is 0.0.0.
-pub fn parse_version(version: &str) -> (u64, u64, u64) {
-    let mut parts = [0u64; 3];
-    for (i, piece) in version.splitn(3, '.').enumerate() {
-        let digits: String = piece.chars().take_while(|c| c.is_ascii_digit()).collect();
-        match digits.parse() {
-            Ok(n) => parts[i] = n,
-            Err(_) => {
-                if i == 0 {
-                    return (0, 0, 0);
-                }
-                break;
-            }
-        }
-        if digits.len() != piece.len() {
-            break;
-        }
-    }
-    (parts[0], parts[1], parts[2])
-}
-
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) store: Arc<dyn Store>,
+    /// The container's hierarchy in the format layer.
+    pub(crate) tree: Arc<dyn Tree>,
     pub(crate) location: String,
     pub(crate) mode: Mode,
     pub(crate) options: Options,
     pub(crate) pool: Pool,
-    /// What the container's bytes mean.
-    pub(crate) format: crate::format::Format,
-    /// The nodes a Zarr root's consolidated metadata names, read on the
-    /// first listing a store that cannot list needs.
-    pub(crate) consolidated: OnceLock<Option<Arc<BTreeSet<String>>>>,
 }
 
 /// An open N5 container. Cheap to clone; clones share the same root.
@@ -260,11 +226,10 @@ impl Container {
         location: impl Into<String>,
         mode: Mode,
         options: Options,
-        hint: Option<crate::storage::location::FormatHint>,
+        hint: Option<FormatHint>,
     ) -> Result<Container> {
         let location = location.into();
-        let caps = store.capabilities();
-        if mode != Mode::Read && !caps.writable {
+        if mode != Mode::Read && !store.capabilities().writable {
             return Err(Error::new(
                 ErrorKind::ReadOnly,
                 format!("'{location}' can only be read (open it with the read mode)"),
@@ -274,85 +239,31 @@ impl Container {
             Arc::new(CachedStore::new(
                 store,
                 options.storage.cache_bytes,
-                |key: &str| !node::is_metadata_key(key),
+                |key: &str| !crate::format::node::is_metadata_key(key),
             ))
         } else {
             store
         };
-        if mode == Mode::Create && !store.is_dir("")? {
-            if store.exists("")? {
-                return Err(Error::invalid_argument(format!(
-                    "'{location}' is not a directory"
-                )));
-            }
-            store.create_dir("")?;
-        }
-        // The root's attributes.json, read once: an N5 root with a version
-        // needs no other request to tell its format.
-        let root_bytes = store.get(ATTRIBUTES_FILE)?;
-        if root_bytes.is_none() && mode != Mode::Create && caps.list && !store.is_dir("")? {
-            if store.exists("")? {
-                return Err(Error::invalid_argument(format!(
-                    "'{location}' is not a directory"
-                )));
-            }
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("no container at '{location}'"),
-            ));
-        }
-        let root = root_bytes
-            .map(|b| node::parse_json(&b, ATTRIBUTES_FILE, &*store))
-            .transpose()?;
-        use crate::format::Format;
-        use crate::storage::location::FormatHint;
-        let versioned_n5 = root.as_ref().is_some_and(|r| r.get("n5").is_some());
-        let format = match hint {
-            Some(FormatHint::N5) => Format::N5,
-            None if versioned_n5 => Format::N5,
-            _ => match crate::format::root_marker(&*store)? {
-                None if mode == Mode::Create => {
-                    crate::format::for_new(hint, options.format, &location)
-                }
-                _ => crate::format::detect(&*store, hint, &location)?,
+        let tree = open_store_tree(
+            store,
+            OpenStore {
+                location: &location,
+                writable: mode != Mode::Read,
+                create: mode == Mode::Create,
+                hint,
+                new_format: options.format,
+                write_empty: options.write_empty_blocks,
             },
-        };
-        let container = Container {
+        )?;
+        Ok(Container {
             inner: Arc::new(Inner {
-                store,
+                tree: Arc::new(tree),
                 location,
                 mode,
                 pool: Pool::new(options.threads),
                 options,
-                format,
-                consolidated: OnceLock::new(),
             }),
-        };
-        if format != Format::N5 {
-            if mode != Mode::Read {
-                format.mark_group(container.store(), "")?;
-            }
-        } else if let Some(version) = version_of(root.as_ref()) {
-            let (major, _, _) = parse_version(&version);
-            if major > MAX_MAJOR_VERSION {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!(
-                        "container '{}' has N5 version {version}; this library reads versions up to {MAX_MAJOR_VERSION}.x",
-                        container.inner.location
-                    ),
-                ));
-            }
-        } else if mode != Mode::Read {
-            container.update_attributes("", |doc| {
-                let map = as_object_mut(doc);
-                if !map.contains_key("n5") {
-                    map.insert("n5".into(), Value::from(N5_FORMAT_VERSION));
-                }
-                Ok(())
-            })?;
-        }
-        Ok(container)
+        })
     }
 
     /// The container's location as given to [`Container::open`] (a path or
@@ -362,8 +273,8 @@ impl Container {
     }
 
     /// The container's format.
-    pub fn format(&self) -> crate::format::Format {
-        self.inner.format
+    pub fn format(&self) -> Format {
+        self.inner.tree.format()
     }
 
     /// The mode the container was opened in.
@@ -380,18 +291,20 @@ impl Container {
         &self.inner.pool
     }
 
+    /// The container's hierarchy in the format layer.
+    pub(crate) fn tree(&self) -> &dyn Tree {
+        &*self.inner.tree
+    }
+
     /// The store holding the container's bytes.
     pub fn store(&self) -> &dyn Store {
-        &*self.inner.store
+        self.tree().store()
     }
 
     /// The root's `"n5"` version, if it has one (a non-string value is
     /// shown as its JSON text); `None` for Zarr containers.
     pub fn version(&self) -> Result<Option<String>> {
-        if self.inner.format != Format::N5 {
-            return Ok(None);
-        }
-        Ok(version_of(self.read_attributes_file("")?.as_ref()))
+        self.tree().version()
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -407,50 +320,33 @@ impl Container {
     /// The user attributes of the node at the normalised `path` (N5: its
     /// whole attributes.json; Zarr v3: the `attributes` of its zarr.json;
     /// Zarr v2: its .zattrs), `None` when the document does not exist.
-    pub(crate) fn read_attributes_file(&self, path: &str) -> Result<Option<Value>> {
-        self.inner.format.user_attributes(self.store(), path)
+    fn read_attributes_file(&self, path: &str) -> Result<Option<Value>> {
+        self.tree().read_attributes(path)
     }
 
-    /// Read-modify-write the attributes.json of the normalised `path`
+    /// Read-modify-write the user attributes of the normalised `path`
     /// atomically with respect to every other writer, also in other
-    /// processes and on other machines (see [`Store::update`]: a directory
-    /// lock on the file system, conditional writes on object stores, where
-    /// `f` runs again when another writer got in between). The file is
-    /// replaced atomically, and only when `f` changed the document or there
-    /// was none.
-    pub(crate) fn update_attributes<T>(
+    /// processes and on other machines (see [`crate::storage::Store::update`]:
+    /// a directory lock on the file system, conditional writes on object
+    /// stores, where `f` runs again when another writer got in between).
+    /// The document is replaced atomically, and only when `f` changed it or
+    /// there was none.
+    fn update_attributes<T>(
         &self,
         path: &str,
         mut f: impl FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
         self.check_writable()?;
-        self.inner
-            .format
-            .update_user_attributes(self.store(), path, &mut f)
-    }
-
-    /// Whether a group or dataset exists at the normalised `p`: the root
-    /// always does (it opened). Elsewhere in N5, a directory (on object
-    /// stores, a marker or any object below it), or where the store cannot
-    /// list (plain HTTP), an attributes.json. In Zarr, a node document, or
-    /// where the store can list, a directory that is not inside an array
-    /// (an implicit group, as tensorstore leaves them).
-    fn node_exists(&self, p: &str) -> Result<bool> {
-        if p.is_empty() {
-            return Ok(true);
-        }
-        let (format, store) = (self.inner.format, self.store());
-        let listable = store.capabilities().list;
-        match format {
-            Format::N5 if listable => store.is_dir(p),
-            Format::N5 => store.exists(&format.attributes_key(p)),
-            _ => Ok(format.node_kind(store, p)?.is_some()
-                || (listable && store.is_dir(p)? && format.array_above(store, p)?.is_none())),
-        }
+        let mut result = None;
+        self.tree().update_attributes(path, &mut |doc| {
+            result = Some(f(doc)?);
+            Ok(())
+        })?;
+        result.ok_or_else(|| Error::new(ErrorKind::Internal, "an attribute update did not run"))
     }
 
     fn require_group(&self, path: &str) -> Result<()> {
-        if self.node_exists(path)? {
+        if self.tree().node_exists(path)? {
             Ok(())
         } else {
             Err(Error::new(
@@ -478,40 +374,20 @@ impl Container {
     /// the store lists, or (on a store that cannot, like plain HTTP) a Zarr
     /// root holds consolidated metadata that names the nodes.
     pub fn can_list_nodes(&self) -> Result<bool> {
-        Ok(self.store().capabilities().list || self.consolidated()?.is_some())
-    }
-
-    /// The nodes the root's consolidated metadata names (Zarr), read once.
-    fn consolidated(&self) -> Result<Option<Arc<BTreeSet<String>>>> {
-        if let Some(known) = self.inner.consolidated.get() {
-            return Ok(known.clone());
-        }
-        let nodes = consolidated::nodes(self.format(), self.store())?.map(Arc::new);
-        Ok(self.inner.consolidated.get_or_init(|| nodes).clone())
-    }
-
-    /// The children of the group `p`: the store's listing, or where the
-    /// store cannot list, the names the consolidated metadata gives.
-    fn children(&self, p: &str) -> Result<Vec<String>> {
-        if !self.store().capabilities().list {
-            if let Some(nodes) = self.consolidated()? {
-                return Ok(consolidated::children(&nodes, p));
-            }
-        }
-        Ok(self.store().list(p)?.unwrap_or_default().dirs)
+        self.tree().can_list()
     }
 
     /// Whether a group or dataset exists at `path`.
     pub fn exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        self.node_exists(&p)
+        self.tree().node_exists(&p)
     }
 
     /// Whether a dataset exists at `path` (a group whose attributes describe
     /// a dataset).
     pub fn dataset_exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        Ok(self.inner.format.node_kind(self.store(), &p)? == Some(NodeKind::Array))
+        self.tree().is_array(&p)
     }
 
     /// Create the group at `path` and every missing parent. Existing groups
@@ -519,35 +395,7 @@ impl Container {
     pub fn create_group(&self, path: &str) -> Result<()> {
         self.check_writable()?;
         let p = path::normalize(path)?;
-        let (format, store) = (self.inner.format, self.store());
-        let mut prefix = String::new();
-        for component in p.split('/').filter(|c| !c.is_empty()) {
-            prefix = path::join(&prefix, component);
-            if store.exists(&prefix)? {
-                return Err(Error::new(
-                    ErrorKind::AlreadyExists,
-                    format!("'{prefix}' is a file, not a group"),
-                ));
-            }
-        }
-        if let Some(array) = format.array_above(store, &p)? {
-            return Err(Error::new(
-                ErrorKind::AlreadyExists,
-                format!(
-                    "'{}' is inside the array '{}', not in a group",
-                    display(&p),
-                    display(&array)
-                ),
-            ));
-        }
-        store.create_dir(&p)?;
-        // Zarr marks every group on the way down with its own document.
-        let mut prefix = String::new();
-        for component in p.split('/').filter(|c| !c.is_empty()) {
-            prefix = path::join(&prefix, component);
-            format.mark_group(store, &prefix)?;
-        }
-        Ok(())
+        self.tree().create_group(&p)
     }
 
     /// The child groups and datasets of the group at `path`, sorted. A
@@ -556,10 +404,10 @@ impl Container {
         let p = path::normalize(path)?;
         self.require_listing()?;
         self.require_group(&p)?;
-        if self.dataset_exists(&p)? {
+        if self.tree().is_array(&p)? {
             return Ok(Vec::new());
         }
-        self.children(&p)
+        self.tree().children(&p)
     }
 
     /// Every group and dataset below `path`, as paths relative to it,
@@ -569,7 +417,7 @@ impl Container {
         self.require_listing()?;
         self.require_group(&p)?;
         let mut out = Vec::new();
-        if !self.dataset_exists(&p)? {
+        if !self.tree().is_array(&p)? {
             self.deep_list_into(&p, "", &mut out)?;
         }
         Ok(out)
@@ -577,10 +425,10 @@ impl Container {
 
     fn deep_list_into(&self, base: &str, rel: &str, out: &mut Vec<String>) -> Result<()> {
         let here = path::join(base, rel);
-        for child in self.children(&here)? {
+        for child in self.tree().children(&here)? {
             let child_rel = path::join(rel, &child);
             out.push(child_rel.clone());
-            if !self.dataset_exists(&path::join(base, &child_rel))? {
+            if !self.tree().is_array(&path::join(base, &child_rel))? {
                 self.deep_list_into(base, &child_rel, out)?;
             }
         }
@@ -597,12 +445,12 @@ impl Container {
                 "refusing to remove the container root",
             ));
         }
-        if !self.node_exists(&p)? {
+        if !self.tree().node_exists(&p)? {
             // Nothing there, or a file that is not a group or dataset
             // (exists() says no): there is no group to remove.
             return Ok(false);
         }
-        self.store().delete_dir(&p)
+        self.tree().remove(&p)
     }
 
     /// Delete the temporary files (`.n5tmp.*`) that writers killed in the
@@ -678,215 +526,11 @@ impl Container {
         }
         self.update_attributes(&p, |doc| attrpath::remove(doc, key))
     }
-
-    /// Create a dataset at `path` (and its parent groups). User attributes
-    /// already on a group at `path` are kept; a dataset already there is an
-    /// [`ErrorKind::AlreadyExists`] error.
-    pub fn create_dataset(&self, path: &str, attributes: DatasetAttributes) -> Result<Dataset> {
-        self.check_writable()?;
-        let p = path::normalize(path)?;
-        let format = self.inner.format;
-        if format != Format::N5 {
-            let doc = ZarrArray::document_for(format, &attributes)?;
-            return self.create_zarr_array(&p, doc);
-        }
-        self.create_group(&p)?;
-        let members = attributes.to_json();
-        self.update_attributes(&p, |doc| {
-            if metadata::is_dataset(doc) {
-                return Err(Error::new(
-                    ErrorKind::AlreadyExists,
-                    format!("a dataset already exists at '{}'", display(&p)),
-                ));
-            }
-            let map = as_object_mut(doc);
-            for (k, v) in &members {
-                map.insert(k.clone(), v.clone());
-            }
-            map.remove("compressionType");
-            Ok(())
-        })?;
-        Ok(Dataset::new(self.clone(), p, attributes))
-    }
-
-    /// The metadata document [`Container::create_dataset`] writes for
-    /// `attributes` in a container of `format`: the N5 dataset members, a
-    /// Zarr v2 .zarray, or a Zarr v3 zarr.json array document (fill value
-    /// 0, no sharding, the N5 compression mapped to the format's codec;
-    /// shapes in the format's own order). A compression with no codec in
-    /// the format is an [`ErrorKind::Unsupported`] error naming it, so a
-    /// caller can check a whole plan before writing anything, and build
-    /// on the document (sharding, fill value) for
-    /// [`Container::create_dataset_json`].
-    pub fn dataset_document(format: Format, attributes: &DatasetAttributes) -> Result<Value> {
-        match format {
-            Format::N5 => Ok(Value::Object(attributes.to_json())),
-            _ => ZarrArray::document_for(format, attributes),
-        }
-    }
-
-    /// Create a dataset at `path` (and its parent groups) from the format's
-    /// own metadata document: a zarr.json array document for Zarr v3
-    /// (`zarr_format` and `node_type` may be left out; sharding and every
-    /// codec of the format allowed), a .zarray document for Zarr v2, the
-    /// dataset attributes (`dimensions`, `blockSize`, `dataType`,
-    /// `compression`) for N5. Shapes are in the document's own order. The
-    /// document is checked whole before anything is written; user
-    /// attributes of a group already at `path` are kept.
-    pub fn create_dataset_json(&self, path: &str, document: &Value) -> Result<Dataset> {
-        self.check_writable()?;
-        let p = path::normalize(path)?;
-        let format = self.inner.format;
-        let mut doc = document.clone();
-        let map = doc.as_object_mut().ok_or_else(|| {
-            Error::invalid_metadata(format!(
-                "the metadata of a new dataset must be a JSON object, not {document}"
-            ))
-        })?;
-        match format {
-            Format::N5 => {
-                let attributes = DatasetAttributes::from_json(document)?;
-                return self.create_dataset(&p, attributes);
-            }
-            Format::Zarr3 => {
-                map.entry("zarr_format").or_insert(Value::from(3));
-                map.entry("node_type").or_insert(Value::from("array"));
-            }
-            Format::Zarr2 => {
-                map.entry("zarr_format").or_insert(Value::from(2));
-            }
-        }
-        self.create_zarr_array(&p, doc)
-    }
-
-    /// Write the Zarr array document `doc` at the normalised `p`, after
-    /// checking it, with the parents as groups; a group at `p` becomes the
-    /// array and keeps its user attributes, an array there is an error.
-    fn create_zarr_array(&self, p: &str, doc: Value) -> Result<Dataset> {
-        let format = self.inner.format;
-        let store = self.store();
-        ZarrArray::from_document(format, doc.clone())
-            .map_err(|e| e.context(format!("the metadata of dataset '{}'", display(p))))?;
-        if let Some((parent, _)) = p.rsplit_once('/') {
-            self.create_group(parent)?;
-        }
-        if store.exists(p)? {
-            return Err(Error::new(
-                ErrorKind::AlreadyExists,
-                format!("'{}' is a file, not a group", display(p)),
-            ));
-        }
-        store.create_dir(p)?;
-        let exists = || {
-            Error::new(
-                ErrorKind::AlreadyExists,
-                format!("a dataset already exists at '{}'", display(p)),
-            )
-        };
-        let mut written = doc.clone();
-        match format {
-            Format::Zarr3 => {
-                let key = path::join(p, node::ZARR_JSON);
-                store.update(&key, &mut |current| {
-                    let mut new = doc.clone();
-                    if let Some(bytes) = current {
-                        let old = node::parse_json(bytes, &key, store)?;
-                        if old.get("node_type").and_then(Value::as_str) == Some("array") {
-                            return Err(exists());
-                        }
-                        if let Some(attrs) = old.get("attributes").and_then(Value::as_object) {
-                            let mine = as_object_mut(&mut new)
-                                .entry("attributes")
-                                .or_insert_with(|| Value::Object(Map::new()));
-                            for (k, v) in attrs {
-                                as_object_mut(mine).entry(k.clone()).or_insert(v.clone());
-                            }
-                        }
-                    }
-                    written = new.clone();
-                    serde_json::to_vec_pretty(&new)
-                        .map(Some)
-                        .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
-                })?;
-            }
-            _ => {
-                let key = path::join(p, node::ZARRAY);
-                let bytes = serde_json::to_vec_pretty(&doc)
-                    .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
-                if !store.put_if(&key, &bytes, &crate::storage::Precondition::Absent)? {
-                    return Err(exists());
-                }
-                // A group here becomes the array (its .zattrs stay).
-                store.delete(&path::join(p, node::ZGROUP))?;
-            }
-        }
-        let array = ZarrArray::from_document(format, written)?;
-        Dataset::new_zarr(self.clone(), p.to_string(), array)
-    }
-
-    /// Open the dataset at `path`, reading its metadata once.
-    pub fn open_dataset(&self, path: &str) -> Result<Dataset> {
-        let p = path::normalize(path)?;
-        let format = self.inner.format;
-        if format != Format::N5 {
-            return match format.node_kind(self.store(), &p)? {
-                Some(NodeKind::Array) => {
-                    let array = ZarrArray::open(format, self.store(), &p)
-                        .map_err(|e| e.context(format!("dataset '{}'", display(&p))))?;
-                    Dataset::new_zarr(self.clone(), p, array)
-                }
-                Some(NodeKind::Group) => Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!("'{}' is a group, not a dataset", display(&p)),
-                )),
-                None => Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!("no dataset at '{}'", display(&p)),
-                )),
-            };
-        }
-        let doc = self.read_attributes_file(&p)?.ok_or_else(|| {
-            Error::new(
-                ErrorKind::NotFound,
-                format!("no dataset at '{}'", display(&p)),
-            )
-        })?;
-        if !metadata::is_dataset(&doc) {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("'{}' is a group, not a dataset", display(&p)),
-            ));
-        }
-        let attributes = DatasetAttributes::from_json(&doc)
-            .map_err(|e| e.context(format!("dataset '{}'", display(&p))))?;
-        Ok(Dataset::new(self.clone(), p, attributes))
-    }
-}
-
-/// The root's `"n5"` version in its attributes document (a non-string
-/// value as its JSON text).
-fn version_of(root: Option<&Value>) -> Option<String> {
-    match root.and_then(|d| d.get("n5")) {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => Some(other.to_string()),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_parse_like_java() {
-        assert_eq!(parse_version("4.0.0"), (4, 0, 0));
-        assert_eq!(parse_version("2.1.3"), (2, 1, 3));
-        assert_eq!(parse_version("5"), (5, 0, 0));
-        assert_eq!(parse_version("1.5"), (1, 5, 0));
-        assert_eq!(parse_version("3.1.3-SNAPSHOT"), (3, 1, 3));
-        assert_eq!(parse_version("garbage"), (0, 0, 0));
-        assert_eq!(parse_version(""), (0, 0, 0));
-    }
 
     #[test]
     fn options_json() {

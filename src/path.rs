@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 /// `/` separates components; a leading `/`, empty components and `.` are
 /// ignored; `..` removes the previous component. `""`, `"/"` and `"."` are the
 /// root, returned as `""`. A path that would go above the root is an
-/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) error,
+/// [`ErrorKind::InvalidArgument`](crate::error::ErrorKind::InvalidArgument) error,
 /// never clamped. Names may hold any character except `/` and NUL (spaces,
 /// `#`, `%` and unicode are ordinary characters).
 pub fn normalize(path: &str) -> Result<String> {
@@ -82,7 +82,7 @@ mod tests {
     fn escaping_is_an_error() {
         for p in ["..", "../x", "a/../..", "/a/b/../../../etc", "./.."] {
             let e = normalize(p).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{p}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{p}");
             assert!(e.message().contains("above the container root"));
         }
         assert!(normalize("a\0b").is_err());

@@ -272,7 +272,7 @@ fn getitem(payload: &[u8], nitems: usize, dest: &mut [u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     fn sample(len: usize) -> Vec<u8> {
         (0..len).map(|i| ((i / 3) % 50) as u8).collect()

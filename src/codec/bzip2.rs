@@ -34,7 +34,7 @@ pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     #[test]
     fn header_names_the_block_size() {

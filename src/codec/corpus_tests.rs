@@ -318,7 +318,7 @@ fn a_peer_payload_decodes_to_a_prefix_and_not_beyond() {
         let err = c.decode(&file.payload, &mut more).unwrap_err();
         assert_eq!(
             err.kind(),
-            crate::ErrorKind::Codec,
+            crate::error::ErrorKind::Codec,
             "{container} {key}: {err}"
         );
         // Truncated peer payloads.
@@ -329,7 +329,7 @@ fn a_peer_payload_decodes_to_a_prefix_and_not_beyond() {
             let err = c.decode(&file.payload[..cut], &mut full).unwrap_err();
             assert_eq!(
                 err.kind(),
-                crate::ErrorKind::Codec,
+                crate::error::ErrorKind::Codec,
                 "{container} {key} cut {cut}"
             );
         }

@@ -133,7 +133,7 @@ pub(crate) fn decode(payload: &[u8], use_zlib: bool, out: &mut [u8]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     const README: [u8; 12] = [0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6];
 

@@ -565,7 +565,7 @@ mod raw {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
     use std::io::Write;
 
     fn unhex(s: &str) -> Vec<u8> {

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 /// Fills `out` from `reader`, a decompressor over a block payload.
 ///
 /// Reads exactly `out.len()` bytes; a stream that ends earlier is an
-/// [`ErrorKind::Codec`](crate::ErrorKind::Codec) error. Afterwards it asks for
+/// [`ErrorKind::Codec`](crate::error::ErrorKind::Codec) error. Afterwards it asks for
 /// one more byte: when the stream ends right there, the decompressor thereby
 /// checks its trailer (gzip CRC32, zlib Adler-32, xz CRC64, zstd checksum); when
 /// it holds more data, that data is ignored and decoded no further.

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::Compression;
-use crate::ErrorKind;
+use crate::error::ErrorKind;
 
 fn parse(v: serde_json::Value) -> Compression {
     Compression::from_json(&v).unwrap_or_else(|e| panic!("{v}: {e}"))

@@ -51,7 +51,7 @@ pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     #[test]
     fn writes_an_xz_container_with_crc64() {

@@ -107,7 +107,7 @@ pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     #[test]
     fn frame_header_carries_the_content_size() {

@@ -1,794 +1,277 @@
-//! The arrays of the Zarr formats as the API sees them: their metadata in
-//! N5 order (dimensions reversed; the block is the chunk, or the innermost
-//! chunk of a sharded array), the key of each chunk or shard, reading one
-//! block (through the shard index with range requests) and decoding a
-//! whole chunk or shard. Works on any [`Store`]; N5's own blocks are
-//! `format::n5`'s.
+//! The one array interface of the format layer: what the API (`dataset`
+//! and `region`) asks of an array, whatever its format. An [`Array`] gives
+//! its metadata in N5 order (dimension 0 fastest; the block is the unit of
+//! block I/O: an N5 block, a Zarr chunk, or the inner chunk of a shard),
+//! its fill value, resizing, block I/O by grid position, and through
+//! [`RegionIo`] the chunk operations the region code runs on many blocks
+//! at once. N5 (`n5::array`) and both Zarr formats (`zarr`) implement it;
+//! the code above this layer names no format.
+//!
+//! This file also gives that code the vocabulary of shard indexes it needs
+//! ([`Entry`], [`Run`], [`coalesce`], the kept indexes of
+//! [`IndexCache`]), whichever format's shards they describe.
 
+use std::fmt;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::node::{parse_json, ZARRAY, ZARR_JSON};
-use super::zarr2;
-use super::zarr3::chain::Chain;
-use super::zarr3::index_cache::{self, IndexCache, IndexFrom};
-use super::zarr3::metadata::KeyEncoding;
-use super::zarr3::shard::{self, Entry, ShardLayout};
 use super::Format;
-use crate::codec::Compression;
-use crate::dtype::DataType;
-use crate::error::{Error, Result};
-use crate::metadata::DatasetAttributes;
-use crate::path;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::n5::block::{BlockHeader, DataBlock};
+use crate::format::n5::metadata::DatasetAttributes;
 use crate::storage::{ByteRange, Store};
 
-/// A Zarr array's layout and codecs, read from its metadata once.
-#[derive(Debug)]
-pub(crate) struct ZarrArray {
-    format: Format,
-    /// The metadata document as stored.
-    document: Value,
-    dtype: DataType,
-    /// The array's shape (C order).
-    shape: Vec<u64>,
-    /// The chunk grid's chunk shape: the shard shape of a sharded array
-    /// (C order).
-    outer: Vec<u64>,
-    /// The block: the innermost chunk shape (C order).
-    inner: Vec<u64>,
-    /// One element of the fill value, native byte order.
-    fill: Vec<u8>,
-    codec: Codec,
-    /// The shard indexes kept from reads over a network.
-    indexes: IndexCache,
-}
+pub(crate) use super::zarr3::index_cache::{applies as keeps_indexes, replaced, IndexCache};
+pub(crate) use super::zarr3::index_cache::{IndexFrom, Known};
+pub(crate) use super::zarr3::shard::{
+    coalesce, Entry, Run, COALESCE_GAP, COALESCE_MAX, COALESCE_MAX_REMOTE,
+};
 
-#[derive(Debug)]
-enum Codec {
-    V2(zarr2::metadata::ArrayMetadata),
-    V3 {
-        /// The chain of a chunk of the grid (a whole shard when sharded).
-        chain: Chain,
-        keys: KeyEncoding,
-        /// The sharding levels, outermost first; empty when the chain is
-        /// not a plain `sharding_indexed` one.
-        levels: Vec<ShardLayout>,
-    },
-}
+/// An open array of any format. Implementations hold the store and the
+/// array's path; their metadata is fixed (a resize gives a new array).
+/// Callers check grid positions, block shapes, buffer sizes, the data
+/// type and the container's mode before they call a block method.
+pub(crate) trait Array: Send + Sync + fmt::Debug {
+    /// The container format the array belongs to (for messages).
+    fn format(&self) -> Format;
 
-/// The key of the metadata document of the array at `path` in a container
-/// of `format` (.zarray or zarr.json).
-pub(crate) fn metadata_key(format: Format, path: &str) -> String {
-    path::join(
-        path,
-        match format {
-            Format::Zarr2 => ZARRAY,
-            _ => ZARR_JSON,
-        },
-    )
-}
+    /// The metadata the API works with, N5 order.
+    fn attributes(&self) -> Arc<DatasetAttributes>;
 
-/// `v` reversed (C order to N5 order and back).
-fn reversed(v: &[u64]) -> Vec<u64> {
-    v.iter().rev().copied().collect()
-}
+    /// The array's own metadata document (`n5_dataset_metadata`).
+    fn metadata(&self) -> Result<Value>;
 
-impl ZarrArray {
-    /// The array at `path` of a container of `format`, read from its
-    /// metadata document; errors name the document.
-    pub(crate) fn open(format: Format, store: &dyn Store, path: &str) -> Result<ZarrArray> {
-        let key = metadata_key(format, path);
-        let bytes = store.get(&key)?.ok_or_else(|| {
-            Error::new(
-                crate::error::ErrorKind::NotFound,
-                format!("{} does not exist", store.describe(&key)),
-            )
-        })?;
-        let doc = parse_json(&bytes, &key, store)?;
-        ZarrArray::from_document(format, doc).map_err(|e| e.context(store.describe(&key)))
+    /// One element of the value that blocks which are not stored read as,
+    /// in native byte order.
+    fn fill(&self) -> &[u8];
+
+    /// The shape of the objects blocks are stored in (N5 order): the shard
+    /// shape of a sharded array, else the block size.
+    fn shard_shape(&self) -> Vec<u64>;
+
+    /// Change the dimensions (rank unchanged) in the stored metadata,
+    /// atomically, and give the array as it now is.
+    fn resize(&self, dimensions: &[u64]) -> Result<Arc<dyn Array>>;
+
+    /// The storage key of the object that holds the block at `grid_pos`.
+    fn block_key(&self, grid_pos: &[u64]) -> String;
+
+    /// Whether the block at `grid_pos` is stored.
+    fn block_exists(&self, grid_pos: &[u64]) -> Result<bool>;
+
+    /// The block at `grid_pos` as stored (header and native-order payload),
+    /// `None` when not stored.
+    fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>>;
+
+    /// The header of the block stored at `grid_pos` without its payload,
+    /// `None` when not stored.
+    fn block_header(&self, grid_pos: &[u64]) -> Result<Option<BlockHeader>>;
+
+    /// Read the numeric block at `grid_pos` into `out` (its nominal shape,
+    /// native order); the fill value and `false` when it is not stored.
+    fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool>;
+
+    /// Write the numeric block at `grid_pos` of `shape` (within the block
+    /// size) from `data` (native order), replacing it atomically.
+    fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()>;
+
+    /// Delete the block at `grid_pos`; whether it was stored.
+    fn delete_block(&self, grid_pos: &[u64]) -> Result<bool>;
+
+    /// The grid positions of every stored block, sorted.
+    fn list_blocks(&self) -> Result<Vec<Vec<u64>>>;
+
+    /// Whether the format has `what` (N5's varlength, string and object
+    /// blocks): an [`ErrorKind::Unsupported`] error naming the format if
+    /// not.
+    fn own_blocks(&self, what: &str) -> Result<()> {
+        Err(unsupported_on(self.format(), what))
     }
 
-    /// The array a metadata document of `format` describes.
-    pub(crate) fn from_document(format: Format, document: Value) -> Result<ZarrArray> {
-        match format {
-            Format::Zarr2 => {
-                let meta = zarr2::metadata::ArrayMetadata::from_json(&document)?;
-                Ok(ZarrArray {
-                    format,
-                    dtype: meta.data_type,
-                    shape: meta.shape.clone(),
-                    outer: meta.chunks.clone(),
-                    inner: meta.chunks.clone(),
-                    fill: meta.fill_value.clone(),
-                    codec: Codec::V2(meta),
-                    document,
-                    indexes: IndexCache::default(),
-                })
-            }
-            _ => {
-                let meta = super::zarr3::metadata::ArrayMetadata::from_json(&document)?;
-                let chain = Chain::new(
-                    meta.codecs.clone(),
-                    meta.data_type,
-                    meta.chunk_shape.clone(),
-                    meta.fill_value.clone(),
-                );
-                // Descend through plain sharding chains to the block.
-                let mut levels: Vec<ShardLayout> = Vec::new();
-                let mut inner = meta.chunk_shape.clone();
-                let mut current = chain.clone();
-                while let Some(spec) = current.sharding().cloned() {
-                    let layout = ShardLayout::new(&spec, meta.data_type, &inner, &meta.fill_value);
-                    inner = layout.inner.shape.clone();
-                    current = layout.inner.clone();
-                    levels.push(layout);
-                }
-                Ok(ZarrArray {
-                    format,
-                    dtype: meta.data_type,
-                    shape: meta.shape.clone(),
-                    outer: meta.chunk_shape.clone(),
-                    inner,
-                    fill: meta.fill_value.clone(),
-                    codec: Codec::V3 {
-                        chain,
-                        keys: meta.key_encoding.clone(),
-                        levels,
-                    },
-                    document,
-                    indexes: IndexCache::default(),
-                })
-            }
-        }
+    /// Write a block of `shape` whose header says it holds the elements of
+    /// `data`, however many (N5's varlength blocks).
+    fn write_varlength_block(&self, _grid_pos: &[u64], _shape: &[u64], _data: &[u8]) -> Result<()> {
+        Err(unsupported_on(self.format(), "varlength blocks"))
     }
 
-    /// The shard indexes kept from reads over a network (see
-    /// [`IndexCache`]).
-    pub(crate) fn indexes(&self) -> &IndexCache {
-        &self.indexes
-    }
-
-    /// The container format the array belongs to.
-    pub(crate) fn format(&self) -> Format {
-        self.format
-    }
-
-    /// The metadata document as stored (`n5_dataset_metadata`).
-    pub(crate) fn document(&self) -> &Value {
-        &self.document
-    }
-
-    /// The dataset attributes the API works with: N5 order, the block
-    /// being the innermost chunk.
-    pub(crate) fn attributes(&self) -> Result<DatasetAttributes> {
-        DatasetAttributes::new(
-            reversed(&self.shape),
-            self.inner.iter().rev().map(|&c| c as u32).collect(),
-            self.dtype,
-            Compression::Raw,
-        )
-    }
-
-    /// The attributes of the grid of chunks as stored (shards of a sharded
-    /// array), N5 order.
-    pub(crate) fn outer_attributes(&self) -> Result<DatasetAttributes> {
-        DatasetAttributes::new(
-            reversed(&self.shape),
-            self.outer.iter().rev().map(|&c| c as u32).collect(),
-            self.dtype,
-            Compression::Raw,
-        )
-    }
-
-    /// The layout of the array's shards (the outermost sharding level)
-    /// when it is sharded, for reading parts of shards.
-    pub(crate) fn shard_layout(&self) -> Option<&ShardLayout> {
-        match &self.codec {
-            Codec::V3 { levels, .. } => levels.first(),
-            Codec::V2(_) => None,
-        }
-    }
-
-    /// The shard shape in N5 order (the block size when not sharded).
-    pub(crate) fn shard_shape(&self) -> Vec<u64> {
-        reversed(&self.outer)
-    }
-
-    /// One element of the fill value, native byte order.
-    pub(crate) fn fill(&self) -> &[u8] {
-        &self.fill
-    }
-
-    /// Bytes of a decoded block (innermost chunk, full size at the edges).
-    pub(crate) fn block_bytes(&self) -> usize {
-        self.inner.iter().product::<u64>() as usize * self.dtype.size()
-    }
-
-    /// Bytes of a decoded chunk of the grid (a whole shard when sharded).
-    pub(crate) fn outer_bytes(&self) -> usize {
-        self.outer.iter().product::<u64>() as usize * self.dtype.size()
-    }
-
-    /// The key (relative to the array) of the chunk of the grid at the N5
-    /// grid position `pos` of that grid.
-    pub(crate) fn outer_key(&self, pos: &[u64]) -> String {
-        let c = reversed(pos);
-        match &self.codec {
-            Codec::V2(meta) => meta.chunk_key(&c),
-            Codec::V3 { keys, .. } => keys.key(&c),
-        }
-    }
-
-    /// The N5 grid position of the chunk of the grid that holds the block
-    /// at the N5 grid position `block`.
-    pub(crate) fn outer_of_block(&self, block: &[u64]) -> Vec<u64> {
-        let (outer, inner) = (reversed(&self.outer), reversed(&self.inner));
-        (0..block.len())
-            .map(|d| block[d] * inner[d] / outer[d])
-            .collect()
-    }
-
-    /// Decodes a stored chunk of the grid (a whole shard when sharded) into
-    /// `out` ([`ZarrArray::outer_bytes`]): native byte order, C order of
-    /// the chunk, which is N5 order of the reversed shape.
-    pub(crate) fn decode_outer(&self, stored: &[u8], out: &mut [u8]) -> Result<()> {
-        match &self.codec {
-            Codec::V2(meta) => zarr2::chunk::decode(meta, stored, out),
-            Codec::V3 { chain, .. } => chain.decode(stored, out),
-        }
-    }
-
-    /// Fill `out` with the fill value.
-    pub(crate) fn fill_buffer(&self, out: &mut [u8]) {
-        shard::fill_with(out, &self.fill);
-    }
-
-    /// Read the block at the N5 grid position `pos` of the array at `path`
-    /// into `out` ([`ZarrArray::block_bytes`], full size at the edges; with
-    /// `None`, only whether it is stored):
-    /// the chunk, or in a sharded array the inner chunk, found through the
-    /// shard's index with a range request (over a network, an index kept
-    /// from an earlier read that lists the inner chunk, checked by the
-    /// version the chunk's range comes with) and fetched with another. A
-    /// missing chunk or inner chunk reads as the fill value and gives
-    /// `false`. Errors name the key and, in a shard, the inner chunk.
-    pub(crate) fn read_block(
+    /// Write a block whose payload is `payload` as it is: N5's `string`
+    /// (mode 1) and `object` (mode 2) blocks, which the caller encodes;
+    /// `header` says how.
+    fn write_payload_block(
         &self,
-        store: &dyn Store,
-        path: &str,
-        pos: &[u64],
-        out: Option<&mut [u8]>,
-    ) -> Result<bool> {
-        let fill = |out: Option<&mut [u8]>| {
-            if let Some(out) = out {
-                shard::fill_with(out, &self.fill);
-            }
-            Ok(false)
-        };
-        let levels = match &self.codec {
-            Codec::V3 { levels, .. } if !levels.is_empty() => levels,
-            _ => {
-                let key = path::join(path, &self.outer_key(pos));
-                let Some(out) = out else {
-                    return store.exists(&key);
-                };
-                return match store.get(&key)? {
-                    None => fill(Some(out)),
-                    Some(bytes) => {
-                        self.decode_outer(&bytes, out)
-                            .map_err(|e| e.context(store.describe(&key)))?;
-                        Ok(true)
-                    }
-                };
-            }
-        };
-        let shard_pos = self.outer_of_block(pos);
-        let key = path::join(path, &self.outer_key(&shard_pos));
-        let what = store.describe(&key);
-        // The block's element offset inside its shard, C order.
-        let c_pos = reversed(pos);
-        let mut within: Vec<u64> = (0..c_pos.len())
-            .map(|d| (c_pos[d] * self.inner[d]) % self.outer[d])
-            .collect();
-        // The first level through range requests: the index (unless one
-        // kept from an earlier read over a network lists the inner chunk),
-        // then the inner chunk.
-        let first = &levels[0];
-        let at = chunk_of(first, &mut within);
-        let number = first.number(&at);
-        let keeping = index_cache::applies(store.capabilities());
-        // A kept index is not used to say that an inner chunk is missing
-        // or stored (only a read of the chunk's range can tell that it is
-        // still right), so not for `out: None`.
-        let kept = match out {
-            Some(_) if keeping => self.indexes.listing(&key, std::iter::once(number)),
-            _ => None,
-        };
-        let (entries, from) = match kept {
-            Some(known) => (known.entries, IndexFrom::Kept(known.version)),
-            None => {
-                let range = first.index_request();
-                let Some((index, version)) = store.get_range_versioned(&key, range)? else {
-                    return fill(out);
-                };
-                // The shard's length is not known from a suffix read; every
-                // entry is checked against what its range read returns
-                // instead.
-                let entries: Arc<[Option<Entry>]> =
-                    first.decode_index(&index, u64::MAX, &what)?.into();
-                if keeping {
-                    self.indexes.keep(&key, version.as_ref(), &entries);
-                }
-                (entries, IndexFrom::Read(version))
-            }
-        };
-        let Some(mut entry) = entries[number] else {
-            return fill(out);
-        };
-        if out.is_none() && levels.len() == 1 {
-            return Ok(true);
-        }
-        let span = ByteRange::Span {
-            offset: entry.offset,
-            len: entry.nbytes,
-        };
-        let bytes = match store.get_range_versioned(&key, span)? {
-            Some((bytes, now)) if !index_cache::replaced(&from, now.as_ref()) => bytes,
-            // Replaced (or deleted) since the index was read: the offsets
-            // are the old shard's. The new shard whole, in one request.
-            _ => {
-                self.indexes.forget(&key);
-                let Some(shard) = store.get(&key)? else {
-                    return fill(out);
-                };
-                let len = shard.len() as u64;
-                let range = first.index_range(len).ok_or_else(|| {
-                    Error::codec(format!("{what}: {len} bytes, fewer than the shard index's"))
-                })?;
-                let entries = first.decode_index(
-                    &shard[range.start as usize..range.end as usize],
-                    len,
-                    &what,
-                )?;
-                let Some(now) = entries[number] else {
-                    return fill(out);
-                };
-                entry = now;
-                shard[now.offset as usize..(now.offset + now.nbytes) as usize].to_vec()
-            }
-        };
-        if bytes.len() as u64 != entry.nbytes {
-            return Err(Error::codec(format!(
-                "{what}: inner chunk {at:?} is at bytes {}..+{}, beyond the shard's {} bytes",
-                entry.offset,
-                entry.nbytes,
-                entry.offset + bytes.len() as u64
-            )));
-        }
-        // Deeper levels inside the bytes at hand.
-        let mut current: &[u8] = &bytes;
-        let mut layout = first;
-        for next in &levels[1..] {
-            let range = next.index_range(current.len() as u64).ok_or_else(|| {
-                Error::codec(format!(
-                    "{what}: the nested shard of inner chunk {at:?} has {} bytes, fewer than its index",
-                    current.len()
-                ))
-            })?;
-            let entries = next.decode_index(
-                &current[range.start as usize..range.end as usize],
-                current.len() as u64,
-                &what,
-            )?;
-            let at = chunk_of(next, &mut within);
-            match entries[next.number(&at)] {
-                None => return fill(out),
-                Some(e) => current = &current[e.offset as usize..(e.offset + e.nbytes) as usize],
-            }
-            layout = next;
-        }
-        if let Some(out) = out {
-            layout
-                .inner
-                .decode(current, out)
-                .map_err(|e| e.context(format!("{what}: inner chunk {at:?}")))?;
-        }
-        Ok(true)
-    }
-}
-
-impl ZarrArray {
-    /// The metadata document of a new array of `format` for the N5-order
-    /// `attrs`: the nearest codec of the format for the N5 compression
-    /// (raw: none; gzip, zstd and blosc in both; bzip2, xz and lz4 in
-    /// Zarr v2 only), fill value 0, C order, little-endian elements, not
-    /// sharded.
-    pub(crate) fn document_for(format: Format, attrs: &DatasetAttributes) -> Result<Value> {
-        let shape = reversed(&attrs.dimensions);
-        let chunks: Vec<u64> = attrs.block_size.iter().rev().map(|&b| b as u64).collect();
-        let elem = attrs.data_type.size();
-        let unsupported = |codec: &str| {
-            Error::new(
-                crate::error::ErrorKind::Unsupported,
-                format!(
-                    "compression '{codec}' has no standard codec in {}",
-                    format.name()
-                ),
-            )
-        };
-        let gzip_level = |level: i32| if level < 0 { 6 } else { level };
-        let blosc_shuffle = |shuffle: i32| match shuffle {
-            -1 if elem > 1 => 1,
-            -1 => 0,
-            s => s,
-        };
-        match format {
-            Format::Zarr2 => {
-                let compressor = match &attrs.compression {
-                    Compression::Raw => Value::Null,
-                    Compression::Gzip { level, use_zlib } => json!({
-                        "id": if *use_zlib { "zlib" } else { "gzip" },
-                        "level": gzip_level(*level)
-                    }),
-                    Compression::Zstd { level, .. } => json!({"id": "zstd", "level": level}),
-                    Compression::Blosc {
-                        cname,
-                        clevel,
-                        shuffle,
-                        blocksize,
-                    } => json!({
-                        "id": "blosc", "cname": cname, "clevel": clevel,
-                        "shuffle": blosc_shuffle(*shuffle), "blocksize": blocksize
-                    }),
-                    Compression::Bzip2 { block_size } => json!({"id": "bz2", "level": block_size}),
-                    Compression::Xz { preset } => json!({
-                        "id": "lzma", "format": 1, "check": -1, "preset": preset, "filters": null
-                    }),
-                    Compression::Lz4 { .. } => json!({"id": "lz4", "acceleration": 1}),
-                };
-                let endian = (elem > 1).then_some(super::zarr3::metadata::Endian::Little);
-                Ok(json!({
-                    "zarr_format": 2,
-                    "shape": shape,
-                    "chunks": chunks,
-                    "dtype": zarr2::metadata::dtype_string(attrs.data_type, endian),
-                    "compressor": compressor,
-                    "fill_value": 0,
-                    "order": "C",
-                    "filters": null,
-                    "dimension_separator": "."
-                }))
-            }
-            _ => {
-                let mut codecs =
-                    vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
-                match &attrs.compression {
-                    Compression::Raw => {}
-                    Compression::Gzip { level, .. } => codecs.push(
-                        json!({"name": "gzip", "configuration": {"level": gzip_level(*level)}}),
-                    ),
-                    Compression::Zstd { level, .. } => codecs.push(
-                        json!({"name": "zstd", "configuration": {"level": level, "checksum": false}}),
-                    ),
-                    Compression::Blosc {
-                        cname,
-                        clevel,
-                        shuffle,
-                        blocksize,
-                    } => codecs.push(json!({"name": "blosc", "configuration": {
-                        "cname": cname, "clevel": clevel,
-                        "shuffle": match blosc_shuffle(*shuffle) {
-                            0 => "noshuffle",
-                            2 => "bitshuffle",
-                            _ => "shuffle",
-                        },
-                        "typesize": elem, "blocksize": blocksize
-                    }})),
-                    Compression::Bzip2 { .. } => return Err(unsupported("bzip2")),
-                    Compression::Xz { .. } => return Err(unsupported("xz")),
-                    Compression::Lz4 { .. } => return Err(unsupported("lz4")),
-                }
-                Ok(json!({
-                    "zarr_format": 3,
-                    "node_type": "array",
-                    "shape": shape,
-                    "data_type": attrs.data_type.name(),
-                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
-                    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-                    "fill_value": 0,
-                    "codecs": codecs,
-                    "attributes": {}
-                }))
-            }
-        }
-    }
-
-    /// Encodes a chunk of the grid (`data`: [`ZarrArray::outer_bytes`],
-    /// native, C order; a whole shard when sharded, whose inner chunks
-    /// equal to the fill value are left out) and appends it to `out`.
-    pub(crate) fn encode_outer(&self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        match &self.codec {
-            Codec::V2(meta) => zarr2::chunk::encode(meta, data, out),
-            Codec::V3 { chain, .. } => chain.encode(data, out),
-        }
-    }
-
-    /// Whether every element of `data` is the fill value.
-    pub(crate) fn is_fill(&self, data: &[u8]) -> bool {
-        shard::is_fill(data, &self.fill)
-    }
-
-    /// Whether the array is sharded.
-    pub(crate) fn is_sharded(&self) -> bool {
-        self.outer != self.inner
-    }
-
-    /// What a write stores for the decoded chunk of the grid `data` (a
-    /// whole chunk or shard): `true` with its encoding in `out`, to be put
-    /// in one atomic write, or `false` when the chunk is to be deleted
-    /// instead (all fill value, in a sharded array, which would hold no
-    /// inner chunk, or without `write_empty`).
-    pub(crate) fn encode_for_write(
-        &self,
-        data: &[u8],
-        write_empty: bool,
-        out: &mut Vec<u8>,
-    ) -> Result<bool> {
-        if (self.is_sharded() || !write_empty) && self.is_fill(data) {
-            return Ok(false);
-        }
-        out.clear();
-        self.encode_outer(data, out)?;
-        Ok(true)
-    }
-
-    /// Change part of the shard at N5 grid position `pos` (of the grid of
-    /// shards) of the array at `path`: `merge` receives the decoded shard
-    /// (the fill value where nothing is stored) and changes it in place.
-    /// The shard is read and replaced atomically with respect to every
-    /// other writer ([`Store::update`]: conditional writes on object
-    /// stores), so writers of different blocks of one shard, in other
-    /// processes or on other machines, lose nothing; a shard left all fill
-    /// value is deleted.
-    pub(crate) fn merge_shard(
-        &self,
-        store: &dyn Store,
-        path: &str,
-        pos: &[u64],
-        merge: &mut dyn FnMut(&mut [u8]),
+        _grid_pos: &[u64],
+        _header: &BlockHeader,
+        _payload: &[u8],
     ) -> Result<()> {
-        let key = path::join(path, &self.outer_key(pos));
-        let what = store.describe(&key);
-        let mut whole = vec![0u8; self.outer_bytes()];
-        let mut empty = false;
-        store.update(&key, &mut |current| {
-            match current {
-                Some(bytes) => self
-                    .decode_outer(bytes, &mut whole)
-                    .map_err(|e| e.context(what.clone()))?,
-                None => self.fill_buffer(&mut whole),
-            }
-            merge(&mut whole);
-            empty = self.is_fill(&whole);
-            if empty {
-                return Ok(None);
-            }
-            let mut out = Vec::new();
-            self.encode_outer(&whole, &mut out)
-                .map_err(|e| e.context(what.clone()))?;
-            Ok(Some(out))
-        })?;
-        if empty {
-            store.delete(&key)?;
-        }
-        // This array's reads need not try an index it kept of the shard
-        // before (its version would tell them).
-        self.indexes.forget(&key);
-        Ok(())
+        Err(unsupported_on(self.format(), "string and object blocks"))
     }
 
-    /// The N5 grid position (of the grid of chunks as stored) a key below
-    /// the array names, `None` for any other key (metadata, strays).
-    pub(crate) fn outer_position(&self, key: &str) -> Option<Vec<u64>> {
-        let (rest, separator) = match &self.codec {
-            Codec::V2(meta) => (key, meta.separator),
-            Codec::V3 {
-                keys: KeyEncoding::Default { separator },
-                ..
-            } => (key.strip_prefix('c')?.strip_prefix(*separator)?, *separator),
-            Codec::V3 {
-                keys: KeyEncoding::V2 { separator },
-                ..
-            } => (key, *separator),
-        };
-        let number = |n: &str| {
-            let canonical = !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-                && (n.len() == 1 || !n.starts_with('0'));
-            canonical.then(|| n.parse::<u64>().ok()).flatten()
-        };
-        let c: Option<Vec<u64>> = rest.split(separator).map(number).collect();
-        let c = c.filter(|c| c.len() == self.shape.len())?;
-        Some(reversed(&c))
-    }
+    /// How region reads and writes reach the array's blocks.
+    fn region(&self) -> RegionIo<'_>;
+}
 
-    /// The N5 grid positions of the blocks stored in the chunk of the grid
-    /// at N5 position `outer` (the block itself when not sharded; in a
-    /// shard, the inner chunks within the array that its index lists).
-    pub(crate) fn blocks_in(
-        &self,
-        store: &dyn Store,
-        path: &str,
-        outer: &[u64],
-    ) -> Result<Vec<Vec<u64>>> {
-        let (n5_outer, n5_inner) = (reversed(&self.outer), reversed(&self.inner));
-        let dims = reversed(&self.shape);
-        let per: Vec<u64> = n5_outer.iter().zip(&n5_inner).map(|(o, i)| o / i).collect();
-        let mut out = Vec::new();
-        let count: u64 = per.iter().product();
-        for k in 0..count {
-            let mut rest = k;
-            let block: Vec<u64> = (0..per.len())
-                .map(|d| {
-                    let p = outer[d] * per[d] + rest % per[d];
-                    rest /= per[d];
-                    p
-                })
-                .collect();
-            let inside = block
-                .iter()
-                .zip(&n5_inner)
-                .zip(&dims)
-                .all(|((&b, &i), &d)| b * i < d);
-            if !self.is_sharded() || (inside && self.read_block(store, path, &block, None)?) {
-                out.push(block);
-            }
-        }
-        Ok(out)
-    }
+/// How the region code reads and writes an array's blocks.
+pub(crate) enum RegionIo<'a> {
+    /// Every block is an object of its own, fetched and written by key.
+    Objects(&'a dyn ObjectBlocks),
+    /// Blocks are the inner chunks of shards, found through each shard's
+    /// index and written a shard at a time.
+    Shards(&'a dyn ShardedBlocks),
+}
 
-    /// Read the chunk of the grid at N5 grid position `pos` (of that grid)
-    /// whole into `out` ([`ZarrArray::outer_bytes`]); the fill value when
-    /// it is not stored.
-    pub(crate) fn read_outer(
-        &self,
-        store: &dyn Store,
-        path: &str,
-        pos: &[u64],
-        out: &mut [u8],
-    ) -> Result<bool> {
-        let key = path::join(path, &self.outer_key(pos));
-        match store.get(&key)? {
-            None => {
-                self.fill_buffer(out);
-                Ok(false)
-            }
-            Some(bytes) => {
-                self.decode_outer(&bytes, out)
-                    .map_err(|e| e.context(store.describe(&key)))?;
-                Ok(true)
-            }
+/// The byte order of elements in a buffer, relative to this machine's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// This machine's byte order.
+    Native,
+    /// The other byte order: converted as the elements are copied.
+    Swapped,
+}
+
+impl Order {
+    /// The order of elements stored big-endian.
+    pub(crate) const fn big_endian() -> Order {
+        if cfg!(target_endian = "big") {
+            Order::Native
+        } else {
+            Order::Swapped
         }
     }
 }
 
-/// The position (C order) of the inner chunk of `layout` that holds the
-/// element offset `within` (relative to the shard), which becomes the offset
-/// relative to that inner chunk.
-fn chunk_of(layout: &ShardLayout, within: &mut [u64]) -> Vec<u64> {
-    let shape = &layout.inner.shape;
-    (0..within.len())
-        .map(|d| {
-            let p = within[d] / shape[d];
-            within[d] %= shape[d];
-            p
-        })
-        .collect()
+/// Blocks stored one object each (N5 blocks, unsharded Zarr chunks).
+pub(crate) trait ObjectBlocks: Sync {
+    /// The store the objects are in.
+    fn store(&self) -> &dyn Store;
+
+    /// The key of the object of the block at `grid_pos`.
+    fn key(&self, grid_pos: &[u64]) -> String;
+
+    /// The shape (N5 order) of the buffer a block at `grid_pos` is decoded
+    /// into and encoded from: its nominal shape, or the whole chunk where a
+    /// format stores edge chunks whole.
+    fn buffer_shape(&self, grid_pos: &[u64], nominal: &[u64]) -> Vec<u64>;
+
+    /// Where the elements of a block stored raw and whole start in its
+    /// stored bytes, and their order, so that they are copied from there
+    /// with no decode buffer; `None` for any other block.
+    fn stored_elements(&self, grid_pos: &[u64], stored: &[u8]) -> Result<Option<(usize, Order)>>;
+
+    /// Decode the stored bytes of the block at `grid_pos` into `out` (its
+    /// [`ObjectBlocks::buffer_shape`]), leaving the elements in the order
+    /// it gives (whichever costs least).
+    fn decode(&self, grid_pos: &[u64], stored: &[u8], out: &mut [u8]) -> Result<Order>;
+
+    /// The order blocks are given to [`ObjectBlocks::encode`] in.
+    fn write_order(&self) -> Order;
+
+    /// Encode the block at `grid_pos` (`data`: its buffer shape `shape`,
+    /// in [`ObjectBlocks::write_order`]) into `out`, replacing its
+    /// contents; `false` when the block is not to be stored (empty), so
+    /// that the caller deletes it instead.
+    fn encode(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<bool>;
+
+    /// Encode and store the block at `grid_pos` as
+    /// [`ObjectBlocks::encode`] does, building the object in `scratch`.
+    fn put(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let key = self.key(grid_pos);
+        if self.encode(grid_pos, shape, data, scratch)? {
+            self.store().put(&key, &[scratch])
+        } else {
+            self.store().delete(&key).map(|_| ())
+        }
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::MemoryStore;
-    use serde_json::json;
+/// Blocks stored as the inner chunks of shards (sharded Zarr v3). Shard
+/// positions, shapes and inner-chunk positions are N5 order; entries of a
+/// shard's index are numbered as the index holds them.
+pub(crate) trait ShardedBlocks: Sync {
+    /// The store the shards are in.
+    fn store(&self) -> &dyn Store;
 
-    /// A uint16 array of 8×8 in one shard of 4×4 inner chunks (index at the
-    /// end, with or without its CRC-32C), stored under `a/c/0/0`.
-    fn sharded(store: &MemoryStore, crc: bool) -> (ZarrArray, Vec<u8>) {
-        let mut index_codecs =
-            vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
-        if crc {
-            index_codecs.push(json!({"name": "crc32c"}));
-        }
-        let doc = json!({
-            "zarr_format": 3, "node_type": "array", "shape": [8, 8], "data_type": "uint16",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 8]}},
-            "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
-            "codecs": [{"name": "sharding_indexed", "configuration": {
-                "chunk_shape": [4, 4],
-                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-                "index_codecs": index_codecs, "index_location": "end"}}]
-        });
-        let a = ZarrArray::from_document(Format::Zarr3, doc).unwrap();
-        // Element (row r, column c) holds 100 r + c; the inner chunk at
-        // row 1, column 1 is all fill value, so it is left out.
-        let mut data = Vec::new();
-        for r in 0..8u16 {
-            for c in 0..8u16 {
-                let v = if r >= 4 && c >= 4 { 7 } else { 100 * r + c };
-                data.extend_from_slice(&v.to_ne_bytes());
-            }
-        }
-        let Codec::V3 { chain, .. } = &a.codec else {
-            unreachable!()
-        };
-        let mut shard = Vec::new();
-        chain.encode(&data, &mut shard).unwrap();
-        store.put("a/c/0/0", &[&shard]).unwrap();
-        (a, shard)
-    }
+    /// The key of the shard at shard-grid position `shard_pos`.
+    fn shard_key(&self, shard_pos: &[u64]) -> String;
 
-    fn block(a: &ZarrArray, s: &MemoryStore, pos: &[u64]) -> Result<(bool, Vec<u16>)> {
-        let mut out = vec![0u8; a.block_bytes()];
-        let found = a.read_block(s, "a", pos, Some(&mut out))?;
-        let v = out
-            .chunks_exact(2)
-            .map(|c| u16::from_ne_bytes([c[0], c[1]]))
-            .collect();
-        Ok((found, v))
-    }
+    /// Bytes of a whole shard decoded.
+    fn shard_bytes(&self) -> usize;
 
-    #[test]
-    fn blocks_of_a_shard_through_its_index() {
-        let s = MemoryStore::new();
-        let (a, _) = sharded(&s, true);
-        assert_eq!(a.shard_shape(), vec![8, 8]);
-        assert_eq!(a.attributes().unwrap().block_size, vec![4, 4]);
-        // N5 position [1, 0]: columns 4..8 of rows 0..4.
-        let (found, v) = block(&a, &s, &[1, 0]).unwrap();
-        assert!(found);
-        assert_eq!(v[0], 4);
-        assert_eq!(v[5], 105);
-        // The left-out inner chunk: fill value.
-        let (found, v) = block(&a, &s, &[1, 1]).unwrap();
-        assert!(!found);
-        assert!(v.iter().all(|&x| x == 7));
-        assert!(a.read_block(&s, "a", &[0, 1], None).unwrap());
-        assert!(!a.read_block(&s, "a", &[1, 1], None).unwrap());
-        // No shard at all.
-        s.delete("a/c/0/0").unwrap();
-        assert!(!block(&a, &s, &[0, 0]).unwrap().0);
-    }
+    /// The shape (N5 order) of a shard's inner chunks: the array's block,
+    /// or with nested sharding the inner shards of the first level, which
+    /// are read and written whole.
+    fn chunk_shape(&self) -> Vec<u64>;
 
-    #[test]
-    fn hostile_shards_are_errors_naming_the_shard_and_inner_chunk() {
-        let s = MemoryStore::new();
-        // A damaged index: its CRC-32C no longer matches.
-        let (a, shard) = sharded(&s, true);
-        let mut bad = shard.clone();
-        let at = bad.len() - 10;
-        bad[at] ^= 1;
-        s.put("a/c/0/0", &[&bad]).unwrap();
-        let e = block(&a, &s, &[0, 0]).unwrap_err();
-        assert!(e.message().contains("a/c/0/0"), "{e}");
-        // A truncated shard: shorter than its index.
-        s.put("a/c/0/0", &[&shard[..20]]).unwrap();
-        assert!(block(&a, &s, &[0, 0]).is_err());
-        // An entry that points beyond the shard (no CRC to catch it first).
-        let (a, shard) = sharded(&s, false);
-        let mut bad = shard.clone();
-        let index_at = bad.len() - 64;
-        bad[index_at..index_at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        s.put("a/c/0/0", &[&bad]).unwrap();
-        let e = block(&a, &s, &[0, 0]).unwrap_err();
-        assert!(
-            e.message().contains("a/c/0/0") && e.message().contains("[0, 0]"),
-            "{e}"
-        );
-        // Absurd sizes: no allocation follows them.
-        bad[index_at + 8..index_at + 16].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
-        s.put("a/c/0/0", &[&bad]).unwrap();
-        assert!(block(&a, &s, &[0, 0]).is_err());
-    }
+    /// Inner chunks per shard.
+    fn chunks_per_shard(&self) -> usize;
+
+    /// Bytes of one inner chunk decoded.
+    fn chunk_bytes(&self) -> usize;
+
+    /// The index entry number of the inner chunk at `within` (its position
+    /// among the shard's inner chunks).
+    fn entry_number(&self, within: &[u64]) -> usize;
+
+    /// The position among the shard's inner chunks of entry number `i`.
+    fn entry_position(&self, i: usize) -> Vec<u64>;
+
+    /// The request that fetches a shard's index without knowing its length.
+    fn index_request(&self) -> ByteRange;
+
+    /// Decode and check a shard's index read alone from a shard of
+    /// `shard_len` bytes (`u64::MAX`: unknown); `what` names the shard.
+    fn decode_index(
+        &self,
+        encoded: &[u8],
+        shard_len: u64,
+        what: &str,
+    ) -> Result<Vec<Option<Entry>>>;
+
+    /// The checked index of a whole shard's bytes.
+    fn whole_index(&self, shard: &[u8], what: &str) -> Result<Vec<Option<Entry>>>;
+
+    /// Decode an inner chunk's bytes into `out` ([`ShardedBlocks::chunk_bytes`], native).
+    fn decode_chunk(&self, encoded: &[u8], out: &mut [u8]) -> Result<()>;
+
+    /// The shard indexes this array keeps from reads over a network.
+    fn indexes(&self) -> &IndexCache;
+
+    /// Encode a whole shard into `out`: `gather` fills the buffer it is
+    /// given with the inner chunk at the position (N5 order, in inner
+    /// chunks) it is given. `false` when the shard holds no inner chunk
+    /// and is to be deleted instead.
+    fn encode_shard_from(
+        &self,
+        out: &mut Vec<u8>,
+        gather: &mut dyn FnMut(&[u64], &mut [u8]),
+    ) -> Result<bool>;
+
+    /// Encode the decoded shard `data` (its whole shape, native) into
+    /// `out`; `false` when it is to be deleted instead.
+    fn encode_shard(&self, data: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+
+    /// Change part of the shard at `shard_pos` atomically with respect to
+    /// every other writer: `merge` receives it decoded and changes it.
+    fn merge_shard(&self, shard_pos: &[u64], merge: &mut dyn FnMut(&mut [u8])) -> Result<()>;
+}
+
+/// The error of an operation a format does not have (varlength, string
+/// and object blocks outside N5).
+pub(crate) fn unsupported_on(format: Format, what: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("{what} exist in N5 only, not in {}", format.name()),
+    )
 }

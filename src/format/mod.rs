@@ -14,10 +14,12 @@ pub(crate) mod array;
 pub(crate) mod consolidated;
 pub mod n5;
 pub(crate) mod node;
+pub(crate) mod tree;
+pub(crate) mod zarr;
 pub(crate) mod zarr2;
 pub(crate) mod zarr3;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::storage::location::FormatHint;
 use crate::storage::Store;
 
@@ -198,15 +200,6 @@ pub(crate) fn uint_list(
             })
         })
         .collect()
-}
-
-/// The error of an operation a format does not have (varlength, string
-/// and object blocks on Zarr).
-pub(crate) fn unsupported_on(format: Format, what: &str) -> Error {
-    Error::new(
-        ErrorKind::Unsupported,
-        format!("{what} exist in N5 only, not in {}", format.name()),
-    )
 }
 
 #[cfg(test)]

@@ -143,7 +143,9 @@ impl Format {
     pub(crate) fn node_kind(self, store: &dyn Store, path: &str) -> Result<Option<NodeKind>> {
         match self {
             Format::N5 => Ok(match Format::read_doc(store, &self.attributes_key(path)) {
-                Ok(Some(doc)) if crate::metadata::is_dataset(&doc) => Some(NodeKind::Array),
+                Ok(Some(doc)) if crate::format::n5::metadata::is_dataset(&doc) => {
+                    Some(NodeKind::Array)
+                }
                 Ok(Some(_)) => Some(NodeKind::Group),
                 Ok(None) => None,
                 Err(e) if e.kind() == ErrorKind::Json => Some(NodeKind::Group),

@@ -18,12 +18,12 @@ use super::zarr3::index_cache::{self, IndexCache, IndexFrom};
 use super::zarr3::metadata::KeyEncoding;
 use super::zarr3::shard::{self, Entry, ShardLayout};
 use super::Format;
-use crate::block::{BlockHeader, BlockMode, DataBlock};
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::n5::block::{BlockHeader, BlockMode, DataBlock};
+use crate::format::n5::metadata::DatasetAttributes;
 use crate::geometry::{copy_box, fill_with, Placement};
-use crate::metadata::DatasetAttributes;
 use crate::path::{self, display};
 use crate::storage::{ByteRange, Store};
 
@@ -117,14 +117,15 @@ impl ZarrArray {
         path: &str,
         write_empty: bool,
     ) -> Result<ZarrArray> {
-        let at = |shape: &[u64], inner: &[u64], dtype: DataType| -> Result<Arc<DatasetAttributes>> {
-            Ok(Arc::new(DatasetAttributes::new(
-                reversed(shape),
-                inner.iter().rev().map(|&c| c as u32).collect(),
-                dtype,
-                Compression::Raw,
-            )?))
-        };
+        let at =
+            |shape: &[u64], inner: &[u64], dtype: DataType| -> Result<Arc<DatasetAttributes>> {
+                Ok(Arc::new(DatasetAttributes::new(
+                    reversed(shape),
+                    inner.iter().rev().map(|&c| c as u32).collect(),
+                    dtype,
+                    Compression::Raw,
+                )?))
+            };
         let path = path.to_string();
         match format {
             Format::Zarr2 => {
@@ -248,11 +249,7 @@ impl ZarrArray {
     /// version the chunk's range comes with) and fetched with another. A
     /// missing chunk or inner chunk reads as the fill value and gives
     /// `false`. Errors name the key and, in a shard, the inner chunk.
-    pub(crate) fn read_chunk(
-        &self,
-        pos: &[u64],
-        out: Option<&mut [u8]>,
-    ) -> Result<bool> {
+    pub(crate) fn read_chunk(&self, pos: &[u64], out: Option<&mut [u8]>) -> Result<bool> {
         let fill = |out: Option<&mut [u8]>| {
             if let Some(out) = out {
                 shard::fill_with(out, &self.fill);
@@ -544,11 +541,7 @@ impl ZarrArray {
     /// stores), so writers of different blocks of one shard, in other
     /// processes or on other machines, lose nothing; a shard left all fill
     /// value is deleted.
-    pub(crate) fn merge_outer(
-        &self,
-        pos: &[u64],
-        merge: &mut dyn FnMut(&mut [u8]),
-    ) -> Result<()> {
+    pub(crate) fn merge_outer(&self, pos: &[u64], merge: &mut dyn FnMut(&mut [u8])) -> Result<()> {
         let key = path::join(&self.path, &self.outer_key(pos));
         let what = self.store.describe(&key);
         let mut whole = vec![0u8; self.outer_bytes()];
@@ -607,10 +600,7 @@ impl ZarrArray {
     /// The N5 grid positions of the blocks stored in the chunk of the grid
     /// at N5 position `outer` (the block itself when not sharded; in a
     /// shard, the inner chunks within the array that its index lists).
-    pub(crate) fn blocks_in(
-        &self,
-        outer: &[u64],
-    ) -> Result<Vec<Vec<u64>>> {
+    pub(crate) fn blocks_in(&self, outer: &[u64]) -> Result<Vec<Vec<u64>>> {
         let (n5_outer, n5_inner) = (reversed(&self.outer), reversed(&self.inner));
         let dims = reversed(&self.shape);
         let per: Vec<u64> = n5_outer.iter().zip(&n5_inner).map(|(o, i)| o / i).collect();
@@ -636,7 +626,6 @@ impl ZarrArray {
         }
         Ok(out)
     }
-
 }
 
 impl ZarrArray {
@@ -929,6 +918,10 @@ impl ShardedBlocks for ZarrArray {
         self.outer_bytes()
     }
 
+    fn chunk_shape(&self) -> Vec<u64> {
+        reversed(&self.layout().inner.shape)
+    }
+
     fn chunks_per_shard(&self) -> usize {
         self.layout().chunks()
     }
@@ -949,7 +942,12 @@ impl ShardedBlocks for ZarrArray {
         self.layout().index_request()
     }
 
-    fn decode_index(&self, encoded: &[u8], shard_len: u64, what: &str) -> Result<Vec<Option<Entry>>> {
+    fn decode_index(
+        &self,
+        encoded: &[u8],
+        shard_len: u64,
+        what: &str,
+    ) -> Result<Vec<Option<Entry>>> {
         self.layout().decode_index(encoded, shard_len, what)
     }
 

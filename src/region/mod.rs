@@ -1,19 +1,23 @@
 //! Region I/O: reading and writing any box of a numeric dataset, in voxel
 //! units, through the blocks it touches, in parallel on the container's
-//! worker pool (`parallel`). Missing blocks read as zeros; partially covered
-//! blocks are read, modified and written back.
+//! worker pool (`parallel`) with the I/O pipeline (`pipeline`) fetching and
+//! sending ahead. Blocks that are not stored read as the fill value;
+//! partially covered blocks are read, modified and written back. The array
+//! says how its blocks are reached (`RegionIo`): one object each
+//! (`objects`) or inside shards (`sharded`); this file holds what both
+//! share (the grid of blocks a region touches, the units a read hands
+//! out, the output shared by the threads) and the entry points.
 
+mod objects;
 mod sharded;
 
 use std::sync::Mutex;
 
-use crate::dataset::{check_buffer, BlockRead, Dataset};
+use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::array::ZarrArray;
-use crate::geometry::{copy_box, copy_box_with, Placement};
-use crate::metadata::DatasetAttributes;
-use crate::path;
-use crate::pipeline::{with_fetch, with_upload, Early, EarlyUse, Fetched, Offer, Upload};
+use crate::format::array::RegionIo;
+use crate::format::n5::metadata::DatasetAttributes;
+use crate::geometry::{check_buffer, copy_box_with, swap_copy, Placement};
 
 /// The blocks a region touches and, for each, where the region and the block
 /// overlap.
@@ -184,7 +188,8 @@ impl<'a> Grid<'a> {
 }
 
 /// A block's data ready to be copied into the region: its bytes, where it
-/// overlaps the region, and whether it is still big-endian.
+/// overlaps the region, and whether its elements are in the other byte
+/// order.
 type Part<'a> = (&'a [u8], &'a Overlap, bool);
 
 /// How a region read hands out its blocks: in units of up to `run`
@@ -341,10 +346,10 @@ impl<'a> Planes<'a> {
                 locked = Some((row.plane, guard));
             }
             let out = &mut locked.as_mut().expect("a plane is locked").1;
-            let (bytes, _, big_endian) = parts[row.block];
+            let (bytes, _, swap) = parts[row.block];
             let (d, s, len) = (row.in_plane, row.in_block, row.len);
-            if big_endian {
-                crate::block::copy_to_from_be(&mut out[d..d + len], &bytes[s..s + len], elem);
+            if swap {
+                swap_copy(&mut out[d..d + len], &bytes[s..s + len], elem);
             } else {
                 out[d..d + len].copy_from_slice(&bytes[s..s + len]);
             }
@@ -352,16 +357,17 @@ impl<'a> Planes<'a> {
     }
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
-    /// the region, one plane at a time; with `big_endian`, `buf` holds the
-    /// block as stored and each row is converted as it is copied. Planes
+    /// the region, one plane at a time; with `swap`, `buf` holds the
+    /// block's elements in the other byte order and each row is converted
+    /// as it is copied. Planes
     /// another thread is writing are left for later rather than waited for,
     /// and threads copying blocks of the same planes start at planes apart
     /// (`rotate`, the block's or unit's number, spreads them), so the I/O
     /// threads that copy raw blocks as they arrive rarely wait for a lock.
-    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize, big_endian: bool, rotate: usize) {
+    fn copy_in(&self, buf: &[u8], o: &Overlap, elem: usize, swap: bool, rotate: usize) {
         let copy_row = |d: &mut [u8], s: &[u8]| {
-            if big_endian {
-                crate::block::copy_to_from_be(d, s, elem);
+            if swap {
+                swap_copy(d, s, elem);
             } else {
                 d.copy_from_slice(s);
             }
@@ -427,7 +433,8 @@ impl<'a> Planes<'a> {
 impl Dataset {
     /// Read the region at `offset` of `shape` (voxels, N5 order) into `out`,
     /// native byte order, dimension 0 fastest. `out` must hold exactly
-    /// `prod(shape)` elements. Missing blocks read as zeros.
+    /// `prod(shape)` elements. Blocks that are not stored read as the fill
+    /// value (zeros in N5).
     ///
     /// The blocks are fetched by I/O threads, up to
     /// [`crate::storage::StorageOptions::io_concurrency`] requests (or file
@@ -436,12 +443,15 @@ impl Dataset {
     /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
     /// thread); on a network store, each block is instead put into `out`
     /// by the I/O thread that received it (decoded first if compressed, at
-    /// most `threads` at a time). A region that is exactly
-    /// one block is decoded straight into `out`, and an output of 16 MiB or
-    /// more is advised to use huge pages and faulted in by a thread of its own
-    /// while the first blocks arrive (see `prepare_output`).
+    /// most `threads` at a time). In a sharded array only the inner chunks
+    /// the region touches are fetched, through each shard's index. A region
+    /// that is exactly one block is decoded straight into `out`, and an
+    /// output of 16 MiB or more is advised to use huge pages and faulted in
+    /// by a thread of its own while the first blocks arrive.
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
-        let attrs = self.attributes();
+        let array = self.array();
+        let attrs = array.attributes();
+        self.check_numeric(&attrs)?;
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, out.len())?;
@@ -449,311 +459,54 @@ impl Dataset {
         if grid.total == 1 {
             let o = grid.overlap(0)?;
             if o.extent == o.block_shape {
-                return self.read_block_into(&o.grid_pos, out).map(|_| ());
+                return array.read_block_into(&o.grid_pos, out).map(|_| ());
             }
         }
-        if let Some(z) = self.zarr() {
-            return self.read_region_zarr(&z, offset, shape, out);
+        match array.region() {
+            RegionIo::Objects(blocks) => self.read_objects(&*array, blocks, &grid, shape, out),
+            RegionIo::Shards(shards) => {
+                self.read_region_sharded(&*array, shards, offset, shape, out)
+            }
         }
-        let _prefault = prepare_output(out);
-        let out = Planes::new(out, shape, elem);
-        let block_bytes = attrs.block_num_elements() * elem;
-        let units = Units::new(&grid, block_bytes);
-        let keys: Vec<Option<String>> = (0..grid.total)
-            .map(|i| Some(self.block_key(&grid.grid_pos(i))))
-            .collect();
-        let store = self.container().store();
-        let io = self.io_concurrency();
-        // On a network store every block is put into the region by the I/O
-        // thread that received it, while its bytes are still in that core's
-        // cache and while that thread would only wait for the network: a
-        // raw block stored whole is copied at once, any other is decoded
-        // first, at most `threads` at a time (see `Early`: a block that
-        // finds every decoding buffer in use waits for the thread that
-        // holds one, and its own I/O thread fetches on). Handing blocks to
-        // the decoding threads instead costs a wake-up and a switch per
-        // block, which on a busy machine cost more than a fifth of the CPU
-        // time of a compressed read. (From a local disk, whose I/O threads
-        // are seldom idle, the decoding threads copy several neighbouring
-        // blocks row by row, which is faster there.)
-        let compressed = attrs.compression != crate::codec::Compression::Raw;
-        let use_early = |offer: Offer, buf: Option<&mut Vec<u8>>| -> Result<EarlyUse> {
-            // A compressed block is never copied as it came: it asks for a
-            // buffer before its place in the region is worked out (once).
-            if compressed && buf.is_none() {
-                return Ok(EarlyUse::NeedsBuffer);
-            }
-            let (i, bytes) = (offer.index, offer.bytes);
-            let o = grid.overlap(i)?;
-            let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-            if let Some(at) = self.raw_payload_at(&o.grid_pos, bytes)? {
-                out.copy_in(&bytes[at..at + nbytes], &o, elem, true, i);
-                return Ok(EarlyUse::Used);
-            }
-            let Some(buf) = buf else {
-                return Ok(EarlyUse::NeedsBuffer);
-            };
-            buf.resize(nbytes, 0);
-            let read = self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?;
-            let big_endian = matches!(read, BlockRead::BigEndian);
-            out.copy_in(&buf[..nbytes], &o, elem, big_endian, i);
-            Ok(EarlyUse::Used)
-        };
-        let remote = store.capabilities().remote;
-        let early = remote.then_some(Early {
-            work: &use_early,
-            buffers: self.container().options().threads,
-        });
-        with_fetch(store, &keys, io, block_bytes, early, |fetch| {
-            let init = Vec::<(Vec<u8>, Fetched)>::new;
-            let result = self
-                .container()
-                .pool()
-                .run(units.count, init, |buffers, u| {
-                    let blocks = units.blocks(u);
-                    buffers.resize_with(blocks.len(), || (Vec::new(), Fetched::Missing));
-                    // Each block is decoded into its own buffer; blocks are
-                    // converted to native order as they are copied into the
-                    // region, raw blocks stored whole straight from their
-                    // bytes (most of them already on the I/O threads).
-                    let mut found = Vec::with_capacity(blocks.len());
-                    for (i, (buf, file)) in blocks.clone().zip(buffers.iter_mut()) {
-                        let o = grid.overlap(i)?;
-                        let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                        if let Fetched::Bytes(old) = std::mem::replace(file, Fetched::Missing) {
-                            fetch.recycle(old);
-                        }
-                        *file = fetch.take(i)?;
-                        // Only blocks that are decoded take (and first touch)
-                        // a decode buffer.
-                        let read = match file {
-                            Fetched::Used => continue,
-                            Fetched::Bytes(bytes) => {
-                                match self.raw_payload_at(&o.grid_pos, bytes)? {
-                                    Some(at) => BlockRead::RawAt(at),
-                                    None => {
-                                        buf.resize(nbytes, 0);
-                                        self.decode_block_for_region(&o.grid_pos, bytes, buf, true)?
-                                    }
-                                }
-                            }
-                            Fetched::Missing => {
-                                buf.clear();
-                                buf.resize(nbytes, 0);
-                                BlockRead::Missing
-                            }
-                        };
-                        found.push((o, read, nbytes, i - blocks.start));
-                    }
-                    let parts: Vec<Part> = found
-                        .iter()
-                        .map(|(o, read, nbytes, k)| {
-                            let (buf, file) = &buffers[*k];
-                            match (read, file) {
-                                (BlockRead::RawAt(at), Fetched::Bytes(file)) => {
-                                    (&file[*at..at + nbytes], o, true)
-                                }
-                                (BlockRead::BigEndian, _) => (&buf[..], o, true),
-                                _ => (&buf[..], o, false),
-                            }
-                        })
-                        .collect();
-                    match parts.as_slice() {
-                        [] => {}
-                        [(src, o, big_endian)] => out.copy_in(src, o, elem, *big_endian, u),
-                        _ => out.copy_run_in(&parts, elem),
-                    }
-                    Ok(())
-                });
-            if result.is_err() {
-                fetch.cancel();
-            }
-            result
-        })
     }
 
-    /// [`Dataset::read_region`] of a Zarr array: every chunk of the grid
-    /// the region touches is fetched by the I/O
-    /// threads, decoded whole (Zarr stores edge chunks full size) by the
-    /// container's threads and its part copied into the region; missing
-    /// chunks read as the fill value.
-    fn read_region_zarr(
-        &self,
-        z: &ZarrArray,
-        offset: &[u64],
-        shape: &[u64],
-        out: &mut [u8],
-    ) -> Result<()> {
-        if let Some(layout) = z.shard_layout() {
-            return self.read_region_sharded(z, layout, offset, shape, out);
-        }
-        let attrs = z.outer_attributes()?;
+    /// Write `data` (native byte order, dimension 0 fastest, exactly
+    /// `prod(shape)` elements) to the region at `offset`. Blocks the region
+    /// covers entirely are replaced; partially covered blocks are read,
+    /// modified and written back (in a sharded array, a shard it covers in
+    /// part is changed atomically with respect to other writers).
+    ///
+    /// The blocks are encoded in parallel by the container's threads, a few
+    /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
+    /// thread, gathered from `data` row by row across them and converted to
+    /// the stored byte order on the way), a shard at a time when sharded; a
+    /// region that is exactly one block is encoded straight from `data`.
+    /// The stored blocks that partially covered blocks need are fetched
+    /// ahead by I/O threads, and on network stores the writes are carried
+    /// out by I/O threads too, up to `io_concurrency` in flight. Every block
+    /// is replaced atomically; after a failure, blocks already written stay.
+    pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        self.container().check_writable()?;
+        let array = self.array();
+        let attrs = array.attributes();
+        self.check_numeric(&attrs)?;
+        check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
-        let grid = Grid::new(&attrs, offset, shape)?;
-        let _prefault = prepare_output(out);
-        let out = Planes::new(out, shape, elem);
-        let full = z.shard_shape();
-        let outer_bytes = z.outer_bytes();
-        let keys: Vec<Option<String>> = (0..grid.total)
-            .map(|i| Some(path::join(self.path(), &z.outer_key(&grid.grid_pos(i)))))
-            .collect();
-        let store = self.container().store();
-        with_fetch(
-            store,
-            &keys,
-            self.io_concurrency(),
-            outer_bytes,
-            None,
-            |fetch| {
-                let result =
-                    self.container()
-                        .pool()
-                        .run(grid.total, Vec::new, |buf: &mut Vec<u8>, i| {
-                            let mut o = grid.overlap(i)?;
-                            o.block_shape = full.clone();
-                            buf.resize(outer_bytes, 0);
-                            match fetch.take(i)? {
-                                Fetched::Bytes(bytes) => {
-                                    let decoded = z.decode_outer(&bytes, buf).map_err(|e| {
-                                        let key = keys[i].as_deref().unwrap_or_default();
-                                        e.context(format!(
-                                            "{} of dataset '{}'",
-                                            store.describe(key),
-                                            crate::path::display(self.path())
-                                        ))
-                                    });
-                                    fetch.recycle(bytes);
-                                    decoded?;
-                                }
-                                Fetched::Missing => z.fill_buffer(buf),
-                                Fetched::Used => return Ok(()),
-                            }
-                            out.copy_in(buf, &o, elem, false, i);
-                            Ok(())
-                        });
-                if result.is_err() {
-                    fetch.cancel();
+        check_buffer(shape, elem, data.len())?;
+        match array.region() {
+            RegionIo::Objects(blocks) => {
+                let grid = Grid::new(&attrs, offset, shape)?;
+                if grid.total == 1 {
+                    let o = grid.overlap(0)?;
+                    if o.extent == o.block_shape {
+                        return array.write_block(&o.grid_pos, &o.block_shape, data);
+                    }
                 }
-                result
-            },
-        )
-    }
-
-    /// [`Dataset::write_region`] of a Zarr array: each chunk of the grid the
-    /// region touches (a whole shard when sharded) is written once, by the
-    /// container's threads in parallel (on a network store, sent by I/O
-    /// threads while the next ones are encoded). A chunk the region covers whole
-    /// (up to the array's end) is encoded from the region alone; one it
-    /// covers in part is read, changed and written back, a shard
-    /// atomically with respect to other writers (see
-    /// [`ZarrArray::merge_shard`]).
-    pub(crate) fn write_region_zarr(
-        &self,
-        z: &ZarrArray,
-        offset: &[u64],
-        shape: &[u64],
-        data: &[u8],
-    ) -> Result<()> {
-        let attrs = z.outer_attributes()?;
-        let elem = attrs.data_type.size();
-        let grid = Grid::new(&attrs, offset, shape)?;
-        let full = z.shard_shape();
-        let outer_bytes = z.outer_bytes();
-        let store = self.container().store();
-        let write_empty = self.container().options().write_empty_blocks;
-        let write = |upload: Option<&Upload>| {
-            self.container().pool().run(
-                grid.total,
-                || (Vec::new(), Vec::new()),
-                |(buf, scratch): &mut (Vec<u8>, Vec<u8>), i| {
-                    let mut o = grid.overlap(i)?;
-                    let whole = o.extent == o.block_shape;
-                    o.block_shape = full.clone();
-                    let pos = o.grid_pos.clone();
-                    let place = |buf: &mut [u8]| {
-                        copy_box(
-                            data,
-                            Placement {
-                                shape,
-                                offset: &o.in_region,
-                            },
-                            buf,
-                            Placement {
-                                shape: &o.block_shape,
-                                offset: &o.in_block,
-                            },
-                            &o.extent,
-                            elem,
-                        )
-                    };
-                    if !whole && z.is_sharded() {
-                        return z.merge_shard(store, self.path(), &pos, &mut |b| place(b));
-                    }
-                    let key = path::join(self.path(), &z.outer_key(&pos));
-                    // This array's reads need not try an index it kept of
-                    // the shard before (its version would tell them).
-                    z.indexes().forget(&key);
-                    let mut out = upload.map_or_else(|| std::mem::take(scratch), Upload::buffer);
-                    out.clear();
-                    let keep = if let (Some(layout), true) =
-                        (z.shard_layout(), whole && o.extent == full)
-                    {
-                        // A whole shard inside the array: each inner chunk
-                        // is gathered from the region and encoded.
-                        let n = full.len();
-                        let inner: Vec<u64> = layout.inner.shape.iter().rev().copied().collect();
-                        let (zero, mut at) = (vec![0u64; n], vec![0u64; n]);
-                        layout
-                            .encode_from(&mut out, |p, chunk| {
-                                for d in 0..n {
-                                    at[d] = o.in_region[d] + p[n - 1 - d] * inner[d];
-                                }
-                                let from = Placement { shape, offset: &at };
-                                let to = Placement {
-                                    shape: &inner,
-                                    offset: &zero,
-                                };
-                                copy_box(data, from, chunk, to, &inner, elem);
-                            })
-                            .map(|stored| stored > 0)
-                    } else {
-                        buf.resize(outer_bytes, 0);
-                        if whole {
-                            // Only the part past the array's end is not the
-                            // region's.
-                            if o.extent != full {
-                                z.fill_buffer(buf);
-                            }
-                        } else {
-                            z.read_outer(store, self.path(), &pos, buf)?;
-                        }
-                        place(buf);
-                        z.encode_for_write(buf, write_empty, &mut out)
-                    }
-                    .map_err(|e| e.context(store.describe(&key)))?;
-                    // Written (or deleted) by an I/O thread, or here.
-                    match (upload, keep) {
-                        (Some(upload), true) => upload.put(key, out),
-                        (Some(upload), false) => upload.delete(key),
-                        (None, true) => {
-                            let put = store.put(&key, &[&out]);
-                            *scratch = out;
-                            put
-                        }
-                        (None, false) => {
-                            *scratch = out;
-                            store.delete(&key).map(|_| ())
-                        }
-                    }
-                },
-            )
-        };
-        // On a network store, the I/O threads send the chunks while the
-        // container's threads encode the next ones.
-        if store.capabilities().remote && grid.total > 1 {
-            with_upload(store, self.io_concurrency(), |upload| write(Some(upload)))
-        } else {
-            write(None)
+                self.write_objects(&*array, blocks, &grid, shape, data)
+            }
+            RegionIo::Shards(shards) => {
+                self.write_region_sharded(&*array, shards, offset, shape, data)
+            }
         }
     }
 
@@ -764,142 +517,5 @@ impl Dataset {
             .options()
             .storage
             .io_concurrency_for(remote)
-    }
-
-    /// Write `data` (native byte order, dimension 0 fastest, exactly
-    /// `prod(shape)` elements) to the region at `offset`. Blocks the region
-    /// covers entirely are replaced; partially covered blocks are read,
-    /// modified and written back.
-    ///
-    /// The blocks are encoded in parallel by the container's threads, a few
-    /// neighbouring blocks at a time (at most 8 and 4 MiB of block data per
-    /// thread, gathered from `data` row by row across them and converted to
-    /// big-endian on the way); a region that is exactly one block is encoded
-    /// straight from `data`. The stored blocks that partially covered
-    /// blocks need are fetched ahead by I/O threads, and on network stores
-    /// the writes are carried out by I/O threads too, up to
-    /// `io_concurrency` in flight. Every block is replaced atomically;
-    /// after a failure, blocks already written stay.
-    pub fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
-        self.container().check_writable()?;
-        let attrs = self.attributes();
-        check_region(&attrs, offset, shape)?;
-        let elem = attrs.data_type.size();
-        check_buffer(shape, elem, data.len())?;
-        if let Some(z) = self.zarr() {
-            return self.write_region_zarr(&z, offset, shape, data);
-        }
-        let grid = Grid::new(&attrs, offset, shape)?;
-        if grid.total == 1 {
-            let o = grid.overlap(0)?;
-            if o.extent == o.block_shape {
-                return self.write_block(&o.grid_pos, &o.block_shape, data);
-            }
-        }
-        let block_bytes = attrs.block_num_elements() * elem;
-        let units = Units::new(&grid, block_bytes);
-        let plane_bytes = shape[..shape.len() - 1].iter().product::<u64>() as usize * elem;
-        // The stored blocks a partial cover reads back; none for the others.
-        let keys: Vec<Option<String>> = (0..grid.total)
-            .map(|i| {
-                let o = grid.overlap(i)?;
-                Ok((o.extent != o.block_shape).then(|| self.block_key(&o.grid_pos)))
-            })
-            .collect::<Result<_>>()?;
-        let store = self.container().store();
-        let io = self.io_concurrency();
-        let remote = store.capabilities().remote;
-        let encode_units = |fetch: &crate::pipeline::Fetch, upload: Option<&Upload>| {
-            let init = || (Vec::<Vec<u8>>::new(), Vec::new());
-            let result = self
-                .container()
-                .pool()
-                .run(units.count, init, |(buffers, file), u| {
-                    let blocks = units.blocks(u);
-                    buffers.resize_with(blocks.len(), Vec::new);
-                    let mut overlaps = Vec::with_capacity(blocks.len());
-                    for (i, buf) in blocks.zip(buffers.iter_mut()) {
-                        let o = grid.overlap(i)?;
-                        let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                        buf.resize(nbytes, 0);
-                        if let Fetched::Bytes(stored) = fetch.take(i)? {
-                            // The stored block, big-endian, around what the
-                            // region replaces.
-                            match self.decode_block_for_region(&o.grid_pos, &stored, buf, true)? {
-                                BlockRead::RawAt(at) => {
-                                    buf.copy_from_slice(&stored[at..at + nbytes])
-                                }
-                                BlockRead::Decoded => crate::block::swap_to_from_be(buf, elem),
-                                BlockRead::Missing | BlockRead::BigEndian => {}
-                            }
-                            fetch.recycle(stored);
-                        } else if o.extent != o.block_shape {
-                            buf.fill(0); // none stored: zeros around the region's part
-                        }
-                        overlaps.push(o);
-                    }
-                    // Gather the region's part of each block, converting it to
-                    // big-endian; a unit of several blocks row by row across
-                    // them, reading the region sequentially.
-                    if let [o] = overlaps.as_slice() {
-                        copy_box_with(
-                            data,
-                            Placement {
-                                shape,
-                                offset: &o.in_region,
-                            },
-                            &mut buffers[0],
-                            Placement {
-                                shape: &o.block_shape,
-                                offset: &o.in_block,
-                            },
-                            &o.extent,
-                            elem,
-                            |d, s| crate::block::copy_to_from_be(d, s, elem),
-                        );
-                    } else {
-                        let refs: Vec<&Overlap> = overlaps.iter().collect();
-                        unit_rows(shape, &refs, elem, |row| {
-                            let s = row.plane * plane_bytes + row.in_plane;
-                            let d = &mut buffers[row.block][row.in_block..row.in_block + row.len];
-                            crate::block::copy_to_from_be(d, &data[s..s + row.len], elem);
-                        });
-                    }
-                    for (o, buf) in overlaps.iter().zip(buffers.iter()) {
-                        match upload {
-                            // Network stores: the write goes to the I/O threads.
-                            Some(upload) => {
-                                let mut out = upload.buffer();
-                                let key = self.block_key(&o.grid_pos);
-                                if self.encode_block_big_endian(
-                                    &o.grid_pos,
-                                    &o.block_shape,
-                                    buf,
-                                    &mut out,
-                                )? {
-                                    upload.put(key, out)?;
-                                } else {
-                                    upload.delete(key)?;
-                                }
-                            }
-                            None => {
-                                self.write_block_big_endian(&o.grid_pos, &o.block_shape, buf, file)?
-                            }
-                        }
-                    }
-                    Ok(())
-                });
-            if result.is_err() {
-                fetch.cancel();
-            }
-            result
-        };
-        with_fetch(store, &keys, io, block_bytes, None, |fetch| {
-            if remote {
-                with_upload(store, io, |upload| encode_units(fetch, Some(upload)))
-            } else {
-                encode_units(fetch, None)
-            }
-        })
     }
 }

@@ -1,15 +1,17 @@
-//! Region reads of sharded Zarr v3 arrays that fetch only what the region
-//! needs. Over a network, a shard whose every inner chunk the region
+//! Region I/O of sharded arrays ([`ShardedBlocks`]). Writes go a shard at
+//! a time: a shard the region covers is encoded from the region alone, one
+//! it covers in part is changed atomically. Reads fetch only what the
+//! region needs. Over a network, a shard whose every inner chunk the region
 //! touches (one it covers whole, or all but the edges of its outer chunks)
 //! is one request for the whole object, made at once, with the index
 //! inside. Of a shard it touches in part (and on a local disk, of every
 //! shard) the index is read with one range request (a suffix when it is at
 //! the end), and as soon as it arrives, the inner chunks the region touches
-//! are requested, neighbours coalesced into one range ([`shard::coalesce`]);
+//! are requested, neighbours coalesced into one range ([`coalesce`]);
 //! over a network, a shard whose index an earlier read of the same open
-//! array kept (`format::zarr3::index_cache`) and which lists every inner
-//! chunk touched has its ranges requested at once, each checked by the
-//! version it comes with.
+//! array kept ([`crate::format::array::IndexCache`]) and which lists every
+//! inner chunk touched has its ranges requested at once, each checked by
+//! the version it comes with.
 //! All of it is one fetch that grows as indexes arrive
 //! ([`with_growing_fetch`]): `io_concurrency` requests in flight within
 //! one budget of bytes, decoded by the container's threads as for any
@@ -22,12 +24,16 @@ use std::sync::{Arc, Mutex};
 use crate::codec::Compression;
 use crate::dataset::Dataset;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::array::ZarrArray;
-use crate::format::zarr3::index_cache::{self, replaced, IndexFrom, Known};
-use crate::format::zarr3::shard::{self, Run, ShardLayout};
-use crate::metadata::DatasetAttributes;
+use crate::format::array::{
+    coalesce, keeps_indexes, replaced, Array, Entry, IndexFrom, Known, Run, ShardedBlocks,
+    COALESCE_GAP, COALESCE_MAX, COALESCE_MAX_REMOTE,
+};
+use crate::format::n5::metadata::DatasetAttributes;
+use crate::geometry::{copy_box, fill_with, Placement};
 use crate::path;
-use crate::pipeline::{with_growing_fetch, Early, EarlyUse, Fetched, Offer, IO_BUDGET};
+use crate::pipeline::{
+    with_growing_fetch, with_upload, Early, EarlyUse, Fetched, Offer, Upload, IO_BUDGET,
+};
 use crate::storage::{ByteRange, Version};
 
 use super::{prepare_output, Grid, Overlap, Planes};
@@ -60,38 +66,35 @@ fn touches_every_chunk(o: &Overlap, chunk: &[u64]) -> bool {
 }
 
 impl Dataset {
-    /// [`Dataset::read_region`] of a sharded Zarr v3 array whose shards
-    /// have `layout` (see the module's description). Entries of an index
-    /// are checked as [`ShardLayout::decode_index`] does, and an inner
-    /// chunk whose range comes back short (beyond the shard's end) is an
-    /// error naming the shard and the inner chunk.
+    /// [`Dataset::read_region`] of a sharded array (see the module's
+    /// description). Entries of an index are checked as
+    /// [`ShardedBlocks::decode_index`] does, and an inner chunk whose range
+    /// comes back short (beyond the shard's end) is an error naming the
+    /// shard and the inner chunk.
     pub(super) fn read_region_sharded(
         &self,
-        z: &ZarrArray,
-        layout: &ShardLayout,
+        array: &dyn Array,
+        sharded: &dyn ShardedBlocks,
         offset: &[u64],
         shape: &[u64],
         out: &mut [u8],
     ) -> Result<()> {
-        let shard_attrs = z.outer_attributes()?;
+        // The grids of the shards and of their inner chunks (nested shards
+        // are decoded whole), N5 order.
+        let attrs = array.attributes();
+        let shard_shape = array.shard_shape();
+        let shard_attrs = grid_of(&attrs, &shard_shape)?;
         let elem = shard_attrs.data_type.size();
         let n = shard_attrs.ndim();
         let shards = Grid::new(&shard_attrs, offset, shape)?;
-        // The grid of the shards' inner chunks (nested shards are decoded
-        // whole), N5 order.
-        let chunk_shape: Vec<u64> = layout.inner.shape.iter().rev().copied().collect();
-        let chunk_attrs = DatasetAttributes::new(
-            shard_attrs.dimensions.clone(),
-            chunk_shape.iter().map(|&c| c as u32).collect(),
-            shard_attrs.data_type,
-            Compression::Raw,
-        )?;
+        let chunk_shape = sharded.chunk_shape();
+        let chunk_attrs = grid_of(&attrs, &chunk_shape)?;
         let chunks = Grid::new(&chunk_attrs, offset, shape)?;
-        let shard_shape = z.shard_shape();
-        let store = self.container().store();
+        let fill = array.fill();
+        let store = sharded.store();
         let io = self.io_concurrency();
         let keys: Vec<String> = (0..shards.total)
-            .map(|i| path::join(self.path(), &z.outer_key(&shards.grid_pos(i))))
+            .map(|i| sharded.shard_key(&shards.grid_pos(i)))
             .collect();
         let what = |s: usize| {
             format!(
@@ -118,7 +121,7 @@ impl Dataset {
                 remote
                     && (covered
                         || (touches_every_chunk(&o, &chunk_shape)
-                            && z.outer_bytes() <= WHOLE_SHARD_MAX)),
+                            && sharded.shard_bytes() <= WHOLE_SHARD_MAX)),
             );
         }
         // The inner chunks the region touches in each shard read in part:
@@ -133,16 +136,16 @@ impl Dataset {
                 .number(&shard_pos)
                 .expect("an inner chunk the region touches lies in a shard it touches");
             if !whole[s] {
-                let at = entry_position(&pos, &chunk_shape, &shard_shape);
-                touched[s].push((c, layout.number(&at)));
+                let within = within_shard(&pos, &chunk_shape, &shard_shape);
+                touched[s].push((c, sharded.entry_number(&within)));
             }
         }
 
         // Over a network, the indexes kept from earlier reads that list
         // every inner chunk the region touches in their shard (one that
         // lists one missing may be older than the chunk, and is read again).
-        let indexes = z.indexes();
-        let keeping = index_cache::applies(store.capabilities());
+        let indexes = sharded.indexes();
+        let keeping = keeps_indexes(store.capabilities());
         let mut kept: Vec<Option<Known>> = vec![None; shards.total];
         if keeping {
             for s in (0..shards.total).filter(|&i| !whole[i]) {
@@ -150,14 +153,14 @@ impl Dataset {
             }
         }
         // The inner chunks `wanted` of one shard as coalesced ranges.
-        let runs = |wanted: Vec<(usize, shard::Entry)>| {
-            shard::coalesce(
+        let runs = |wanted: Vec<(usize, Entry)>| {
+            coalesce(
                 wanted,
-                shard::COALESCE_GAP,
+                COALESCE_GAP,
                 if remote {
-                    shard::COALESCE_MAX_REMOTE
+                    COALESCE_MAX_REMOTE
                 } else {
-                    shard::COALESCE_MAX
+                    COALESCE_MAX
                 },
             )
         };
@@ -174,7 +177,7 @@ impl Dataset {
         let mut first_jobs: Vec<Arc<Job>> = Vec::new();
         for &s in &partial {
             first_keys.push(Some(keys[s].clone()));
-            first_ranges.push(Some(layout.index_request()));
+            first_ranges.push(Some(sharded.index_request()));
             first_jobs.push(Arc::new(Job::Index));
         }
         let mut whole_bytes = 0;
@@ -188,7 +191,7 @@ impl Dataset {
             // in flight (a compressed shard is far smaller than decoded,
             // and what arrives counts as it is). Ranges count as their
             // length.
-            whole_bytes = z.outer_bytes().min(IO_BUDGET / 4);
+            whole_bytes = sharded.shard_bytes().min(IO_BUDGET / 4);
         }
         for (s, known) in kept.iter().enumerate() {
             let Some(known) = known else { continue };
@@ -213,10 +216,10 @@ impl Dataset {
 
         let _prefault = prepare_output(out);
         let out = Planes::new(out, shape, elem);
-        let chunk_bytes = layout.inner.chunk_bytes();
+        let chunk_bytes = sharded.chunk_bytes();
         let parts = ShardParts {
-            z,
-            layout,
+            fill,
+            sharded,
             shards: &shards,
             chunks: &chunks,
             chunk_shape: &chunk_shape,
@@ -266,11 +269,11 @@ impl Dataset {
                         // A shard gone since its index was read (deleted)
                         // reads as the fill value.
                         let Some(bytes) = fetched else {
-                            z.fill_buffer(buf);
+                            fill_with(buf, fill);
                             out.copy_in(buf, &o, elem, false, c);
                             continue;
                         };
-                        let at = entry_position(&o.grid_pos, &chunk_shape, &shard_shape);
+                        let at = c_order(&within_shard(&o.grid_pos, &chunk_shape, &shard_shape));
                         let start = (entry.offset - run.offset) as usize;
                         let end = start + entry.nbytes as usize;
                         let Some(encoded) = bytes.get(start..end) else {
@@ -282,9 +285,8 @@ impl Dataset {
                                 run.offset + bytes.len() as u64
                             )));
                         };
-                        layout
-                            .inner
-                            .decode(encoded, buf)
+                        sharded
+                            .decode_chunk(encoded, buf)
                             .map_err(|e| e.context(format!("{}: inner chunk {at:?}", what(*s))))?;
                         out.copy_in(buf, &o, elem, false, c);
                     }
@@ -297,7 +299,7 @@ impl Dataset {
             let mut o = chunks.overlap(c)?;
             o.block_shape = chunk_shape.clone();
             buf.resize(chunk_bytes, 0);
-            z.fill_buffer(buf);
+            fill_with(buf, fill);
             out.copy_in(buf, &o, elem, false, c);
             Ok(())
         };
@@ -313,7 +315,7 @@ impl Dataset {
             let job = job(offer.index);
             let pieces = match &*job {
                 Job::Index => return Ok(EarlyUse::HandOn),
-                Job::Whole(_) => layout.chunks().div_ceil(PIECE_CHUNKS),
+                Job::Whole(_) => sharded.chunks_per_shard().div_ceil(PIECE_CHUNKS),
                 Job::Run(_, _, from) if replaced(from, offer.version) => 1,
                 Job::Run(_, run, _) => run.chunks.len().div_ceil(PIECE_CHUNKS),
             };
@@ -351,8 +353,8 @@ impl Dataset {
                                 // A suffix read does not tell the shard's
                                 // length; each entry is checked by what its
                                 // range returns.
-                                let index: Arc<[Option<shard::Entry>]> =
-                                    layout.decode_index(&bytes, u64::MAX, &what(s))?.into();
+                                let index: Arc<[Option<Entry>]> =
+                                    sharded.decode_index(&bytes, u64::MAX, &what(s))?.into();
                                 fetch.recycle(bytes);
                                 let version = fetch.version(j);
                                 if keeping {
@@ -426,10 +428,121 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// [`Dataset::write_region`] of a sharded array: each shard the region
+    /// touches is written once, by the container's threads in parallel (on
+    /// a network store, sent by I/O threads while the next ones are
+    /// encoded). A shard the region covers whole is encoded from the region
+    /// alone, inner chunk by inner chunk (up to the array's end, the fill
+    /// value beyond it); one it covers in part is read, changed and written
+    /// back atomically with respect to other writers
+    /// ([`ShardedBlocks::merge_shard`]).
+    pub(super) fn write_region_sharded(
+        &self,
+        array: &dyn Array,
+        sharded: &dyn ShardedBlocks,
+        offset: &[u64],
+        shape: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let full = array.shard_shape();
+        let attrs = grid_of(&array.attributes(), &full)?;
+        let elem = attrs.data_type.size();
+        let grid = Grid::new(&attrs, offset, shape)?;
+        let inner = sharded.chunk_shape();
+        let fill = array.fill();
+        let store = sharded.store();
+        let write = |upload: Option<&Upload>| {
+            self.container().pool().run(
+                grid.total,
+                || (Vec::new(), Vec::new()),
+                |(buf, scratch): &mut (Vec<u8>, Vec<u8>), i| {
+                    let mut o = grid.overlap(i)?;
+                    let whole = o.extent == o.block_shape;
+                    o.block_shape = full.clone();
+                    let pos = o.grid_pos.clone();
+                    let place = |buf: &mut [u8]| {
+                        copy_box(
+                            data,
+                            Placement {
+                                shape,
+                                offset: &o.in_region,
+                            },
+                            buf,
+                            Placement {
+                                shape: &o.block_shape,
+                                offset: &o.in_block,
+                            },
+                            &o.extent,
+                            elem,
+                        )
+                    };
+                    if !whole {
+                        return sharded.merge_shard(&pos, &mut |b| place(b));
+                    }
+                    let key = sharded.shard_key(&pos);
+                    // This array's reads need not try an index it kept of
+                    // the shard before (its version would tell them).
+                    sharded.indexes().forget(&key);
+                    let mut out = upload.map_or_else(|| std::mem::take(scratch), Upload::buffer);
+                    out.clear();
+                    let keep = if o.extent == full {
+                        // A whole shard inside the array: each inner chunk
+                        // is gathered from the region and encoded.
+                        let n = full.len();
+                        let (zero, mut at) = (vec![0u64; n], vec![0u64; n]);
+                        sharded.encode_shard_from(&mut out, &mut |p, chunk| {
+                            for d in 0..n {
+                                at[d] = o.in_region[d] + p[d] * inner[d];
+                            }
+                            let from = Placement { shape, offset: &at };
+                            let to = Placement {
+                                shape: &inner,
+                                offset: &zero,
+                            };
+                            copy_box(data, from, chunk, to, &inner, elem);
+                        })
+                    } else {
+                        // A shard past the array's end: the fill value
+                        // beyond it.
+                        buf.resize(sharded.shard_bytes(), 0);
+                        fill_with(buf, fill);
+                        place(buf);
+                        sharded.encode_shard(buf, &mut out)
+                    }
+                    .map_err(|e| e.context(store.describe(&key)))?;
+                    // Written (or deleted) by an I/O thread, or here.
+                    match (upload, keep) {
+                        (Some(upload), true) => upload.put(key, out),
+                        (Some(upload), false) => upload.delete(key),
+                        (None, true) => {
+                            let put = store.put(&key, &[&out]);
+                            *scratch = out;
+                            put
+                        }
+                        (None, false) => {
+                            *scratch = out;
+                            store.delete(&key).map(|_| ())
+                        }
+                    }
+                },
+            )
+        };
+        // On a network store, the I/O threads send the shards while the
+        // container's threads encode the next ones.
+        if store.capabilities().remote && grid.total > 1 {
+            with_upload(store, self.io_concurrency(), |upload| write(Some(upload)))
+        } else {
+            write(None)
+        }
+    }
+}
+
 /// What the jobs of one sharded read share to copy shards into the region.
 struct ShardParts<'a> {
-    z: &'a ZarrArray,
-    layout: &'a ShardLayout,
+    /// One element of the fill value.
+    fill: &'a [u8],
+    sharded: &'a dyn ShardedBlocks,
     /// The shards the region touches.
     shards: &'a Grid<'a>,
     /// The inner chunks the region touches.
@@ -455,23 +568,25 @@ impl ShardParts<'_> {
         what: &str,
         piece: (usize, usize),
     ) -> Result<()> {
-        let layout = self.layout;
+        let sharded = self.sharded;
         let entries = match shard {
-            Some(bytes) => Some(layout.whole_index(bytes, what)?),
+            Some(bytes) => Some(sharded.whole_index(bytes, what)?),
             None => None,
         };
         let shard_pos = self.shards.grid_pos(s);
         let n = shard_pos.len();
         let chunks = self.chunks;
-        buf.resize(layout.inner.chunk_bytes(), 0);
-        let mine = slice(layout.chunks(), piece);
+        // Inner chunks per shard along each dimension.
+        let per: Vec<u64> = (0..n)
+            .map(|d| self.shards.attrs.block_size[d] as u64 / self.chunk_shape[d])
+            .collect();
+        buf.resize(sharded.chunk_bytes(), 0);
+        let mine = slice(sharded.chunks_per_shard(), piece);
         for (i, entry) in mine.map(|i| (i, entries.as_ref().and_then(|e| e[i]))) {
             // The inner chunk's N5 grid position, and its number among the
             // region's inner chunks.
-            let at = layout.position(i);
-            let grid_pos: Vec<u64> = (0..n)
-                .map(|d| shard_pos[d] * layout.per_shard[n - 1 - d] + at[n - 1 - d])
-                .collect();
+            let at = sharded.entry_position(i);
+            let grid_pos: Vec<u64> = (0..n).map(|d| shard_pos[d] * per[d] + at[d]).collect();
             let Some(c) = chunks.number(&grid_pos) else {
                 continue;
             };
@@ -479,14 +594,13 @@ impl ShardParts<'_> {
             o.block_shape = self.chunk_shape.to_vec();
             match (entry, shard) {
                 (Some(e), Some(bytes)) => {
-                    // decode_index checked the entry against the shard.
+                    // whole_index checked the entry against the shard.
                     let encoded = &bytes[e.offset as usize..(e.offset + e.nbytes) as usize];
-                    layout
-                        .inner
-                        .decode(encoded, buf)
-                        .map_err(|err| err.context(format!("{what}: inner chunk {at:?}")))?;
+                    sharded.decode_chunk(encoded, buf).map_err(|err| {
+                        err.context(format!("{what}: inner chunk {:?}", c_order(&at)))
+                    })?;
                 }
-                _ => self.z.fill_buffer(buf),
+                _ => fill_with(buf, self.fill),
             }
             out.copy_in(buf, &o, self.elem, false, c);
         }
@@ -504,11 +618,38 @@ fn slice(len: usize, (k, n): (usize, usize)) -> std::ops::Range<usize> {
     len * k / n..len * (k + 1) / n
 }
 
-/// The position (C order) in its shard of the inner chunk at the N5 grid
-/// position `pos` of a grid of `chunk` chunks in shards of `shard`.
-fn entry_position(pos: &[u64], chunk: &[u64], shard: &[u64]) -> Vec<u64> {
+/// The position (N5 order, in inner chunks) in its shard of the inner
+/// chunk at the N5 grid position `pos` of a grid of `chunk` chunks in shards
+/// of `shard`.
+fn within_shard(pos: &[u64], chunk: &[u64], shard: &[u64]) -> Vec<u64> {
     (0..pos.len())
-        .rev()
         .map(|d| pos[d] * chunk[d] % shard[d] / chunk[d])
         .collect()
+}
+
+/// `v` in C order (reversed), as messages name inner chunks.
+fn c_order(v: &[u64]) -> Vec<u64> {
+    v.iter().rev().copied().collect()
+}
+
+/// The grid of boxes of `shape` (shards, or their inner chunks) over an
+/// array with `attrs` (N5 order).
+fn grid_of(attrs: &DatasetAttributes, shape: &[u64]) -> Result<DatasetAttributes> {
+    let block_size = shape
+        .iter()
+        .map(|&s| {
+            u32::try_from(s).map_err(|_| {
+                Error::new(
+                    ErrorKind::Unsupported,
+                    format!("a shard of {s} elements along one dimension is more than 2^32-1"),
+                )
+            })
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    DatasetAttributes::new(
+        attrs.dimensions.clone(),
+        block_size,
+        attrs.data_type,
+        Compression::Raw,
+    )
 }

@@ -5,7 +5,7 @@
 
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::metadata::{DatasetAttributes, MAX_BLOCK_BYTES};
+use crate::format::n5::metadata::{DatasetAttributes, MAX_BLOCK_BYTES};
 
 /// How a block's element count is recorded in its header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl BlockHeader {
         match mode {
             0 | 1 => {
                 let ndim = u16_at(2)? as usize;
-                let mut size = Vec::with_capacity(ndim.min(crate::metadata::MAX_RANK));
+                let mut size = Vec::with_capacity(ndim.min(crate::format::n5::metadata::MAX_RANK));
                 for d in 0..ndim {
                     size.push(u32_at(4 + 4 * d)?);
                 }
@@ -238,32 +238,8 @@ pub struct DataBlock {
 /// Convert elements of `elem_size` bytes between big-endian and native order
 /// in place (a no-op on big-endian machines and for single bytes).
 pub fn swap_to_from_be(data: &mut [u8], elem_size: usize) {
-    if cfg!(target_endian = "big") {
-        return;
-    }
-    // Whole-word loads and stores: the compiler turns these loops into
-    // vector byte shuffles (6x faster than swapping bytes one by one for
-    // 16-bit elements).
-    match elem_size {
-        2 => {
-            for c in data.chunks_exact_mut(2) {
-                let v = u16::from_be_bytes([c[0], c[1]]);
-                c.copy_from_slice(&v.to_ne_bytes());
-            }
-        }
-        4 => {
-            for c in data.chunks_exact_mut(4) {
-                let v = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
-                c.copy_from_slice(&v.to_ne_bytes());
-            }
-        }
-        8 => {
-            for c in data.chunks_exact_mut(8) {
-                let v = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-                c.copy_from_slice(&v.to_ne_bytes());
-            }
-        }
-        _ => {}
+    if cfg!(target_endian = "little") {
+        crate::geometry::swap_in_place(data, elem_size);
     }
 }
 
@@ -271,30 +247,10 @@ pub fn swap_to_from_be(data: &mut [u8], elem_size: usize) {
 /// bytes between big-endian and native order on the way: one pass over the
 /// bytes where a copy followed by [`swap_to_from_be`] would take two.
 pub fn copy_to_from_be(dst: &mut [u8], src: &[u8], elem_size: usize) {
-    if cfg!(target_endian = "big") || !matches!(elem_size, 2 | 4 | 8) {
+    if cfg!(target_endian = "big") {
         dst.copy_from_slice(src);
-        return;
-    }
-    assert_eq!(dst.len(), src.len(), "copy_to_from_be: lengths differ");
-    // As in swap_to_from_be, whole-word loads and stores become vector
-    // byte shuffles.
-    match elem_size {
-        2 => {
-            for (d, s) in dst.chunks_exact_mut(2).zip(src.chunks_exact(2)) {
-                d.copy_from_slice(&u16::from_be_bytes([s[0], s[1]]).to_ne_bytes());
-            }
-        }
-        4 => {
-            for (d, s) in dst.chunks_exact_mut(4).zip(src.chunks_exact(4)) {
-                d.copy_from_slice(&u32::from_be_bytes([s[0], s[1], s[2], s[3]]).to_ne_bytes());
-            }
-        }
-        _ => {
-            for (d, s) in dst.chunks_exact_mut(8).zip(src.chunks_exact(8)) {
-                let v = u64::from_be_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
-                d.copy_from_slice(&v.to_ne_bytes());
-            }
-        }
+    } else {
+        crate::geometry::swap_copy(dst, src, elem_size);
     }
 }
 
@@ -337,7 +293,7 @@ fn check_data_len(header: &BlockHeader, data: &[u8], attrs: &DatasetAttributes) 
     let expected = header.num_elements as usize * attrs.data_type.size();
     if data.len() != expected {
         return Err(Error::new(
-            crate::ErrorKind::BufferSize,
+            crate::error::ErrorKind::BufferSize,
             format!(
                 "block data has {} bytes but {} elements of {} need {expected}",
                 data.len(),
@@ -485,7 +441,7 @@ mod tests {
             bytes.extend_from_slice(&u32::MAX.to_be_bytes());
         }
         let e = BlockHeader::parse(&bytes).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Codec, "{e}");
+        assert_eq!(e.kind(), crate::error::ErrorKind::Codec, "{e}");
         assert!(e.message().contains("2^64"), "{e}");
         let a = attrs(&[4, 4, 4], &[2, 2, 2], DataType::U8);
         assert!(decode(&bytes, &a).is_err());
@@ -619,7 +575,7 @@ mod tests {
         ];
         for (bytes, needle) in cases {
             let e = decode(&bytes, &a).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Codec, "{bytes:?}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Codec, "{bytes:?}");
             assert!(e.message().contains(needle), "{bytes:?}: {e}");
         }
     }
@@ -652,7 +608,7 @@ mod tests {
         };
         assert_eq!(
             encode(&header, &[0; 7], &a).unwrap_err().kind(),
-            crate::ErrorKind::BufferSize
+            crate::error::ErrorKind::BufferSize
         );
     }
 }

@@ -51,7 +51,7 @@ impl DatasetAttributes {
     /// what any readable dataset satisfies, each block extent is at most
     /// 2^31-1 (Java's `int`) and the compression's parameters are ones its
     /// compressor accepts. Every problem is
-    /// [`crate::ErrorKind::InvalidArgument`].
+    /// [`crate::error::ErrorKind::InvalidArgument`].
     pub fn new(
         dimensions: Vec<u64>,
         block_size: Vec<u32>,
@@ -110,7 +110,7 @@ impl DatasetAttributes {
             Compression::from_legacy_type(name)?
         } else if map.contains_key("codecs") {
             return Err(Error::new(
-                crate::ErrorKind::Unsupported,
+                crate::error::ErrorKind::Unsupported,
                 "datasets described by 'codecs' (the N5 4.x sharding extension) are not supported",
             ));
         } else {
@@ -206,7 +206,7 @@ impl DatasetAttributes {
         for (d, (&p, g)) in grid_pos.iter().zip(self.grid_shape()).enumerate() {
             if p >= g {
                 return Err(Error::new(
-                    crate::ErrorKind::OutOfBounds,
+                    crate::error::ErrorKind::OutOfBounds,
                     format!(
                         "grid position {grid_pos:?} is outside the block grid {:?} in dimension {d}",
                         self.grid_shape()
@@ -221,7 +221,7 @@ impl DatasetAttributes {
     pub fn check_rank(&self, len: usize, what: &str) -> Result<()> {
         if len != self.ndim() {
             return Err(Error::new(
-                crate::ErrorKind::ShapeMismatch,
+                crate::error::ErrorKind::ShapeMismatch,
                 format!(
                     "{what} has {len} dimensions but the dataset has {}",
                     self.ndim()
@@ -260,7 +260,7 @@ impl DatasetAttributes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
     use serde_json::json;
 
     #[test]
@@ -305,7 +305,7 @@ mod tests {
             let e = DatasetAttributes::from_json(&doc).unwrap_err();
             assert_eq!(
                 e.kind(),
-                crate::ErrorKind::InvalidMetadata,
+                crate::error::ErrorKind::InvalidMetadata,
                 "{key}={value}: {e}"
             );
         }
@@ -315,7 +315,7 @@ mod tests {
         doc["codecs"] = json!([]);
         assert_eq!(
             DatasetAttributes::from_json(&doc).unwrap_err().kind(),
-            crate::ErrorKind::Unsupported
+            crate::error::ErrorKind::Unsupported
         );
     }
 
@@ -335,11 +335,11 @@ mod tests {
         assert_eq!(b.block_shape(&[0, 2]).unwrap(), vec![9, 2]);
         assert_eq!(
             b.block_shape(&[0, 3]).unwrap_err().kind(),
-            crate::ErrorKind::OutOfBounds
+            crate::error::ErrorKind::OutOfBounds
         );
         assert_eq!(
             b.block_shape(&[0]).unwrap_err().kind(),
-            crate::ErrorKind::ShapeMismatch
+            crate::error::ErrorKind::ShapeMismatch
         );
     }
 

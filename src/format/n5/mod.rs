@@ -2,5 +2,6 @@
 //! dataset, its metadata (`metadata`); blocks carry a big-endian header
 //! before their compressed payload (`block`).
 
+pub(crate) mod array;
 pub mod block;
 pub mod metadata;

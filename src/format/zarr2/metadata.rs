@@ -15,7 +15,7 @@ use crate::format::uint_list;
 use crate::format::zarr3::metadata::{fill_value as fill_value_v3, Endian};
 
 /// The largest rank an array may have (as for N5 datasets).
-const MAX_RANK: usize = crate::metadata::MAX_RANK;
+const MAX_RANK: usize = crate::format::n5::metadata::MAX_RANK;
 
 /// The compressor of a Zarr v2 array (numcodecs' `id` and parameters).
 #[derive(Clone, Debug, PartialEq)]
@@ -285,7 +285,7 @@ impl ArrayMetadata {
         let chunk_bytes = chunks
             .iter()
             .try_fold(data_type.size() as u64, |a, &b| a.checked_mul(b))
-            .filter(|&b| b <= crate::metadata::MAX_BLOCK_BYTES);
+            .filter(|&b| b <= crate::format::n5::metadata::MAX_BLOCK_BYTES);
         if chunk_bytes.is_none() {
             return Err(Error::invalid_metadata(format!(
                 "a chunk of {chunks:?} {} holds more than 2 GiB",

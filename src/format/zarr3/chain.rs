@@ -358,21 +358,7 @@ pub(crate) fn native() -> Endian {
     }
 }
 
-/// Reverses the bytes of every `elem`-byte element of `data`.
-pub(crate) fn swap_in_place(data: &mut [u8], elem: usize) {
-    match elem {
-        2 => data.chunks_exact_mut(2).for_each(|c| c.swap(0, 1)),
-        4 => data.chunks_exact_mut(4).for_each(|c| {
-            let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]).swap_bytes();
-            c.copy_from_slice(&v.to_ne_bytes());
-        }),
-        8 => data.chunks_exact_mut(8).for_each(|c| {
-            let v = u64::from_ne_bytes(c.try_into().expect("8 bytes")).swap_bytes();
-            c.copy_from_slice(&v.to_ne_bytes());
-        }),
-        _ => {}
-    }
-}
+pub(crate) use crate::geometry::swap_in_place;
 
 /// The shared codec that does the work of a bytes -> bytes codec.
 fn byte_codec(spec: &CodecSpec) -> Result<Compression> {

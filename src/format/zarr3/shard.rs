@@ -422,21 +422,7 @@ fn place(
     }
 }
 
-/// Fills `buf` with copies of the element `fill`.
-pub(crate) fn fill_with(buf: &mut [u8], fill: &[u8]) {
-    if fill.iter().all(|&b| b == 0) {
-        buf.fill(0);
-    } else {
-        for c in buf.chunks_exact_mut(fill.len()) {
-            c.copy_from_slice(fill);
-        }
-    }
-}
-
-/// Whether every element of `buf` is `fill`, bit for bit.
-pub(crate) fn is_fill(buf: &[u8], fill: &[u8]) -> bool {
-    buf.chunks_exact(fill.len()).all(|c| c == fill)
-}
+pub(crate) use crate::geometry::{fill_with, is_fill};
 
 #[cfg(test)]
 mod tests {

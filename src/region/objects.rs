@@ -1,0 +1,319 @@
+//! Region I/O of arrays whose every block is an object of its own
+//! ([`ObjectBlocks`]: N5 blocks, unsharded Zarr chunks): the objects a
+//! region touches are fetched by key ahead of the threads that decode them
+//! and copy them into the region, and for writes, the stored blocks that a
+//! region covers in part are fetched ahead, changed and encoded by the
+//! container's threads, and sent by I/O threads on network stores.
+
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::format::array::{Array, ObjectBlocks, Order};
+use crate::geometry::{copy_box_with, fill_with, swap_copy, swap_in_place, Placement};
+use crate::pipeline::{with_fetch, with_upload, Early, EarlyUse, Fetched, Offer, Upload};
+
+use super::{prepare_output, unit_rows, Grid, Overlap, Part, Planes, Units};
+
+/// Where a block's elements are once its object is at hand.
+enum Read {
+    /// Not stored: the buffer holds the fill value.
+    Missing,
+    /// Decoded into the buffer, in this order.
+    Decoded(Order),
+    /// Stored raw and whole: the elements start at this offset of the
+    /// object's bytes, in this order; the buffer is untouched.
+    Stored(usize, Order),
+}
+
+impl Dataset {
+    /// [`Dataset::read_region`] of an array whose blocks are objects: see
+    /// the module's description. `grid` holds the blocks the region
+    /// touches.
+    pub(super) fn read_objects(
+        &self,
+        array: &dyn Array,
+        blocks: &dyn ObjectBlocks,
+        grid: &Grid,
+        shape: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let attrs = array.attributes();
+        let elem = attrs.data_type.size();
+        let fill = array.fill();
+        let _prefault = prepare_output(out);
+        let out = Planes::new(out, shape, elem);
+        // An overlap whose block shape is the block's buffer (the whole
+        // chunk where a format stores edge chunks whole).
+        let overlap = |i: usize| -> Result<Overlap> {
+            let mut o = grid.overlap(i)?;
+            o.block_shape = blocks.buffer_shape(&o.grid_pos, &o.block_shape);
+            Ok(o)
+        };
+        let block_bytes = attrs.block_num_elements() * elem;
+        let units = Units::new(grid, block_bytes);
+        let keys: Vec<Option<String>> = (0..grid.total)
+            .map(|i| Some(blocks.key(&grid.grid_pos(i))))
+            .collect();
+        let store = blocks.store();
+        let io = self.io_concurrency();
+        // On a network store every block is put into the region by the I/O
+        // thread that received it, while its bytes are still in that core's
+        // cache and while that thread would only wait for the network: a
+        // raw block stored whole is copied at once, any other is decoded
+        // first, at most `threads` at a time (see `Early`: a block that
+        // finds every decoding buffer in use waits for the thread that
+        // holds one, and its own I/O thread fetches on). Handing blocks to
+        // the decoding threads instead costs a wake-up and a switch per
+        // block, which on a busy machine cost more than a fifth of the CPU
+        // time of a compressed read. (From a local disk, whose I/O threads
+        // are seldom idle, the decoding threads copy several neighbouring
+        // blocks row by row, which is faster there.)
+        let use_early = |offer: Offer, buf: Option<&mut Vec<u8>>| -> Result<EarlyUse> {
+            let (i, bytes) = (offer.index, offer.bytes);
+            let Some(buf) = buf else {
+                // Without a buffer only a block stored raw and whole is
+                // used (copied as it came); any other asks for one.
+                let pos = grid.grid_pos(i);
+                let Some((at, order)) = blocks.stored_elements(&pos, bytes)? else {
+                    return Ok(EarlyUse::NeedsBuffer);
+                };
+                let o = overlap(i)?;
+                let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                out.copy_in(
+                    &bytes[at..at + nbytes],
+                    &o,
+                    elem,
+                    order == Order::Swapped,
+                    i,
+                );
+                return Ok(EarlyUse::Used);
+            };
+            let o = overlap(i)?;
+            let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+            if let Some((at, order)) = blocks.stored_elements(&o.grid_pos, bytes)? {
+                out.copy_in(
+                    &bytes[at..at + nbytes],
+                    &o,
+                    elem,
+                    order == Order::Swapped,
+                    i,
+                );
+                return Ok(EarlyUse::Used);
+            }
+            buf.resize(nbytes, 0);
+            let order = blocks.decode(&o.grid_pos, bytes, buf)?;
+            out.copy_in(&buf[..nbytes], &o, elem, order == Order::Swapped, i);
+            Ok(EarlyUse::Used)
+        };
+        let remote = store.capabilities().remote;
+        let early = remote.then_some(Early {
+            work: &use_early,
+            buffers: self.container().options().threads,
+        });
+        with_fetch(store, &keys, io, block_bytes, early, |fetch| {
+            let init = Vec::<(Vec<u8>, Fetched)>::new;
+            let result = self
+                .container()
+                .pool()
+                .run(units.count, init, |buffers, u| {
+                    let unit = units.blocks(u);
+                    buffers.resize_with(unit.len(), || (Vec::new(), Fetched::Missing));
+                    // Each block is decoded into its own buffer; blocks are
+                    // converted to native order as they are copied into the
+                    // region, raw blocks stored whole straight from their
+                    // bytes (most of them already on the I/O threads).
+                    let mut found = Vec::with_capacity(unit.len());
+                    for (i, (buf, file)) in unit.clone().zip(buffers.iter_mut()) {
+                        let o = overlap(i)?;
+                        let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                        if let Fetched::Bytes(old) = std::mem::replace(file, Fetched::Missing) {
+                            fetch.recycle(old);
+                        }
+                        *file = fetch.take(i)?;
+                        // Only blocks that are decoded take (and first touch)
+                        // a decode buffer.
+                        let read = match file {
+                            Fetched::Used => continue,
+                            Fetched::Bytes(bytes) => {
+                                match blocks.stored_elements(&o.grid_pos, bytes)? {
+                                    Some((at, order)) => Read::Stored(at, order),
+                                    None => {
+                                        buf.resize(nbytes, 0);
+                                        Read::Decoded(blocks.decode(&o.grid_pos, bytes, buf)?)
+                                    }
+                                }
+                            }
+                            Fetched::Missing => {
+                                buf.clear();
+                                buf.resize(nbytes, 0);
+                                fill_with(buf, fill);
+                                Read::Missing
+                            }
+                        };
+                        found.push((o, read, nbytes, i - unit.start));
+                    }
+                    let parts: Vec<Part> = found
+                        .iter()
+                        .map(|(o, read, nbytes, k)| {
+                            let (buf, file) = &buffers[*k];
+                            match (read, file) {
+                                (Read::Stored(at, order), Fetched::Bytes(file)) => {
+                                    (&file[*at..at + nbytes], o, *order == Order::Swapped)
+                                }
+                                (Read::Decoded(Order::Swapped), _) => (&buf[..], o, true),
+                                _ => (&buf[..], o, false),
+                            }
+                        })
+                        .collect();
+                    match parts.as_slice() {
+                        [] => {}
+                        [(src, o, swap)] => out.copy_in(src, o, elem, *swap, u),
+                        _ => out.copy_run_in(&parts, elem),
+                    }
+                    Ok(())
+                });
+            if result.is_err() {
+                fetch.cancel();
+            }
+            result
+        })
+    }
+
+    /// [`Dataset::write_region`] of an array whose blocks are objects (see
+    /// the module's description); `grid` holds the blocks the region
+    /// touches.
+    pub(super) fn write_objects(
+        &self,
+        array: &dyn Array,
+        blocks: &dyn ObjectBlocks,
+        grid: &Grid,
+        shape: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let attrs = array.attributes();
+        let elem = attrs.data_type.size();
+        let order = blocks.write_order();
+        let swap = order == Order::Swapped;
+        // The fill value in the order blocks are encoded in.
+        let mut fill = array.fill().to_vec();
+        if swap {
+            swap_in_place(&mut fill, elem);
+        }
+        let block_bytes = attrs.block_num_elements() * elem;
+        let units = Units::new(grid, block_bytes);
+        let plane_bytes = shape[..shape.len() - 1].iter().product::<u64>() as usize * elem;
+        // The stored blocks a partial cover reads back; none for the others.
+        let keys: Vec<Option<String>> = (0..grid.total)
+            .map(|i| {
+                let o = grid.overlap(i)?;
+                Ok((o.extent != o.block_shape).then(|| blocks.key(&o.grid_pos)))
+            })
+            .collect::<Result<_>>()?;
+        let store = blocks.store();
+        let io = self.io_concurrency();
+        let remote = store.capabilities().remote;
+        let encode_units = |fetch: &crate::pipeline::Fetch, upload: Option<&Upload>| {
+            let init = || (Vec::<Vec<u8>>::new(), Vec::new());
+            let result = self
+                .container()
+                .pool()
+                .run(units.count, init, |(buffers, scratch), u| {
+                    let unit = units.blocks(u);
+                    buffers.resize_with(unit.len(), Vec::new);
+                    let mut overlaps = Vec::with_capacity(unit.len());
+                    for (i, buf) in unit.zip(buffers.iter_mut()) {
+                        let mut o = grid.overlap(i)?;
+                        let covered = o.extent == o.block_shape;
+                        let whole_buffer = {
+                            let full = blocks.buffer_shape(&o.grid_pos, &o.block_shape);
+                            let same = full == o.block_shape;
+                            o.block_shape = full;
+                            same
+                        };
+                        let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
+                        buf.resize(nbytes, 0);
+                        if let Fetched::Bytes(stored) = fetch.take(i)? {
+                            // The stored block, in the encoding order,
+                            // around what the region replaces.
+                            let read = match blocks.stored_elements(&o.grid_pos, &stored)? {
+                                Some((at, from)) => {
+                                    buf.copy_from_slice(&stored[at..at + nbytes]);
+                                    from
+                                }
+                                None => blocks.decode(&o.grid_pos, &stored, buf)?,
+                            };
+                            if read != order {
+                                swap_in_place(buf, elem);
+                            }
+                            fetch.recycle(stored);
+                        } else if !covered || !whole_buffer {
+                            // None stored (or a whole chunk past the array's
+                            // end): the fill value around the region's part.
+                            fill_with(buf, &fill);
+                        }
+                        overlaps.push(o);
+                    }
+                    // Gather the region's part of each block, converting it
+                    // to the encoding order; a unit of several blocks row by
+                    // row across them, reading the region sequentially.
+                    let copy_row = |d: &mut [u8], s: &[u8]| {
+                        if swap {
+                            swap_copy(d, s, elem);
+                        } else {
+                            d.copy_from_slice(s);
+                        }
+                    };
+                    if let [o] = overlaps.as_slice() {
+                        copy_box_with(
+                            data,
+                            Placement {
+                                shape,
+                                offset: &o.in_region,
+                            },
+                            &mut buffers[0],
+                            Placement {
+                                shape: &o.block_shape,
+                                offset: &o.in_block,
+                            },
+                            &o.extent,
+                            elem,
+                            copy_row,
+                        );
+                    } else {
+                        let refs: Vec<&Overlap> = overlaps.iter().collect();
+                        unit_rows(shape, &refs, elem, |row| {
+                            let s = row.plane * plane_bytes + row.in_plane;
+                            let d = &mut buffers[row.block][row.in_block..row.in_block + row.len];
+                            copy_row(d, &data[s..s + row.len]);
+                        });
+                    }
+                    for (o, buf) in overlaps.iter().zip(buffers.iter()) {
+                        match upload {
+                            // Network stores: the write goes to the I/O threads.
+                            Some(upload) => {
+                                let mut out = upload.buffer();
+                                let key = blocks.key(&o.grid_pos);
+                                if blocks.encode(&o.grid_pos, &o.block_shape, buf, &mut out)? {
+                                    upload.put(key, out)?;
+                                } else {
+                                    upload.delete(key)?;
+                                }
+                            }
+                            None => blocks.put(&o.grid_pos, &o.block_shape, buf, scratch)?,
+                        }
+                    }
+                    Ok(())
+                });
+            if result.is_err() {
+                fetch.cancel();
+            }
+            result
+        };
+        with_fetch(store, &keys, io, block_bytes, None, |fetch| {
+            if remote {
+                with_upload(store, io, |upload| encode_units(fetch, Some(upload)))
+            } else {
+                encode_units(fetch, None)
+            }
+        })
+    }
+}
