@@ -9,7 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version};
+use super::store::{
+    ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version,
+};
 use crate::error::Result;
 use crate::lru::Lru;
 

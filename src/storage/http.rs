@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
 use super::options::RetryOptions;
-use super::ByteRange;
+use super::store::{backoff, ByteRange};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The largest response body read into memory (1 GiB): a longer or endless
@@ -207,7 +207,7 @@ impl Client {
             let pause = failure
                 .retry_after
                 .unwrap_or_else(|| {
-                    super::backoff(
+                    backoff(
                         attempt - 1,
                         Duration::from_millis(100),
                         Duration::from_secs(5),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use super::Listing;
+use super::store::Listing;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The most entries one listing collects (10 million).

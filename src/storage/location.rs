@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use super::http::{percent_decode, redact_url};
 use super::options::StorageOptions;
-use super::{fs, gcs, s3, web, Store};
+use super::store::Store;
+use super::{fs, gcs, s3, web};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A format named in front of a location.

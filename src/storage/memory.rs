@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
-use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
 use crate::error::Result;
 
 #[derive(Debug, Default)]

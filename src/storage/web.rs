@@ -25,7 +25,7 @@ use super::http::{
 };
 use super::location::WebLocation;
 use super::options::{Secret, StorageOptions};
-use super::{read_only, ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{ByteRange, Capabilities, Listing, Precondition, Store, UpdateFn, Version};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How many redirects one request follows.
@@ -303,6 +303,18 @@ fn malformed(what: &str, why: &str) -> Error {
     )
 }
 
+/// An [`ErrorKind::ReadOnly`] error for a write to `store`, which cannot be
+/// written (plain HTTP).
+fn read_only(store: &dyn Store, key: &str) -> Error {
+    Error::new(
+        ErrorKind::ReadOnly,
+        format!(
+            "{}: plain HTTP(S) locations are read-only (open S3 or GCS data through s3:// or gs://)",
+            store.describe(key)
+        ),
+    )
+}
+
 impl Store for WebStore {
     fn location(&self) -> &str {
         &self.display
@@ -455,7 +467,7 @@ impl Store for WebStore {
         Err(read_only(self, dir))
     }
 
-    fn update(&self, key: &str, _f: &mut super::UpdateFn<'_>) -> Result<()> {
+    fn update(&self, key: &str, _f: &mut UpdateFn<'_>) -> Result<()> {
         Err(read_only(self, key))
     }
 }

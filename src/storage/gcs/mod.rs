@@ -34,7 +34,7 @@ use super::http::{
 use super::listing;
 use super::location::GcsLocation;
 use super::options::{GcsOptions, StorageOptions};
-use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
 use crate::error::{Error, ErrorKind, Result};
 use crate::path::join;
 
@@ -298,8 +298,8 @@ impl GcsStore {
         for _ in 0..8 {
             boundary = format!(
                 "libn5-{:016x}{:016x}",
-                (super::random_fraction() * 2f64.powi(53)) as u64,
-                (super::random_fraction() * 2f64.powi(53)) as u64
+                (super::store::random_fraction() * 2f64.powi(53)) as u64,
+                (super::store::random_fraction() * 2f64.powi(53)) as u64
             );
             if !contains(body, boundary.as_bytes()) {
                 break;

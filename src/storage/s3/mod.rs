@@ -59,7 +59,7 @@ use super::http::{
 use super::listing;
 use super::location::S3Location;
 use super::options::{StorageOptions, UploadChecksum};
-use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
 use crate::error::{Error, ErrorKind, Result};
 use crate::path::join;
 
