@@ -15,10 +15,12 @@
 //! * [`cache`]: an in-memory block cache in front of any of them.
 //!
 //! [`listing`] gives the object stores directories over their flat
-//! namespaces; [`location`] turns a location string (`/data/vol.n5`, `s3://bucket/vol.n5`,
-//! `gs://...`, `https://...`) into a store; [`options`] holds the storage
-//! options of `options_json` and their credentials; [`http`] is the HTTP
-//! client the network backends share (retries, timeouts, bounded bodies).
+//! namespaces; [`location`] parses a location string (`/data/vol.n5`,
+//! `s3://bucket/vol.n5`, `gs://...`, `https://...`) into a description of
+//! where the container is, and [`open()`] opens the store it names;
+//! [`options`] holds the storage options of `options_json` and their
+//! credentials; [`http`] is the HTTP client the network backends share
+//! (retries, timeouts, bounded bodies).
 //!
 //! This file only declares the modules and names their public items here;
 //! the backends import [`store`], never this file.
@@ -30,6 +32,7 @@ pub mod http;
 pub mod listing;
 pub mod location;
 pub mod memory;
+mod open;
 pub mod options;
 pub mod s3;
 pub mod store;
@@ -38,6 +41,7 @@ pub mod web;
 pub use fs::{FsStore, TEMP_PREFIX};
 pub use location::Location;
 pub use memory::MemoryStore;
+pub use open::open;
 pub use options::StorageOptions;
 pub use store::{
     backoff, ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version,
