@@ -744,6 +744,74 @@ mod tests {
     }
 
     #[test]
+    fn range_answers_are_checked() {
+        let response = |status: u16, headers: &[(&str, &str)], body: &str| Response {
+            status,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: body.as_bytes().to_vec(),
+        };
+        let answer = |range: &str, body: &str| response(206, &[("content-range", range)], body);
+        let span = ByteRange::Span { offset: 2, len: 3 };
+        assert!(check_range(span, &answer("bytes 2-4/10", "abc")).is_ok());
+        assert!(check_range(span, &answer("bytes 2-3/4", "ab")).is_ok());
+        assert!(check_range(span, &answer("bytes 0-2/10", "abc")).is_err());
+        assert!(check_range(span, &answer("bytes 2-4/10", "ab")).is_err());
+        assert!(check_range(ByteRange::Suffix(4), &answer("bytes 6-9/10", "abcd")).is_ok());
+        assert!(check_range(ByteRange::Suffix(40), &answer("bytes 0-9/10", "abcdefghij")).is_ok());
+        assert!(check_range(ByteRange::Suffix(4), &answer("bytes 0-3/10", "abcd")).is_err());
+        assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/10", "ab")).is_ok());
+        assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/*", "ab")).is_ok());
+        assert!(check_range(span, &answer("garbage", "abc")).is_err());
+        assert!(check_range(span, &response(200, &[], "whole")).is_ok());
+    }
+
+    #[test]
+    fn range_answers_must_be_the_range_asked_for() {
+        let answer = |range: &str, len: usize| Response {
+            status: 206,
+            headers: vec![("content-range".into(), range.into())],
+            body: vec![0; len],
+        };
+        let span = ByteRange::Span { offset: 10, len: 5 };
+        assert!(check_range(span, &answer("bytes 10-14/100", 5)).is_ok());
+        assert!(
+            check_range(span, &answer("bytes 10-11/12", 2)).is_ok(),
+            "clipped at the end"
+        );
+        assert!(
+            check_range(span, &answer("bytes 10-11/100", 2)).is_err(),
+            "short"
+        );
+        assert!(
+            check_range(span, &answer("bytes 0-4/100", 5)).is_err(),
+            "elsewhere"
+        );
+        assert!(
+            check_range(span, &answer("bytes 10-14/100", 4)).is_err(),
+            "body and header differ"
+        );
+        assert!(check_range(span, &answer("garbage", 5)).is_err());
+        assert!(check_range(ByteRange::From(90), &answer("bytes 90-99/100", 10)).is_ok());
+        assert!(check_range(ByteRange::From(90), &answer("bytes 90-98/100", 9)).is_err());
+        assert!(check_range(ByteRange::Suffix(3), &answer("bytes 97-99/100", 3)).is_ok());
+        assert!(check_range(ByteRange::Suffix(300), &answer("bytes 0-99/100", 100)).is_ok());
+        assert!(check_range(ByteRange::Suffix(3), &answer("bytes 96-98/100", 3)).is_err());
+        assert!(check_range(ByteRange::Suffix(3), &answer("bytes 97-99/*", 3)).is_err());
+        let whole = Response {
+            status: 200,
+            headers: Vec::new(),
+            body: vec![1; 3],
+        };
+        assert!(
+            check_range(span, &whole).is_ok(),
+            "a 200 is cut by the caller"
+        );
+    }
+
+    #[test]
     fn content_ranges() {
         assert_eq!(
             parse_content_range("bytes 0-9/100"),

@@ -9,13 +9,13 @@
 //! * [`fs`]: the local file system (temporary file and rename, `flock`,
 //!   stale temporaries, the symlink policy, read-ahead hints);
 //! * [`memory`]: a map in memory, for tests and scratch containers;
-//! * [`s3`]: S3 and S3-compatible stores;
-//! * [`gcs`]: Google Cloud Storage (JSON API);
+//! * [`bucket`]: the object stores with buckets, over the wire protocol
+//!   of [`s3`] (S3 and S3-compatible stores) or [`gcs`] (Google Cloud
+//!   Storage, JSON API);
 //! * [`web`]: read-only plain HTTP(S);
 //! * [`cache`]: an in-memory block cache in front of any of them.
 //!
-//! [`listing`] gives the object stores directories over their flat
-//! namespaces; [`location`] parses a location string (`/data/vol.n5`,
+//! [`location`] parses a location string (`/data/vol.n5`,
 //! `s3://bucket/vol.n5`, `gs://...`, `https://...`) into a description of
 //! where the container is, and [`open()`] opens the store it names;
 //! [`options`] holds the storage options of `options_json` and their
@@ -25,11 +25,11 @@
 //! This file only declares the modules and names their public items here;
 //! the backends import [`store`], never this file.
 
+pub mod bucket;
 pub mod cache;
 pub mod fs;
 pub mod gcs;
 pub mod http;
-pub mod listing;
 pub mod location;
 pub mod memory;
 mod open;

@@ -1,5 +1,5 @@
 //! Unit tests of the S3 backend that need no server: addressing, regions,
-//! signatures, status mapping, range checks. The real-server tests are in
+//! signatures, status mapping, listing queries. The real-server tests are in
 //! tests/s3_backend.rs.
 
 use std::collections::HashMap;
@@ -8,6 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::*;
 use crate::storage::location::{Backend, Location};
 use crate::storage::options::{S3Options, Secret};
+use crate::storage::store::Store;
 
 fn location(text: &str) -> S3Location {
     match Location::parse(text).unwrap().backend {
@@ -35,7 +36,7 @@ fn store(text: &str, s3: S3Options, vars: &[(&str, &str)]) -> S3Store {
 }
 
 fn object_url(s: &S3Store, key: &str) -> String {
-    s.url(&s.region(), &s.name(key), "")
+    s.protocol().url(&s.protocol().region(), &s.name(key), "")
 }
 
 fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response {
@@ -57,13 +58,13 @@ fn error_body(code: &str) -> String {
 fn aws_addressing() {
     let none = S3Options::default;
     let s = store("s3://bucket/x.n5", none(), &[]);
-    assert_eq!(s.region(), "us-east-1");
+    assert_eq!(s.protocol().region(), "us-east-1");
     assert_eq!(
         object_url(&s, "a b/attributes.json"),
         "https://bucket.s3.us-east-1.amazonaws.com/x.n5/a%20b/attributes.json"
     );
     assert_eq!(
-        s.url("eu-west-1", "", "list-type=2"),
+        s.protocol().url("eu-west-1", "", "list-type=2"),
         "https://bucket.s3.eu-west-1.amazonaws.com/?list-type=2"
     );
     assert_eq!(s.describe("a/b"), "s3://bucket/x.n5/a/b");
@@ -112,7 +113,7 @@ fn aws_addressing() {
         "https://s3.us-east-1.amazonaws.com/bucket/k"
     );
     assert_eq!(
-        s.url("us-east-1", "", "q=1"),
+        s.protocol().url("us-east-1", "", "q=1"),
         "https://s3.us-east-1.amazonaws.com/bucket?q=1"
     );
     assert_eq!(s.describe(""), "s3://bucket/");
@@ -127,7 +128,7 @@ fn explicit_endpoints() {
     let s = store("s3://b/x.n5", with_endpoint("http://127.0.0.1:8333/"), &[]);
     assert_eq!(object_url(&s, "k"), "http://127.0.0.1:8333/b/x.n5/k");
     assert_eq!(
-        s.url("us-east-1", "", "list-type=2"),
+        s.protocol().url("us-east-1", "", "list-type=2"),
         "http://127.0.0.1:8333/b?list-type=2"
     );
 
@@ -146,7 +147,10 @@ fn explicit_endpoints() {
         &[],
     );
     assert_eq!(object_url(&s, "k"), "https://b.minio.example.org/x.n5/k");
-    assert_eq!(s.url("r", "", "q"), "https://b.minio.example.org/?q");
+    assert_eq!(
+        s.protocol().url("r", "", "q"),
+        "https://b.minio.example.org/?q"
+    );
 
     // The environment's endpoints, AWS_ENDPOINT_URL_S3 first.
     let s = store(
@@ -196,7 +200,8 @@ fn explicit_endpoints() {
 
 #[test]
 fn region_defaults_in_order() {
-    let region = |s3: S3Options, loc: &str, vars: &[(&str, &str)]| store(loc, s3, vars).region();
+    let region =
+        |s3: S3Options, loc: &str, vars: &[(&str, &str)]| store(loc, s3, vars).protocol().region();
     let opt = S3Options {
         region: Some("ca-central-1".into()),
         ..S3Options::default()
@@ -326,7 +331,7 @@ fn status_mapping() {
             .missing(Method::Get, "k", &response(500, &[], ""))
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Io);
-        let e = s.failure(
+        let e = s.protocol().failure(
             Method::Get,
             "s3://b/root/",
             &response(301, &[], &error_body("PermanentRedirect")),
@@ -344,7 +349,9 @@ fn status_mapping() {
     assert!(e.message().contains("SignatureDoesNotMatch"), "{e}");
     assert!(e.message().contains("options s3.access_key_id"), "{e}");
     assert!(!e.message().contains("TOPSECRET"), "{e}");
-    let e = signed.failure(Method::Put, "s3://b/root/k", &response(401, &[], ""));
+    let e = signed
+        .protocol()
+        .failure(Method::Put, "s3://b/root/k", &response(401, &[], ""));
     assert_eq!(e.kind(), ErrorKind::AccessDenied);
     assert!(!format!("{signed:?}").contains("TOPSECRET"));
 }
@@ -466,26 +473,9 @@ fn signatures_match_the_aws_examples() {
 }
 
 #[test]
-fn range_answers_are_checked() {
-    let answer = |range: &str, body: &str| response(206, &[("content-range", range)], body);
-    let span = ByteRange::Span { offset: 2, len: 3 };
-    assert!(check_range(span, &answer("bytes 2-4/10", "abc")).is_ok());
-    assert!(check_range(span, &answer("bytes 2-3/4", "ab")).is_ok());
-    assert!(check_range(span, &answer("bytes 0-2/10", "abc")).is_err());
-    assert!(check_range(span, &answer("bytes 2-4/10", "ab")).is_err());
-    assert!(check_range(ByteRange::Suffix(4), &answer("bytes 6-9/10", "abcd")).is_ok());
-    assert!(check_range(ByteRange::Suffix(40), &answer("bytes 0-9/10", "abcdefghij")).is_ok());
-    assert!(check_range(ByteRange::Suffix(4), &answer("bytes 0-3/10", "abcd")).is_err());
-    assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/10", "ab")).is_ok());
-    assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/*", "ab")).is_ok());
-    assert!(check_range(span, &answer("garbage", "abc")).is_err());
-    assert!(check_range(span, &response(200, &[], "whole")).is_ok());
-}
-
-#[test]
 fn listing_queries() {
     assert_eq!(
-        S3Store::list_query("x y/+", true, 1000, Some("a+b/=")),
+        S3Protocol::list_query("x y/+", true, 1000, Some("a+b/=")),
         "list-type=2&prefix=x%20y%2F%2B&encoding-type=url&max-keys=1000&delimiter=%2F&continuation-token=a%2Bb%2F%3D"
     );
 }
