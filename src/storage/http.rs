@@ -97,6 +97,22 @@ impl Response {
     }
 }
 
+#[cfg(test)]
+impl Response {
+    /// An answer with `status`, `headers` (names in lower case) and
+    /// `body`, as a server might give it.
+    pub(crate) fn of(status: u16, headers: &[(&str, &str)], body: impl AsRef<[u8]>) -> Response {
+        Response {
+            status,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: body.as_ref().to_vec(),
+        }
+    }
+}
+
 /// What a validator thinks of a response ([`Client::send`]).
 pub type Validator<'v> = &'v dyn Fn(&Response) -> std::result::Result<(), String>;
 
@@ -745,15 +761,7 @@ mod tests {
 
     #[test]
     fn range_answers_are_checked() {
-        let response = |status: u16, headers: &[(&str, &str)], body: &str| Response {
-            status,
-            headers: headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
-            body: body.as_bytes().to_vec(),
-        };
-        let answer = |range: &str, body: &str| response(206, &[("content-range", range)], body);
+        let answer = |range: &str, body: &str| Response::of(206, &[("content-range", range)], body);
         let span = ByteRange::Span { offset: 2, len: 3 };
         assert!(check_range(span, &answer("bytes 2-4/10", "abc")).is_ok());
         assert!(check_range(span, &answer("bytes 2-3/4", "ab")).is_ok());
@@ -765,16 +773,13 @@ mod tests {
         assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/10", "ab")).is_ok());
         assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/*", "ab")).is_ok());
         assert!(check_range(span, &answer("garbage", "abc")).is_err());
-        assert!(check_range(span, &response(200, &[], "whole")).is_ok());
+        assert!(check_range(span, &Response::of(200, &[], "whole")).is_ok());
     }
 
     #[test]
     fn range_answers_must_be_the_range_asked_for() {
-        let answer = |range: &str, len: usize| Response {
-            status: 206,
-            headers: vec![("content-range".into(), range.into())],
-            body: vec![0; len],
-        };
+        let answer =
+            |range: &str, len: usize| Response::of(206, &[("content-range", range)], vec![0; len]);
         let span = ByteRange::Span { offset: 10, len: 5 };
         assert!(check_range(span, &answer("bytes 10-14/100", 5)).is_ok());
         assert!(
@@ -800,11 +805,7 @@ mod tests {
         assert!(check_range(ByteRange::Suffix(300), &answer("bytes 0-99/100", 100)).is_ok());
         assert!(check_range(ByteRange::Suffix(3), &answer("bytes 96-98/100", 3)).is_err());
         assert!(check_range(ByteRange::Suffix(3), &answer("bytes 97-99/*", 3)).is_err());
-        let whole = Response {
-            status: 200,
-            headers: Vec::new(),
-            body: vec![1; 3],
-        };
+        let whole = Response::of(200, &[], [1; 3]);
         assert!(
             check_range(span, &whole).is_ok(),
             "a 200 is cut by the caller"

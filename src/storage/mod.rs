@@ -20,7 +20,8 @@
 //! where the container is, and [`open()`] opens the store it names;
 //! [`options`] holds the storage options of `options_json` and their
 //! credentials; [`http`] is the HTTP client the network backends share
-//! (retries, timeouts, bounded bodies).
+//! (retries, timeouts, bounded bodies), and `http_reads` the reads of
+//! whole objects and byte ranges they make with it.
 //!
 //! This file only declares the modules and names their public items here;
 //! the backends import [`store`], never this file.
@@ -30,6 +31,7 @@ pub mod cache;
 pub mod fs;
 pub mod gcs;
 pub mod http;
+mod http_reads;
 pub mod location;
 pub mod memory;
 mod open;

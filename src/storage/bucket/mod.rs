@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 pub use self::listing::Page;
 use crate::error::{Error, ErrorKind, Result};
 use crate::path::join;
-use crate::storage::http::{check_range, range_body, Method, Response, Validator};
+use crate::storage::http::{Method, Response, Validator};
+use crate::storage::http_reads::HttpReads;
 use crate::storage::store::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
 
 /// Names asked for per listing page (the most S3 and GCS send).
@@ -192,22 +193,6 @@ impl<P: ObjectProtocol> BucketStore<P> {
             name
         } else {
             name + "/"
-        }
-    }
-
-    /// `Ok` when a failed read of `key` means that the object is missing
-    /// (404 from an existing bucket; 403 to an anonymous read of a key),
-    /// else the error.
-    pub(crate) fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
-        let missing = match r.status {
-            404 => !self.protocol.bucket_missing(r),
-            403 => self.protocol.is_anonymous() && !key.is_empty(),
-            _ => false,
-        };
-        if missing {
-            Ok(())
-        } else {
-            Err(self.protocol.failure(method, &self.describe(key), r))
         }
     }
 
@@ -419,6 +404,37 @@ fn beyond_pages(what: &str, max_pages: usize) -> Error {
     )
 }
 
+impl<P: ObjectProtocol> HttpReads for BucketStore<P> {
+    fn send_get(
+        &self,
+        key: &str,
+        headers: &[(&str, &str)],
+        validate: Validator<'_>,
+        spare: Vec<u8>,
+    ) -> Result<Response> {
+        self.protocol.get(&self.name(key), headers, validate, spare)
+    }
+
+    fn answer_version(&self, r: &Response) -> Option<Version> {
+        self.protocol.version(r)
+    }
+
+    /// 404 from an existing bucket, and 403 to an anonymous read of a key,
+    /// mean that the object is missing.
+    fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
+        let missing = match r.status {
+            404 => !self.protocol.bucket_missing(r),
+            403 => self.protocol.is_anonymous() && !key.is_empty(),
+            _ => false,
+        };
+        if missing {
+            Ok(())
+        } else {
+            Err(self.protocol.failure(method, &self.describe(key), r))
+        }
+    }
+}
+
 impl<P: ObjectProtocol> Store for BucketStore<P> {
     fn location(&self) -> &str {
         &self.display
@@ -438,18 +454,7 @@ impl<P: ObjectProtocol> Store for BucketStore<P> {
     }
 
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
-        if key.is_empty() {
-            return Ok(false);
-        }
-        let r = self
-            .protocol
-            .get(&self.name(key), &[], &|_| Ok(()), std::mem::take(buf))?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(false);
-        }
-        *buf = r.body;
-        Ok(true)
+        self.read_into(key, buf)
     }
 
     fn get_range_into(
@@ -458,50 +463,19 @@ impl<P: ObjectProtocol> Store for BucketStore<P> {
         range: ByteRange,
         buf: &mut Vec<u8>,
     ) -> Result<Option<Option<Version>>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            buf.clear();
-            return Ok(self.size(key)?.map(|_| None));
-        }
-        let header = format!("bytes={range}");
-        let validate = |r: &Response| check_range(range, r);
-        let r = self.protocol.get(
-            &self.name(key),
-            &[("range", &header)],
-            &validate,
-            std::mem::take(buf),
-        )?;
-        let version = self.protocol.version(&r);
-        match range_body(range, r) {
-            Ok(body) => {
-                *buf = body;
-                Ok(Some(version))
-            }
-            Err(r) => {
-                self.missing(Method::Get, key, &r)?;
-                Ok(None)
-            }
-        }
+        self.read_range_into(key, range, buf)
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
         // The version comes with the bytes, so the two always belong
         // together.
-        let name = self.name(key);
-        let r = self.protocol.get(&name, &[], &|_| Ok(()), Vec::new())?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
+        let Some(r) = self.get_whole(key, Vec::new())? else {
             return Ok(None);
-        }
+        };
         let version = self
             .protocol
             .version(&r)
-            .ok_or_else(|| self.protocol.unversioned(&name))?;
+            .ok_or_else(|| self.protocol.unversioned(&self.name(key)))?;
         Ok(Some((r.body, version)))
     }
 

@@ -131,11 +131,7 @@ fn listing_pages_are_parsed_strictly() {
 
 #[test]
 fn missing_buckets_are_told_from_missing_objects() {
-    let answer = |body: &str| Response {
-        status: 404,
-        headers: Vec::new(),
-        body: body.as_bytes().to_vec(),
-    };
+    let answer = |body: &str| Response::of(404, &[], body);
     assert!(bucket_missing(&answer(
         r#"{"error": {"code": 404, "message": "The specified bucket does not exist."}}"#
     )));

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
+use crate::storage::http_reads::HttpReads;
 use crate::storage::location::{Backend, Location};
 use crate::storage::options::{S3Options, Secret};
 use crate::storage::store::Store;
@@ -37,17 +38,6 @@ fn store(text: &str, s3: S3Options, vars: &[(&str, &str)]) -> S3Store {
 
 fn object_url(s: &S3Store, key: &str) -> String {
     s.protocol().url(&s.protocol().region(), &s.name(key), "")
-}
-
-fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response {
-    Response {
-        status,
-        headers: headers
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-    }
 }
 
 fn error_body(code: &str) -> String {
@@ -257,12 +247,12 @@ fn region_defaults_in_order() {
 
 #[test]
 fn regions_named_by_answers() {
-    let header = |status| response(status, &[("x-amz-bucket-region", "eu-west-1")], "");
+    let header = |status| Response::of(status, &[("x-amz-bucket-region", "eu-west-1")], "");
     assert_eq!(named_region(&header(301)).as_deref(), Some("eu-west-1"));
     assert_eq!(named_region(&header(307)).as_deref(), Some("eu-west-1"));
     // A HEAD has no body: its 400 names the region in the header only.
     assert_eq!(named_region(&header(400)).as_deref(), Some("eu-west-1"));
-    let malformed_auth = response(
+    let malformed_auth = Response::of(
         400,
         &[],
         "<Error><Code>AuthorizationHeaderMalformed</Code><Message>wrong region</Message><Region>ap-southeast-2</Region></Error>",
@@ -271,7 +261,7 @@ fn regions_named_by_answers() {
         named_region(&malformed_auth).as_deref(),
         Some("ap-southeast-2")
     );
-    let redirect_body = response(
+    let redirect_body = Response::of(
         301,
         &[],
         "<Error><Code>PermanentRedirect</Code><Region>sa-east-1</Region></Error>",
@@ -279,20 +269,20 @@ fn regions_named_by_answers() {
     assert_eq!(named_region(&redirect_body).as_deref(), Some("sa-east-1"));
     // Neither other errors nor successes nor bad names switch regions.
     assert_eq!(
-        named_region(&response(
+        named_region(&Response::of(
             400,
             &[("x-amz-bucket-region", "eu-west-1")],
-            &error_body("InvalidArgument")
+            error_body("InvalidArgument")
         )),
         None
     );
     assert_eq!(named_region(&header(200)), None);
     assert_eq!(named_region(&header(403)), None);
     assert_eq!(
-        named_region(&response(301, &[("x-amz-bucket-region", "a.b/c")], "")),
+        named_region(&Response::of(301, &[("x-amz-bucket-region", "a.b/c")], "")),
         None
     );
-    assert_eq!(named_region(&response(301, &[], "")), None);
+    assert_eq!(named_region(&Response::of(301, &[], "")), None);
 }
 
 #[test]
@@ -311,15 +301,15 @@ fn status_mapping() {
         S3Options::default(),
         &[("HOME", "/nonexistent")],
     );
-    let no_key = response(404, &[], &error_body("NoSuchKey"));
-    let no_bucket = response(404, &[], &error_body("NoSuchBucket"));
-    let denied = response(403, &[], &error_body("AccessDenied"));
-    let signature = response(403, &[], &error_body("SignatureDoesNotMatch"));
+    let no_key = Response::of(404, &[], error_body("NoSuchKey"));
+    let no_bucket = Response::of(404, &[], error_body("NoSuchBucket"));
+    let denied = Response::of(403, &[], error_body("AccessDenied"));
+    let signature = Response::of(403, &[], error_body("SignatureDoesNotMatch"));
 
     for s in [&signed, &anonymous] {
         assert!(s.missing(Method::Get, "a/attributes.json", &no_key).is_ok());
         assert!(s
-            .missing(Method::Head, "k", &response(404, &[], ""))
+            .missing(Method::Head, "k", &Response::of(404, &[], ""))
             .is_ok());
         let e = s.missing(Method::Get, "k", &no_bucket).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
@@ -328,13 +318,13 @@ fn status_mapping() {
             "{e}"
         );
         let e = s
-            .missing(Method::Get, "k", &response(500, &[], ""))
+            .missing(Method::Get, "k", &Response::of(500, &[], ""))
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Io);
         let e = s.protocol().failure(
             Method::Get,
             "s3://b/root/",
-            &response(301, &[], &error_body("PermanentRedirect")),
+            &Response::of(301, &[], error_body("PermanentRedirect")),
         );
         assert!(e.message().contains("s3.region"), "{e}");
     }
@@ -351,7 +341,7 @@ fn status_mapping() {
     assert!(!e.message().contains("TOPSECRET"), "{e}");
     let e = signed
         .protocol()
-        .failure(Method::Put, "s3://b/root/k", &response(401, &[], ""));
+        .failure(Method::Put, "s3://b/root/k", &Response::of(401, &[], ""));
     assert_eq!(e.kind(), ErrorKind::AccessDenied);
     assert!(!format!("{signed:?}").contains("TOPSECRET"));
 }
