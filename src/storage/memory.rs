@@ -99,9 +99,8 @@ impl Store for MemoryStore {
     ) -> Result<Option<Option<Version>>> {
         let objects = self.read();
         Ok(objects.objects.get(key).map(|(data, generation)| {
-            let span = range.resolve(data.len() as u64);
             buf.clear();
-            buf.extend_from_slice(&data[span.start as usize..span.end as usize]);
+            buf.extend_from_slice(range.slice(data));
             Some(Version(generation.to_string()))
         }))
     }

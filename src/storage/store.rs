@@ -39,6 +39,12 @@ impl ByteRange {
             ByteRange::Suffix(n) => size.saturating_sub(n)..size,
         }
     }
+
+    /// The bytes this range selects of `data`, a whole object.
+    pub fn slice(self, data: &[u8]) -> &[u8] {
+        let span = self.resolve(data.len() as u64);
+        &data[span.start as usize..span.end as usize]
+    }
 }
 
 impl fmt::Display for ByteRange {
@@ -182,15 +188,11 @@ pub trait Store: Send + Sync + fmt::Debug {
         let Some(bytes) = self.get(key)? else {
             return Ok(Exact::Missing);
         };
-        if bytes.len() != parts.iter().map(|p| p.len()).sum::<usize>() {
-            return Ok(Exact::Other(bytes));
-        }
-        let mut at = 0;
-        for part in parts.iter_mut() {
-            part.copy_from_slice(&bytes[at..at + part.len()]);
-            at += part.len();
-        }
-        Ok(Exact::Read)
+        Ok(if fill_parts(&bytes, parts) {
+            Exact::Read
+        } else {
+            Exact::Other(bytes)
+        })
     }
 
     /// The whole object at `key` with its version, `None` when there is none.
@@ -296,6 +298,20 @@ pub trait Store: Send + Sync + fmt::Debug {
     }
 }
 
+/// Copy the object `bytes` into `parts`, one after the other, when its size
+/// is exactly their total size; whether it was ([`Store::get_exact`]).
+pub(crate) fn fill_parts(bytes: &[u8], parts: &mut [&mut [u8]]) -> bool {
+    if bytes.len() != parts.iter().map(|p| p.len()).sum::<usize>() {
+        return false;
+    }
+    let mut at = 0;
+    for part in parts.iter_mut() {
+        part.copy_from_slice(&bytes[at..at + part.len()]);
+        at += part.len();
+    }
+    true
+}
+
 /// The change [`Store::update`] makes: the current content in (`None`: no
 /// object), the new content out (`None`: leave it as it is).
 pub type UpdateFn<'a> = dyn FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>> + 'a;
@@ -344,6 +360,8 @@ mod tests {
         assert_eq!(r(ByteRange::From(40)), 40..100);
         assert_eq!(r(ByteRange::Suffix(10)), 90..100);
         assert_eq!(r(ByteRange::Suffix(1000)), 0..100);
+        assert_eq!(ByteRange::Suffix(2).slice(b"abcde"), b"de");
+        assert_eq!(ByteRange::From(9).slice(b"abcde"), b"");
         assert_eq!(ByteRange::Span { offset: 10, len: 5 }.to_string(), "10-14");
         assert_eq!(ByteRange::From(7).to_string(), "7-");
         assert_eq!(ByteRange::Suffix(8).to_string(), "-8");
