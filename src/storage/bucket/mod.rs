@@ -376,6 +376,7 @@ impl<P: ObjectProtocol> BucketStore<P> {
         Ok(deleted)
     }
 
+    /// The error of a write to the container root (`key` is `""`).
     fn root_is_not_an_object(&self, key: &str) -> Error {
         Error::invalid_argument(format!(
             "{}: the container root is not an object",
@@ -397,6 +398,7 @@ fn count_deleted(what: &str, deleted: usize, more: usize) -> Result<usize> {
     Ok(deleted)
 }
 
+/// The error of a listing of `what` that goes on beyond `max_pages` pages.
 fn beyond_pages(what: &str, max_pages: usize) -> Error {
     Error::new(
         ErrorKind::Io,
