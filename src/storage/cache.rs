@@ -216,7 +216,7 @@ impl Store for CachedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::MemoryStore;
+    use crate::storage::memory::MemoryStore;
 
     #[test]
     fn hits_evictions_and_invalidation() {

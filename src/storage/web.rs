@@ -453,7 +453,7 @@ mod tests {
     use super::*;
 
     fn store(url: &str) -> WebStore {
-        let location = super::super::Location::parse(url).unwrap();
+        let location = super::super::location::Location::parse(url).unwrap();
         let super::super::location::Backend::Web(web) = location.backend else {
             panic!("{url} is not a web location");
         };
