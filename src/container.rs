@@ -203,7 +203,7 @@ impl Container {
                 display: location.display().to_string(),
             },
         };
-        let store = parsed.open(&options.storage)?;
+        let store = crate::storage::open(&parsed, &options.storage)?;
         Container::open_store_as(store, parsed.display, mode, options, parsed.format)
     }
 

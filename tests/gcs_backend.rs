@@ -205,10 +205,11 @@ fn faults_are_retried_refused_or_reported() {
     };
     let open = |credentials: Value| -> Arc<dyn Store> {
         let o = Options::from_json(&options(credentials).to_string()).unwrap();
-        Location::parse(&format!("gs://{bucket}/f"))
-            .unwrap()
-            .open(&o.storage)
-            .unwrap()
+        n5::storage::open(
+            &Location::parse(&format!("gs://{bucket}/f")).unwrap(),
+            &o.storage,
+        )
+        .unwrap()
     };
     let s = open(json!({ "anonymous": true }));
     let content: Vec<u8> = (0..100u8).collect();

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use common::corpus_check::{check_against_manifest, check_through_c_api};
 use common::corpus_dir;
 use common::places::{gcs_bucket, s3_bucket};
-use n5::storage::{Location, Store};
+use n5::storage::{open, Location, Store};
 use n5::{Container, Mode, Options};
 use n5_testkit::server_or_skip;
 
@@ -53,10 +53,7 @@ fn upload(store: &dyn Store, prefix: &str, name: &str) {
 fn check_bucket(bucket_url: &str, options: serde_json::Value) {
     let options_text = options.to_string();
     let opts = Options::from_json(&options_text).unwrap();
-    let bucket = Location::parse(bucket_url)
-        .unwrap()
-        .open(&opts.storage)
-        .unwrap();
+    let bucket = open(&Location::parse(bucket_url).unwrap(), &opts.storage).unwrap();
     for name in CONTAINERS {
         upload(&*bucket, "corpus", name);
         let location = format!("{bucket_url}/corpus/{name}");

@@ -172,10 +172,11 @@ fn dot_dot_never_leaves_the_prefix() {
         let (scheme, rest) = place.location.split_once("://").unwrap();
         let (bucket, prefix) = rest.split_once('/').unwrap();
         let opts = Options::from_json(&options.to_string()).unwrap();
-        let root = Location::parse(&format!("{scheme}://{bucket}"))
-            .unwrap()
-            .open(&opts.storage)
-            .unwrap();
+        let root = n5::storage::open(
+            &Location::parse(&format!("{scheme}://{bucket}")).unwrap(),
+            &opts.storage,
+        )
+        .unwrap();
         // The bucket's top level holds the tests' own prefixes only (markers
         // show as directories there), and the container's prefix only what
         // was created inside.

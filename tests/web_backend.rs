@@ -35,10 +35,7 @@ fn site_files(s: &Scratch) -> Vec<(&'static str, Vec<u8>)> {
 
 fn open(location: &str, options: serde_json::Value) -> std::sync::Arc<dyn Store> {
     let options = Options::from_json(&options.to_string()).unwrap();
-    Location::parse(location)
-        .unwrap()
-        .open(&options.storage)
-        .unwrap()
+    n5::storage::open(&Location::parse(location).unwrap(), &options.storage).unwrap()
 }
 
 /// The store contract for a read-only store over `url`, which serves

@@ -204,10 +204,7 @@ fn the_zarr_corpus_reads_back_from_s3() {
     let options_text = options.to_string();
     let opts = Options::from_json(&options_text).unwrap();
     let bucket_url = format!("s3://{}", s3_bucket().unwrap());
-    let bucket = Location::parse(&bucket_url)
-        .unwrap()
-        .open(&opts.storage)
-        .unwrap();
+    let bucket = n5::storage::open(&Location::parse(&bucket_url).unwrap(), &opts.storage).unwrap();
     let m = manifest();
     let mut n = 0;
     for name in m["containers"].as_object().unwrap().keys() {

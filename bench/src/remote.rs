@@ -90,7 +90,7 @@ fn needed(job: &Job) -> Option<Needed> {
         .and_then(|options| {
             let url = job.container.to_str().ok_or("the location is not UTF-8")?;
             n5::storage::Location::parse(url)
-                .and_then(|l| l.open(&options.storage))
+                .and_then(|l| n5::storage::open(&l, &options.storage))
                 .map_err(|e| e.to_string())
         })
         .and_then(|store| crate::sharded::needed(job, store.as_ref()));

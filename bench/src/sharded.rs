@@ -291,7 +291,7 @@ impl Shards {
         let options = job.options()?;
         let url = at.to_str().ok_or("the location is not UTF-8")?;
         n5::storage::Location::parse(url)
-            .and_then(|l| l.open(&options.storage))
+            .and_then(|l| n5::storage::open(&l, &options.storage))
             .map(Shards::Objects)
             .map_err(|e| e.to_string())
     }

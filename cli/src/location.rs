@@ -377,10 +377,8 @@ impl Location {
 /// root with a versioned attributes.json, read through the store of `base`;
 /// `None` when no prefix short of the whole has one, or the store fails.
 fn find_versioned_root(base: &str, names: &[&str], options: &Options) -> Option<usize> {
-    let store = n5::storage::Location::parse(base)
-        .ok()?
-        .open(&options.storage)
-        .ok()?;
+    let location = n5::storage::Location::parse(base).ok()?;
+    let store = n5::storage::open(&location, &options.storage).ok()?;
     // The whole URL is the root when nothing above it is: no need to read it.
     for k in 0..names.len() {
         let decoded: Vec<String> = names[..k]

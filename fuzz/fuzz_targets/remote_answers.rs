@@ -10,8 +10,8 @@ use n5::storage::{gcs, http, s3};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(page) = s3::xml::parse_page(data) {
-        assert!(page.keys.len() + page.prefixes.len() <= s3::xml::MAX_PAGE_ENTRIES);
-        assert!(page.keys.iter().chain(&page.prefixes).all(|k| k.len() <= s3::xml::MAX_TEXT));
+        assert!(page.names.len() + page.prefixes.len() <= s3::xml::MAX_PAGE_ENTRIES);
+        assert!(page.names.iter().chain(&page.prefixes).all(|k| k.len() <= s3::xml::MAX_TEXT));
     }
     let _ = s3::xml::error_region(data);
     if let Ok(page) = gcs::parse_page(data) {

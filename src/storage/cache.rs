@@ -9,7 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version};
+use super::store::{
+    fill_parts, ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version,
+};
 use crate::error::Result;
 use crate::lru::Lru;
 
@@ -118,9 +120,8 @@ impl Store for CachedStore {
             if let Some(hit) = self.lru().get(key) {
                 // The cache keeps no versions.
                 return Ok(hit.map(|data| {
-                    let span = range.resolve(data.len() as u64);
                     buf.clear();
-                    buf.extend_from_slice(&data[span.start as usize..span.end as usize]);
+                    buf.extend_from_slice(range.slice(&data));
                     None
                 }));
             }
@@ -135,15 +136,11 @@ impl Store for CachedStore {
         let Some(data) = self.fetch(key)? else {
             return Ok(Exact::Missing);
         };
-        if data.len() != parts.iter().map(|p| p.len()).sum::<usize>() {
-            return Ok(Exact::Other(data.to_vec()));
-        }
-        let mut at = 0;
-        for part in parts.iter_mut() {
-            part.copy_from_slice(&data[at..at + part.len()]);
-            at += part.len();
-        }
-        Ok(Exact::Read)
+        Ok(if fill_parts(&data, parts) {
+            Exact::Read
+        } else {
+            Exact::Other(data.to_vec())
+        })
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
@@ -219,7 +216,7 @@ impl Store for CachedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::MemoryStore;
+    use crate::storage::memory::MemoryStore;
 
     #[test]
     fn hits_evictions_and_invalidation() {

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version};
+use super::store::{
+    ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version,
+};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Prefix of the temporary files that atomic writes create; names starting

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use ureq::tls::{Certificate, RootCerts, TlsConfig};
 
 use super::options::RetryOptions;
-use super::ByteRange;
+use super::store::{backoff, ByteRange};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The largest response body read into memory (1 GiB): a longer or endless
@@ -94,6 +94,22 @@ impl Response {
     /// cleaned of anything but a short identifier.
     pub fn error_code(&self) -> Option<String> {
         error_code(&self.body)
+    }
+}
+
+#[cfg(test)]
+impl Response {
+    /// An answer with `status`, `headers` (names in lower case) and
+    /// `body`, as a server might give it.
+    pub(crate) fn of(status: u16, headers: &[(&str, &str)], body: impl AsRef<[u8]>) -> Response {
+        Response {
+            status,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+            body: body.as_ref().to_vec(),
+        }
     }
 }
 
@@ -207,7 +223,7 @@ impl Client {
             let pause = failure
                 .retry_after
                 .unwrap_or_else(|| {
-                    super::backoff(
+                    backoff(
                         attempt - 1,
                         Duration::from_millis(100),
                         Duration::from_secs(5),
@@ -741,6 +757,59 @@ mod tests {
         let mut body = vec![1u8; 100];
         read(&mut body, 0, Some(0), MAX_BODY);
         assert!(body.is_empty());
+    }
+
+    #[test]
+    fn range_answers_are_checked() {
+        let answer = |range: &str, body: &str| Response::of(206, &[("content-range", range)], body);
+        let span = ByteRange::Span { offset: 2, len: 3 };
+        assert!(check_range(span, &answer("bytes 2-4/10", "abc")).is_ok());
+        assert!(check_range(span, &answer("bytes 2-3/4", "ab")).is_ok());
+        assert!(check_range(span, &answer("bytes 0-2/10", "abc")).is_err());
+        assert!(check_range(span, &answer("bytes 2-4/10", "ab")).is_err());
+        assert!(check_range(ByteRange::Suffix(4), &answer("bytes 6-9/10", "abcd")).is_ok());
+        assert!(check_range(ByteRange::Suffix(40), &answer("bytes 0-9/10", "abcdefghij")).is_ok());
+        assert!(check_range(ByteRange::Suffix(4), &answer("bytes 0-3/10", "abcd")).is_err());
+        assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/10", "ab")).is_ok());
+        assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/*", "ab")).is_ok());
+        assert!(check_range(span, &answer("garbage", "abc")).is_err());
+        assert!(check_range(span, &Response::of(200, &[], "whole")).is_ok());
+    }
+
+    #[test]
+    fn range_answers_must_be_the_range_asked_for() {
+        let answer =
+            |range: &str, len: usize| Response::of(206, &[("content-range", range)], vec![0; len]);
+        let span = ByteRange::Span { offset: 10, len: 5 };
+        assert!(check_range(span, &answer("bytes 10-14/100", 5)).is_ok());
+        assert!(
+            check_range(span, &answer("bytes 10-11/12", 2)).is_ok(),
+            "clipped at the end"
+        );
+        assert!(
+            check_range(span, &answer("bytes 10-11/100", 2)).is_err(),
+            "short"
+        );
+        assert!(
+            check_range(span, &answer("bytes 0-4/100", 5)).is_err(),
+            "elsewhere"
+        );
+        assert!(
+            check_range(span, &answer("bytes 10-14/100", 4)).is_err(),
+            "body and header differ"
+        );
+        assert!(check_range(span, &answer("garbage", 5)).is_err());
+        assert!(check_range(ByteRange::From(90), &answer("bytes 90-99/100", 10)).is_ok());
+        assert!(check_range(ByteRange::From(90), &answer("bytes 90-98/100", 9)).is_err());
+        assert!(check_range(ByteRange::Suffix(3), &answer("bytes 97-99/100", 3)).is_ok());
+        assert!(check_range(ByteRange::Suffix(300), &answer("bytes 0-99/100", 100)).is_ok());
+        assert!(check_range(ByteRange::Suffix(3), &answer("bytes 96-98/100", 3)).is_err());
+        assert!(check_range(ByteRange::Suffix(3), &answer("bytes 97-99/*", 3)).is_err());
+        let whole = Response::of(200, &[], [1; 3]);
+        assert!(
+            check_range(span, &whole).is_ok(),
+            "a 200 is cut by the caller"
+        );
     }
 
     #[test]

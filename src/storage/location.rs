@@ -1,5 +1,7 @@
 //! Location strings, as `n5_container_open`, `Container::open` and every
-//! `n5` subcommand take them, and the store each one opens:
+//! `n5` subcommand take them, parsed into a description of where a
+//! container's bytes are ([`Location`], [`Backend`]); opening the store it
+//! names is [`crate::storage::open`]'s. The forms:
 //!
 //! | location | backend |
 //! |---|---|
@@ -15,11 +17,8 @@
 //! above its bucket or host root is an error.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::http::{percent_decode, redact_url};
-use super::options::StorageOptions;
-use super::{fs, gcs, s3, web, Store};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A format named in front of a location.
@@ -124,18 +123,6 @@ impl Location {
     /// Whether the location is on the local file system.
     pub fn is_local(&self) -> bool {
         matches!(self.backend, Backend::File(_))
-    }
-
-    /// Open the store this location names, with `options` (its cache
-    /// aside, which the container adds). Nothing is sent over the network
-    /// yet.
-    pub fn open(&self, options: &StorageOptions) -> Result<Arc<dyn Store>> {
-        Ok(match &self.backend {
-            Backend::File(path) => Arc::new(fs::FsStore::new(path)),
-            Backend::S3(l) => Arc::new(s3::S3Store::new(l, &self.display, options)?),
-            Backend::Gcs(l) => Arc::new(gcs::GcsStore::new(l, &self.display, options)?),
-            Backend::Web(l) => Arc::new(web::WebStore::new(l, &self.display, options)?),
-        })
     }
 }
 

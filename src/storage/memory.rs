@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
-use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
 use crate::error::Result;
 
 #[derive(Debug, Default)]
@@ -99,9 +99,8 @@ impl Store for MemoryStore {
     ) -> Result<Option<Option<Version>>> {
         let objects = self.read();
         Ok(objects.objects.get(key).map(|(data, generation)| {
-            let span = range.resolve(data.len() as u64);
             buf.clear();
-            buf.extend_from_slice(&data[span.start as usize..span.end as usize]);
+            buf.extend_from_slice(range.slice(data));
             Some(Version(generation.to_string()))
         }))
     }

@@ -20,12 +20,13 @@
 //! `attributes.json` does; the root always does.
 
 use super::http::{
-    check_range, encode_key, parse_content_range, range_body, redact_url, status_text, Client,
-    Method, Request, Response, Validator,
+    encode_key, parse_content_range, redact_url, status_text, Client, Method, Request, Response,
+    Validator,
 };
+use super::http_reads::HttpReads;
 use super::location::WebLocation;
 use super::options::{Secret, StorageOptions};
-use super::{read_only, ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{ByteRange, Capabilities, Listing, Precondition, Store, UpdateFn, Version};
 use crate::error::{Error, ErrorKind, Result};
 
 /// How many redirects one request follows.
@@ -123,35 +124,6 @@ impl WebStore {
             url = next;
             spare = r.body;
         }
-    }
-
-    /// `Ok` when the answer `r` to a read of `key` means "missing", the
-    /// error it means otherwise.
-    fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
-        let missing = match r.status {
-            404 | 410 => true,
-            403 => self.headers.is_empty() && !key.is_empty(),
-            _ => false,
-        };
-        if missing {
-            return Ok(());
-        }
-        let what = self.describe(key);
-        let status = status_text(r);
-        let method = method.as_str();
-        Err(match r.status {
-            401 | 403 => Error::new(
-                ErrorKind::AccessDenied,
-                format!(
-                    "{method} {what}: {status}: access denied; credentials: {}",
-                    self.credentials_source()
-                ),
-            ),
-            _ => Error::new(
-                ErrorKind::Io,
-                format!("{method} {what}: unexpected answer {status}"),
-            ),
-        })
     }
 
     /// What credentials the requests carry, for messages: header names,
@@ -303,6 +275,69 @@ fn malformed(what: &str, why: &str) -> Error {
     )
 }
 
+/// An [`ErrorKind::ReadOnly`] error for a write to `store`, which cannot be
+/// written (plain HTTP).
+fn read_only(store: &dyn Store, key: &str) -> Error {
+    Error::new(
+        ErrorKind::ReadOnly,
+        format!(
+            "{}: plain HTTP(S) locations are read-only (open S3 or GCS data through s3:// or gs://)",
+            store.describe(key)
+        ),
+    )
+}
+
+impl HttpReads for WebStore {
+    fn send_get(
+        &self,
+        key: &str,
+        headers: &[(&str, &str)],
+        validate: Validator<'_>,
+        spare: Vec<u8>,
+    ) -> Result<Response> {
+        self.fetch_into(Method::Get, key, headers, validate, spare)
+    }
+
+    fn answer_version(&self, r: &Response) -> Option<Version> {
+        // The ETag when there is one, else the content's age (a 206's
+        // length is the range's, not the object's).
+        r.header("etag")
+            .or_else(|| r.header("last-modified"))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| Version(v.to_string()))
+    }
+
+    /// 404 and 410 mean that the object is missing, and so does a 403 to
+    /// a read of a key when no headers were configured.
+    fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
+        let missing = match r.status {
+            404 | 410 => true,
+            403 => self.headers.is_empty() && !key.is_empty(),
+            _ => false,
+        };
+        if missing {
+            return Ok(());
+        }
+        let what = self.describe(key);
+        let status = status_text(r);
+        let method = method.as_str();
+        Err(match r.status {
+            401 | 403 => Error::new(
+                ErrorKind::AccessDenied,
+                format!(
+                    "{method} {what}: {status}: access denied; credentials: {}",
+                    self.credentials_source()
+                ),
+            ),
+            _ => Error::new(
+                ErrorKind::Io,
+                format!("{method} {what}: unexpected answer {status}"),
+            ),
+        })
+    }
+}
+
 impl Store for WebStore {
     fn location(&self) -> &str {
         &self.display
@@ -322,16 +357,7 @@ impl Store for WebStore {
     }
 
     fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
-        if key.is_empty() {
-            return Ok(false);
-        }
-        let r = self.fetch_into(Method::Get, key, &[], &|_| Ok(()), std::mem::take(buf))?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(false);
-        }
-        *buf = r.body;
-        Ok(true)
+        self.read_into(key, buf)
     }
 
     fn get_range_into(
@@ -340,51 +366,13 @@ impl Store for WebStore {
         range: ByteRange,
         buf: &mut Vec<u8>,
     ) -> Result<Option<Option<Version>>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            buf.clear();
-            return Ok(self.size(key)?.map(|_| None));
-        }
-        let header = format!("bytes={range}");
-        let validate = |r: &Response| check_range(range, r);
-        let r = self.fetch_into(
-            Method::Get,
-            key,
-            &[("range", &header)],
-            &validate,
-            std::mem::take(buf),
-        )?;
-        // The ETag when there is one, else the content's age (a 206's
-        // length is the range's, not the object's).
-        let version = r
-            .header("etag")
-            .or_else(|| r.header("last-modified"))
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(|v| Version(v.to_string()));
-        match range_body(range, r) {
-            Ok(body) => {
-                *buf = body;
-                Ok(Some(version))
-            }
-            Err(r) => {
-                self.missing(Method::Get, key, &r)?;
-                Ok(None)
-            }
-        }
+        self.read_range_into(key, range, buf)
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
-        if key.is_empty() {
+        let Some(r) = self.get_whole(key, Vec::new())? else {
             return Ok(None);
-        }
-        let r = self.fetch(Method::Get, key, &[], &|_| Ok(()))?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(None);
-        }
+        };
         // The ETag when there is one, else what the server says of the
         // content's age and size.
         let version = match r.header("etag") {
@@ -455,7 +443,7 @@ impl Store for WebStore {
         Err(read_only(self, dir))
     }
 
-    fn update(&self, key: &str, _f: &mut super::UpdateFn<'_>) -> Result<()> {
+    fn update(&self, key: &str, _f: &mut UpdateFn<'_>) -> Result<()> {
         Err(read_only(self, key))
     }
 }
@@ -465,7 +453,7 @@ mod tests {
     use super::*;
 
     fn store(url: &str) -> WebStore {
-        let location = super::super::Location::parse(url).unwrap();
+        let location = super::super::location::Location::parse(url).unwrap();
         let super::super::location::Backend::Web(web) = location.backend else {
             panic!("{url} is not a web location");
         };

@@ -42,10 +42,7 @@ impl Bucket<'_> {
 
 /// The store at `location`, reached with `options`.
 pub fn open_store(location: &str, options: &Options) -> Arc<dyn Store> {
-    Location::parse(location)
-        .unwrap()
-        .open(&options.storage)
-        .unwrap()
+    n5::storage::open(&Location::parse(location).unwrap(), &options.storage).unwrap()
 }
 
 /// A uint16 dataset's attributes.

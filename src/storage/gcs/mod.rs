@@ -1,10 +1,14 @@
-//! Google Cloud Storage as a [`Store`], over the JSON API (the API real
-//! GCS and its emulators share): objects are read with `alt=media` (ranges
-//! with `Range`), written with simple uploads (`uploadType=media`, atomic)
-//! and, conditionally, with multipart uploads carrying `ifGenerationMatch`
-//! (412: the condition failed); an object's version is its generation.
-//! Directories are `/`-delimited listings with page-token continuation,
-//! plus the empty marker objects (`a/`, `a/b/`) n5-google-cloud writes.
+//! Google Cloud Storage over the JSON API (the API real GCS and its
+//! emulators share): the wire protocol under the bucket layer
+//! ([`GcsStore`] is a [`BucketStore`], which owns keys, listings,
+//! directories and the meaning of "missing"). Objects are read with
+//! `alt=media` (ranges with `Range`), written with simple uploads
+//! (`uploadType=media`, atomic) and, conditionally, with multipart uploads
+//! carrying `ifGenerationMatch` (412: the condition failed); an object's
+//! version is its generation. Listings are `/`-delimited or flat pages with
+//! page-token continuation, which deleting objects does not disturb; the
+//! directory markers are the empty objects (`a/`, `a/b/`) n5-google-cloud
+//! writes, from the bucket's root down.
 //!
 //! The endpoint is `gcs.endpoint`, else `STORAGE_EMULATOR_HOST` (`host:port`
 //! or a URL; the emulator gets no credentials unless the options give
@@ -22,61 +26,36 @@
 
 mod auth;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use serde_json::Value;
 
 use self::auth::Auth;
-use super::http::{
-    check_range, encode_query, range_body, status_text, Client, Method, Request, Response,
-    Validator,
-};
-use super::listing;
+use super::bucket::{BucketStore, Markers, ObjectProtocol, Page, PageRequest};
+use super::http::{encode_query, status_text, Client, Method, Request, Response, Validator};
 use super::location::GcsLocation;
 use super::options::{GcsOptions, StorageOptions};
-use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{Precondition, Version};
 use crate::error::{Error, ErrorKind, Result};
-use crate::path::join;
 
 /// The endpoint of Google Cloud Storage.
 pub const DEFAULT_ENDPOINT: &str = "https://storage.googleapis.com";
 
-/// Objects asked for per listing page (the most GCS sends).
-const PAGE_SIZE: u32 = 1000;
-
 /// The most entries (objects and prefixes) one listing page may hold; GCS
-/// sends at most `PAGE_SIZE` (1000), emulators may send every prefix at once.
+/// sends at most [`PAGE_SIZE`](super::bucket::PAGE_SIZE) (1000), emulators may
+/// send every prefix at once.
 pub const MAX_PAGE_ENTRIES: usize = 100_000;
 
-/// The most objects one `delete_dir` deletes (it holds one page at a time).
-const MAX_DELETED: usize = 1 << 30;
-
-/// The most pages one listing walks.
-const MAX_PAGES: usize = 1 << 20;
-
 /// A container root in a Google Cloud Storage bucket.
+pub type GcsStore = BucketStore<GcsProtocol>;
+
+/// The JSON API to one bucket: its endpoint, credentials and connection
+/// pool.
 #[derive(Debug)]
-pub struct GcsStore {
+pub struct GcsProtocol {
     bucket: String,
-    /// The object name prefix of the root, no slash at either end.
-    prefix: String,
-    display: String,
     /// Scheme, host and port (and any path), no trailing slash.
     endpoint: String,
     client: Client,
     auth: Auth,
-    io_concurrency: usize,
-}
-
-/// One page of an objects listing.
-#[derive(Debug, Default, PartialEq)]
-pub struct Page {
-    /// The object names (`items[].name`).
-    pub names: Vec<String>,
-    /// The prefixes of a delimited listing.
-    pub prefixes: Vec<String>,
-    /// The token of the next page, `None` on the last.
-    pub next: Option<String>,
 }
 
 impl GcsStore {
@@ -87,6 +66,7 @@ impl GcsStore {
         GcsStore::with_env(location, display, options, &|name| std::env::var(name).ok())
     }
 
+    /// [`GcsStore::new`] with the environment variables `env` gives.
     fn with_env(
         location: &GcsLocation,
         display: &str,
@@ -96,33 +76,22 @@ impl GcsStore {
         let (endpoint, emulator) = endpoint(&options.gcs, env)?;
         let auth = Auth::resolve(&options.gcs, emulator, env)?;
         let io_concurrency = options.io_concurrency_for(true);
-        Ok(GcsStore {
+        let protocol = GcsProtocol {
             bucket: location.bucket.clone(),
-            prefix: location.prefix.trim_matches('/').to_string(),
-            display: display.to_string(),
             endpoint,
             client: Client::new(options.retry, io_concurrency)?,
             auth,
+        };
+        Ok(BucketStore::with_protocol(
+            protocol,
+            &location.prefix,
+            display,
             io_concurrency,
-        })
+        ))
     }
+}
 
-    /// The object name of `key`.
-    fn name(&self, key: &str) -> String {
-        join(&self.prefix, key)
-    }
-
-    /// The object name prefix of the directory `dir`: `""` for the
-    /// bucket's root, else its name and a slash.
-    fn dir_prefix(&self, dir: &str) -> String {
-        let name = self.name(dir);
-        if name.is_empty() {
-            name
-        } else {
-            name + "/"
-        }
-    }
-
+impl GcsProtocol {
     fn bucket_url(&self) -> String {
         format!(
             "{}/storage/v1/b/{}",
@@ -161,6 +130,16 @@ impl GcsStore {
         url
     }
 
+    /// The URL of the listing page `request` asks for.
+    fn page_url(&self, request: &PageRequest<'_>) -> String {
+        self.list_url(
+            request.prefix,
+            request.delimiter,
+            request.max,
+            request.token,
+        )
+    }
+
     /// Send a request with the store's credentials; a 401 to a token that
     /// can be renewed is tried once more with a new one.
     fn send(
@@ -175,7 +154,7 @@ impl GcsStore {
         self.send_into(what, method, url, headers, body, validate, Vec::new())
     }
 
-    /// [`GcsStore::send`] reading the answer's body into `spare`
+    /// [`GcsProtocol::send`] reading the answer's body into `spare`
     /// ([`crate::storage::http::Client::send_into`]).
     #[allow(clippy::too_many_arguments)]
     fn send_into(
@@ -220,73 +199,14 @@ impl GcsStore {
         }
     }
 
-    /// The error of an answer that is neither success nor "missing".
-    fn failure(&self, method: Method, what: &str, r: &Response) -> Error {
-        let status = status_text(r);
-        let method = method.as_str();
-        match r.status {
-            401 | 403 => Error::new(
-                ErrorKind::AccessDenied,
-                format!(
-                    "{method} {what}: {status}: access denied to the credentials of {}",
-                    self.auth.source()
-                ),
-            ),
-            404 => Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "{method} {what}: {status}: the bucket '{}' does not exist at {}",
-                    self.bucket, self.endpoint
-                ),
-            ),
-            _ => Error::new(
-                ErrorKind::Io,
-                format!("{method} {what}: unexpected answer {status}"),
-            ),
-        }
-    }
-
-    /// `Ok` when a failed read of `key` means that the object is missing
-    /// (404 from an existing bucket; 403 to an anonymous read), else the
-    /// error.
-    fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
-        let missing = match r.status {
-            404 => !bucket_missing(r),
-            403 => self.auth.is_anonymous() && !key.is_empty(),
-            _ => false,
-        };
-        if missing {
-            Ok(())
-        } else {
-            Err(self.failure(method, &self.describe(key), r))
-        }
-    }
-
-    /// The object metadata of `key` (`fields` selects what GCS sends),
-    /// `None` when it is missing.
-    fn metadata(&self, key: &str, fields: &str) -> Result<Option<Value>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        let what = self.describe(key);
-        let url = format!(
+    /// The URL of the metadata of the object `name` that [`GcsProtocol::stat`]
+    /// asks for (its size and generation).
+    fn metadata_url(&self, name: &str) -> String {
+        format!(
             "{}?fields={}",
-            self.object_url(&self.name(key)),
-            encode_query(fields)
-        );
-        let r = self.send(&what, Method::Get, &url, &[], b"", &|_| Ok(()))?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(None);
-        }
-        serde_json::from_slice(&r.body)
-            .map(Some)
-            .map_err(|e| malformed(&what, &url, &format!("not valid JSON ({e})")))
-    }
-
-    /// `gs://bucket/name`, how the object `name` is named in messages.
-    fn describe_name(&self, name: &str) -> String {
-        format!("gs://{}/{name}", self.bucket)
+            self.object_url(name),
+            encode_query("size,generation")
+        )
     }
 
     /// Upload `body` to the object `name` as a multipart upload with
@@ -298,8 +218,8 @@ impl GcsStore {
         for _ in 0..8 {
             boundary = format!(
                 "libn5-{:016x}{:016x}",
-                (super::random_fraction() * 2f64.powi(53)) as u64,
-                (super::random_fraction() * 2f64.powi(53)) as u64
+                (super::store::random_fraction() * 2f64.powi(53)) as u64,
+                (super::store::random_fraction() * 2f64.powi(53)) as u64
             );
             if !contains(body, boundary.as_bytes()) {
                 break;
@@ -339,88 +259,6 @@ impl GcsStore {
             412 => Ok(false),
             _ => Err(self.failure(Method::Post, &what, &r)),
         }
-    }
-
-    /// Walk the pages of the listing of `prefix` (`/`-delimited or flat),
-    /// `max` objects a page, handing each to `visit` until it returns
-    /// `false` or the pages end.
-    fn walk(
-        &self,
-        what: &str,
-        prefix: &str,
-        delimiter: bool,
-        max: u32,
-        visit: &mut dyn FnMut(Page) -> Result<bool>,
-    ) -> Result<()> {
-        let mut token: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let url = self.list_url(prefix, delimiter, max, token.as_deref());
-            let r = self.send(what, Method::Get, &url, &[], b"", &|_| Ok(()))?;
-            if r.status != 200 {
-                return Err(self.failure(Method::Get, what, &r));
-            }
-            let page = parse_page(&r.body).map_err(|why| malformed(what, &url, &why))?;
-            let next = page.next.clone();
-            if !visit(page)? {
-                return Ok(());
-            }
-            match next {
-                None => return Ok(()),
-                Some(t) if token.as_deref() == Some(t.as_str()) => {
-                    return Err(malformed(what, &url, "the same nextPageToken came back"))
-                }
-                Some(t) => token = Some(t),
-            }
-        }
-        Err(Error::new(
-            ErrorKind::Io,
-            format!("{what}: the listing goes on beyond {MAX_PAGES} pages"),
-        ))
-    }
-
-    /// Delete the objects `names`, `io_concurrency` at a time; objects
-    /// already gone are fine.
-    fn delete_names(&self, names: &[String]) -> Result<()> {
-        let delete = |name: &String| -> Result<()> {
-            let what = self.describe_name(name);
-            let r = self.send(
-                &what,
-                Method::Delete,
-                &self.object_url(name),
-                &[],
-                b"",
-                &|_| Ok(()),
-            )?;
-            match r.status {
-                200 | 204 => Ok(()),
-                404 if !bucket_missing(&r) => Ok(()),
-                _ => Err(self.failure(Method::Delete, &what, &r)),
-            }
-        };
-        let threads = self.io_concurrency.min(names.len());
-        if threads <= 1 {
-            return names.iter().try_for_each(delete);
-        }
-        let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| -> Result<()> {
-                        while !failed.load(Ordering::Relaxed) {
-                            let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                                break;
-                            };
-                            delete(name).inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        })
     }
 }
 
@@ -530,150 +368,89 @@ pub fn parse_page(body: &[u8]) -> std::result::Result<Page, String> {
     })
 }
 
-impl Store for GcsStore {
-    fn location(&self) -> &str {
-        &self.display
+impl ObjectProtocol for GcsProtocol {
+    const SCHEME: &'static str = "gs";
+    const STAT: Method = Method::Get;
+    const MAX_PAGES: usize = 1 << 20;
+    const TOKEN: &'static str = "nextPageToken";
+    const DELETE_TELLS: bool = true;
+    const TOKENS_SURVIVE_DELETION: bool = true;
+    const MARKERS: Markers = Markers::FromBucketRoot;
+
+    fn bucket(&self) -> &str {
+        &self.bucket
     }
 
-    fn describe(&self, key: &str) -> String {
-        self.describe_name(&self.name(key))
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            writable: true,
-            list: true,
-            remote: true,
-            exact_versions: true,
-        }
-    }
-
-    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
-        if key.is_empty() {
-            return Ok(false);
-        }
-        let url = format!("{}?alt=media", self.object_url(&self.name(key)));
-        let r = self.send_into(
-            &self.describe(key),
+    fn get(
+        &self,
+        name: &str,
+        headers: &[(&str, &str)],
+        validate: Validator<'_>,
+        spare: Vec<u8>,
+    ) -> Result<Response> {
+        let url = format!("{}?alt=media", self.object_url(name));
+        self.send_into(
+            &self.describe_name(name),
             Method::Get,
             &url,
+            headers,
+            b"",
+            validate,
+            spare,
+        )
+    }
+
+    fn version(&self, r: &Response) -> Option<Version> {
+        r.header("x-goog-generation")
+            .map(str::trim)
+            .filter(|g| !g.is_empty() && g.len() <= 20 && g.bytes().all(|b| b.is_ascii_digit()))
+            .map(|g| Version(g.to_string()))
+    }
+
+    fn unversioned(&self, name: &str) -> Error {
+        malformed(
+            &self.describe_name(name),
+            &format!("{}?alt=media", self.object_url(name)),
+            "no generation (x-goog-generation) with the object",
+        )
+    }
+
+    fn stat(&self, name: &str) -> Result<Response> {
+        let what = self.describe_name(name);
+        self.send(
+            &what,
+            Method::Get,
+            &self.metadata_url(name),
             &[],
             b"",
             &|_| Ok(()),
-            std::mem::take(buf),
-        )?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(false);
-        }
-        *buf = r.body;
-        Ok(true)
+        )
     }
 
-    fn get_range_into(
-        &self,
-        key: &str,
-        range: ByteRange,
-        buf: &mut Vec<u8>,
-    ) -> Result<Option<Option<Version>>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            buf.clear();
-            return Ok(self.size(key)?.map(|_| None));
-        }
-        let url = format!("{}?alt=media", self.object_url(&self.name(key)));
-        let header = format!("bytes={range}");
-        let validate = |r: &Response| check_range(range, r);
-        let r = self.send_into(
-            &self.describe(key),
-            Method::Get,
-            &url,
-            &[("Range", &header)],
-            b"",
-            &validate,
-            std::mem::take(buf),
-        )?;
-        let version = r
-            .header("x-goog-generation")
-            .map(str::trim)
-            .filter(|g| !g.is_empty() && g.len() <= 20 && g.bytes().all(|b| b.is_ascii_digit()))
-            .map(|g| Version(g.to_string()));
-        match range_body(range, r) {
-            Ok(body) => {
-                *buf = body;
-                Ok(Some(version))
-            }
-            Err(r) => {
-                self.missing(Method::Get, key, &r)?;
-                Ok(None)
-            }
-        }
-    }
-
-    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        // The generation comes with the bytes (x-goog-generation), so the
-        // two always belong together.
-        let what = self.describe(key);
-        let url = format!("{}?alt=media", self.object_url(&self.name(key)));
-        let r = self.send(&what, Method::Get, &url, &[], b"", &|_| Ok(()))?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(None);
-        }
-        let generation = r
-            .header("x-goog-generation")
-            .map(str::trim)
-            .filter(|g| !g.is_empty() && g.len() <= 20 && g.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or_else(|| {
-                malformed(
-                    &what,
-                    &url,
-                    "no generation (x-goog-generation) with the object",
-                )
-            })?
-            .to_string();
-        Ok(Some((r.body, Version(generation))))
-    }
-
-    fn size(&self, key: &str) -> Result<Option<u64>> {
-        let Some(metadata) = self.metadata(key, "size,generation")? else {
-            return Ok(None);
-        };
-        json_u64(metadata.get("size")).map(Some).ok_or_else(|| {
+    fn stat_size(&self, name: &str, r: &Response) -> Result<u64> {
+        let metadata: Value = serde_json::from_slice(&r.body).map_err(|e| {
             malformed(
-                &self.describe(key),
-                &self.object_url(&self.name(key)),
+                &self.describe_name(name),
+                &self.metadata_url(name),
+                &format!("not valid JSON ({e})"),
+            )
+        })?;
+        json_u64(metadata.get("size")).ok_or_else(|| {
+            malformed(
+                &self.describe_name(name),
+                &self.object_url(name),
                 "no size in the object's metadata",
             )
         })
     }
 
-    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<()> {
-        if key.is_empty() {
-            return Err(Error::invalid_argument(format!(
-                "{}: the container root is not an object",
-                self.describe(key)
-            )));
-        }
-        let joined;
-        let body: &[u8] = match parts {
-            [one] => one,
-            _ => {
-                joined = parts.concat();
-                &joined
-            }
-        };
+    fn put(&self, name: &str, body: &[u8]) -> Result<()> {
         let url = format!(
             "{}&name={}&fields=generation",
             self.upload_url("media"),
-            encode_query(&self.name(key))
+            encode_query(name)
         );
-        let what = self.describe(key);
+        let what = self.describe_name(name);
         let r = self.send(
             &what,
             Method::Post,
@@ -688,13 +465,7 @@ impl Store for GcsStore {
         }
     }
 
-    fn put_if(&self, key: &str, data: &[u8], condition: &Precondition) -> Result<bool> {
-        if key.is_empty() {
-            return Err(Error::invalid_argument(format!(
-                "{}: the container root is not an object",
-                self.describe(key)
-            )));
-        }
+    fn put_if(&self, name: &str, body: &[u8], condition: &Precondition) -> Result<bool> {
         let generation = match condition {
             Precondition::Absent => "0",
             Precondition::Matches(Version(g))
@@ -705,98 +476,73 @@ impl Store for GcsStore {
             Precondition::Matches(Version(g)) => {
                 return Err(Error::invalid_argument(format!(
                     "{}: '{g}' is not a GCS generation",
-                    self.describe(key)
+                    self.describe_name(name)
                 )))
             }
         };
-        self.upload_if(&self.name(key), data, generation)
+        self.upload_if(name, body, generation)
     }
 
-    fn delete(&self, key: &str) -> Result<bool> {
-        if key.is_empty() {
-            return Ok(false);
-        }
-        let what = self.describe(key);
-        let r = self.send(
-            &what,
+    fn delete(&self, name: &str) -> Result<Response> {
+        self.send(
+            &self.describe_name(name),
             Method::Delete,
-            &self.object_url(&self.name(key)),
+            &self.object_url(name),
             &[],
             b"",
             &|_| Ok(()),
-        )?;
+        )
+    }
+
+    fn page(&self, what: &str, request: &PageRequest<'_>) -> Result<Page> {
+        let url = self.page_url(request);
+        let r = self.send(what, Method::Get, &url, &[], b"", &|_| Ok(()))?;
+        if r.status != 200 {
+            return Err(self.failure(Method::Get, what, &r));
+        }
+        parse_page(&r.body).map_err(|why| malformed(what, &url, &why))
+    }
+
+    fn malformed_page(&self, what: &str, request: &PageRequest<'_>, why: &str) -> Error {
+        malformed(what, &self.page_url(request), why)
+    }
+
+    fn keeps_directories(&self) -> bool {
+        false
+    }
+
+    fn is_anonymous(&self) -> bool {
+        self.auth.is_anonymous()
+    }
+
+    fn bucket_missing(&self, r: &Response) -> bool {
+        bucket_missing(r)
+    }
+
+    /// The error of an answer that is neither success nor "missing".
+    fn failure(&self, method: Method, what: &str, r: &Response) -> Error {
+        let status = status_text(r);
+        let method = method.as_str();
         match r.status {
-            200 | 204 => Ok(true),
-            404 if !bucket_missing(&r) => Ok(false),
-            _ => Err(self.failure(Method::Delete, &what, &r)),
+            401 | 403 => Error::new(
+                ErrorKind::AccessDenied,
+                format!(
+                    "{method} {what}: {status}: access denied to the credentials of {}",
+                    self.auth.source()
+                ),
+            ),
+            404 => Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{method} {what}: {status}: the bucket '{}' does not exist at {}",
+                    self.bucket, self.endpoint
+                ),
+            ),
+            _ => Error::new(
+                ErrorKind::Io,
+                format!("{method} {what}: unexpected answer {status}"),
+            ),
         }
-    }
-
-    fn delete_dir(&self, dir: &str) -> Result<bool> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        let mut deleted = 0usize;
-        self.walk(&what, &prefix, false, PAGE_SIZE, &mut |page| {
-            deleted += page.names.len();
-            if deleted > MAX_DELETED {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: more than {MAX_DELETED} objects to delete"),
-                ));
-            }
-            // The page token names where the next page starts, so deleting
-            // what was listed does not disturb the walk.
-            self.delete_names(&page.names)?;
-            Ok(true)
-        })?;
-        Ok(deleted > 0)
-    }
-
-    fn list(&self, dir: &str) -> Result<Option<Listing>> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        let mut level = listing::Level::new(&prefix, &what);
-        self.walk(&what, &prefix, true, PAGE_SIZE, &mut |page| {
-            level.add(&page.names, &page.prefixes)?;
-            Ok(true)
-        })?;
-        Ok(level.finish())
-    }
-
-    fn list_keys(&self, dir: &str) -> Result<Vec<String>> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        let mut keys = listing::Keys::new(&prefix, &what);
-        self.walk(&what, &prefix, false, PAGE_SIZE, &mut |page| {
-            keys.add(&page.names)?;
-            Ok(true)
-        })?;
-        Ok(keys.finish())
-    }
-
-    fn is_dir(&self, dir: &str) -> Result<bool> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        // A listing of the bucket's root answers when the bucket exists.
-        let mut found = prefix.is_empty();
-        self.walk(&what, &prefix, false, 1, &mut |page| {
-            found |= !page.names.is_empty() || !page.prefixes.is_empty();
-            Ok(!found)
-        })?;
-        Ok(found)
-    }
-
-    fn create_dir(&self, dir: &str) -> Result<()> {
-        // The markers of every directory from the bucket's root down, as
-        // n5-google-cloud writes them; an existing marker is left alone.
-        let name = self.name(dir);
-        let mut marker = String::new();
-        for component in name.split('/').filter(|c| !c.is_empty()) {
-            marker.push_str(component);
-            marker.push('/');
-            self.upload_if(&marker, b"", "0")?;
-        }
-        Ok(())
     }
 }
 

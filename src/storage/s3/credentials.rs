@@ -440,7 +440,7 @@ mod tests {
             let dir = std::env::temp_dir().join(format!(
                 "libn5-s3-cred-{name}-{}-{:x}",
                 std::process::id(),
-                (crate::storage::random_fraction() * 1e15) as u64
+                (crate::storage::store::random_fraction() * 1e15) as u64
             ));
             std::fs::create_dir_all(dir.join(".aws")).unwrap();
             Home(dir)

@@ -1,10 +1,13 @@
-//! S3 and S3-compatible object stores (AWS, SeaweedFS, MinIO, Ceph RGW)
-//! as a [`Store`]: objects are read with GET (ranges with `Range`, sizes
+//! S3 and S3-compatible object stores (AWS, SeaweedFS, MinIO, Ceph RGW):
+//! the S3 wire protocol under the bucket layer ([`S3Store`] is a
+//! [`BucketStore`], which owns keys, listings, directories and the meaning
+//! of "missing"). Objects are read with GET (ranges with `Range`, sizes
 //! with HEAD), written with one PUT each (atomic), conditionally with
 //! `If-None-Match: *` or `If-Match: <etag>` (412: the condition failed);
-//! an object's version is its ETag. Directories are `/`-delimited
-//! ListObjectsV2 listings with continuation tokens, plus the empty marker
-//! objects (`a/`, `a/b/`) n5-aws-s3 writes. Requests are signed with SigV4
+//! an object's version is its ETag. Listings are `/`-delimited or flat
+//! ListObjectsV2 pages with continuation tokens, which deleting objects
+//! invalidates; the directory markers are the empty objects (`a/`, `a/b/`)
+//! n5-aws-s3 writes. Requests are signed with SigV4
 //! (aws-sigv4; a body goes with its `x-amz-checksum-crc32c`, or its
 //! `Content-MD5` with `s3.checksum: "md5"`, which the server checks, and
 //! `x-amz-content-sha256: UNSIGNED-PAYLOAD`) unless the
@@ -39,8 +42,6 @@
 mod credentials;
 pub mod xml;
 
-use std::collections::{BTreeSet, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::RwLock;
 use std::time::SystemTime;
 
@@ -51,44 +52,33 @@ use aws_sigv4::http_request::{
 use aws_sigv4::sign::v4;
 
 use self::credentials::Credentials;
-use self::xml::Page;
+use super::bucket::{BucketStore, Markers, ObjectProtocol, Page, PageRequest};
 use super::http::{
-    check_range, encode_key, encode_path_component, encode_query, range_body, status_text, Client,
-    Method, Request, Response, Validator,
+    encode_key, encode_path_component, encode_query, status_text, Client, Method, Request,
+    Response, Validator,
 };
-use super::listing;
 use super::location::S3Location;
 use super::options::{StorageOptions, UploadChecksum};
-use super::{ByteRange, Capabilities, Listing, Precondition, Store, Version};
+use super::store::{Precondition, Version};
 use crate::error::{Error, ErrorKind, Result};
-use crate::path::join;
 
 /// The region assumed when nothing names one.
 pub const DEFAULT_REGION: &str = "us-east-1";
 
-/// Keys asked for per listing page (the most S3 sends).
-const PAGE_SIZE: u32 = 1000;
-
-/// The most pages one listing walks.
-const MAX_PAGES: usize = 100_000;
-
-/// The most objects one `delete_dir` deletes.
-const MAX_DELETED: usize = 1 << 30;
-
 /// A container root in an S3 bucket.
+pub type S3Store = BucketStore<S3Protocol>;
+
+/// The S3 protocol to one bucket: its endpoint, region, credentials and
+/// connection pool.
 #[derive(Debug)]
-pub struct S3Store {
+pub struct S3Protocol {
     bucket: String,
-    /// The key prefix of the root, no slash at either end.
-    prefix: String,
-    display: String,
     endpoint: Endpoint,
     /// The bucket's region as far as known (it changes when the server
     /// names another).
     region: RwLock<String>,
     credentials: Credentials,
     client: Client,
-    io_concurrency: usize,
     checksum: UploadChecksum,
 }
 
@@ -274,10 +264,32 @@ impl S3Store {
         S3Store::with_env(location, display, options, &|name| std::env::var(name).ok())
     }
 
+    /// [`S3Store::new`] with the environment variables `env` gives.
     fn with_env(
         location: &S3Location,
         display: &str,
         options: &StorageOptions,
+        env: credentials::Env,
+    ) -> Result<Self> {
+        let io_concurrency = options.io_concurrency_for(true);
+        let protocol = S3Protocol::with_env(location, options, io_concurrency, env)?;
+        Ok(BucketStore::with_protocol(
+            protocol,
+            &location.prefix,
+            display,
+            io_concurrency,
+        ))
+    }
+}
+
+impl S3Protocol {
+    /// The protocol to the bucket of `location`, with the endpoint, region
+    /// and credentials of `options` and of the environment variables `env`
+    /// gives, and a pool of `connections` connections.
+    fn with_env(
+        location: &S3Location,
+        options: &StorageOptions,
+        connections: usize,
         env: credentials::Env,
     ) -> Result<Self> {
         let s3 = &options.s3;
@@ -328,16 +340,12 @@ impl S3Store {
         let region = region
             .or(resolved.profile_region)
             .unwrap_or_else(|| DEFAULT_REGION.to_string());
-        let io_concurrency = options.io_concurrency_for(true);
-        Ok(S3Store {
+        Ok(S3Protocol {
             bucket: location.bucket.clone(),
-            prefix: location.prefix.trim_matches('/').to_string(),
-            display: display.to_string(),
             endpoint,
             region: RwLock::new(region),
             credentials: resolved.credentials,
-            client: Client::new(options.retry, io_concurrency)?,
-            io_concurrency,
+            client: Client::new(options.retry, connections)?,
             checksum: s3.checksum,
         })
     }
@@ -348,27 +356,6 @@ impl S3Store {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-    }
-
-    /// The object key of `key`.
-    fn name(&self, key: &str) -> String {
-        join(&self.prefix, key)
-    }
-
-    /// The key prefix of the directory `dir`: `""` for the bucket's root,
-    /// else its name and a slash.
-    fn dir_prefix(&self, dir: &str) -> String {
-        let name = self.name(dir);
-        if name.is_empty() {
-            name
-        } else {
-            name + "/"
-        }
-    }
-
-    /// `s3://bucket/name`, how the object `name` is named in messages.
-    fn describe_name(&self, name: &str) -> String {
-        format!("s3://{}/{name}", self.bucket)
     }
 
     /// Scheme and host requests go to in `region`, and the path of the
@@ -436,7 +423,7 @@ impl S3Store {
         self.send_into(method, name, query, headers, body, validate, Vec::new())
     }
 
-    /// [`S3Store::send`] reading the answer's body into `spare`
+    /// [`S3Protocol::send`] reading the answer's body into `spare`
     /// ([`crate::storage::http::Client::send_into`]).
     #[allow(clippy::too_many_arguments)]
     fn send_into(
@@ -502,82 +489,6 @@ impl S3Store {
         }
     }
 
-    /// The error of an answer that is neither success nor "missing".
-    fn failure(&self, method: Method, what: &str, r: &Response) -> Error {
-        let status = status_text(r);
-        let method = method.as_str();
-        match r.status {
-            401 | 403 => Error::new(
-                ErrorKind::AccessDenied,
-                format!(
-                    "{method} {what}: {status}: access denied; credentials: {}",
-                    self.credentials.source()
-                ),
-            ),
-            404 if bucket_missing(r) || r.error_code().is_none() => Error::new(
-                ErrorKind::NotFound,
-                format!(
-                    "{method} {what}: {status}: the bucket '{}' does not exist at {}",
-                    self.bucket,
-                    self.base(&self.region()).0
-                ),
-            ),
-            404 => Error::new(ErrorKind::NotFound, format!("{method} {what}: {status}")),
-            301 | 307 => Error::new(
-                ErrorKind::Io,
-                format!(
-                    "{method} {what}: {status}: the bucket is elsewhere and the answer names no \
-                     region; set s3.region (or s3.endpoint)"
-                ),
-            ),
-            _ => Error::new(
-                ErrorKind::Io,
-                format!("{method} {what}: unexpected answer {status}"),
-            ),
-        }
-    }
-
-    /// `Ok` when a failed read of `key` means that the object is missing
-    /// (404 from an existing bucket; 403 to an anonymous read of a key),
-    /// else the error.
-    fn missing(&self, method: Method, key: &str, r: &Response) -> Result<()> {
-        let missing = match r.status {
-            404 => !bucket_missing(r),
-            403 => self.credentials.is_anonymous() && !key.is_empty(),
-            _ => false,
-        };
-        if missing {
-            Ok(())
-        } else {
-            Err(self.failure(method, &self.describe(key), r))
-        }
-    }
-
-    /// The size of the object at `key` from a HEAD request; a 403 means
-    /// "missing" only for reads (`write` false).
-    fn head(&self, key: &str, write: bool) -> Result<Option<u64>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        let r = self.send(Method::Head, &self.name(key), "", &[], b"", &|_| Ok(()))?;
-        if r.status != 200 {
-            if write && r.status == 403 {
-                return Err(self.failure(Method::Head, &self.describe(key), &r));
-            }
-            self.missing(Method::Head, key, &r)?;
-            return Ok(None);
-        }
-        r.header("content-length")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Some)
-            .ok_or_else(|| {
-                malformed(
-                    &self.describe(key),
-                    "HEAD answered without a valid Content-Length",
-                )
-            })
-    }
-
     /// PUT `body` as the object `name` with `headers`; the answer's status
     /// when it is 200, 412 or 409, else the error.
     fn put_object(&self, name: &str, body: &[u8], headers: &[(&str, &str)]) -> Result<Response> {
@@ -621,103 +532,6 @@ impl S3Store {
         }
         query
     }
-
-    /// One ListObjectsV2 page of `prefix`.
-    fn page(
-        &self,
-        what: &str,
-        prefix: &str,
-        delimiter: bool,
-        max: u32,
-        token: Option<&str>,
-    ) -> Result<Page> {
-        let query = S3Store::list_query(prefix, delimiter, max, token);
-        let r = self.send(Method::Get, "", &query, &[], b"", &|_| Ok(()))?;
-        if r.status != 200 {
-            return Err(self.failure(Method::Get, what, &r));
-        }
-        xml::parse_page(&r.body)
-            .map_err(|why| malformed(what, &format!("malformed ListObjectsV2 answer: {why}")))
-    }
-
-    /// Walk the pages of the listing of `prefix` (`/`-delimited or flat),
-    /// `max` keys a page, handing each to `visit` until it returns `false`
-    /// or the pages end.
-    fn walk(
-        &self,
-        what: &str,
-        prefix: &str,
-        delimiter: bool,
-        max: u32,
-        visit: &mut dyn FnMut(Page) -> Result<bool>,
-    ) -> Result<()> {
-        let mut token: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let page = self.page(what, prefix, delimiter, max, token.as_deref())?;
-            let next = page.next.clone();
-            if !visit(page)? {
-                return Ok(());
-            }
-            match next {
-                None => return Ok(()),
-                Some(t) if token.as_deref() == Some(t.as_str()) => {
-                    return Err(malformed(
-                        what,
-                        "malformed ListObjectsV2 answer: the same continuation token came back",
-                    ))
-                }
-                Some(t) => token = Some(t),
-            }
-        }
-        Err(Error::new(
-            ErrorKind::Io,
-            format!("{what}: the listing goes on beyond {MAX_PAGES} pages"),
-        ))
-    }
-
-    /// Delete the objects `names`, `io_concurrency` at a time; objects
-    /// already gone are fine.
-    fn delete_names(&self, names: &[String]) -> Result<()> {
-        let delete = |name: &String| -> Result<()> {
-            let r = self.send(Method::Delete, name, "", &[], b"", &|_| Ok(()))?;
-            match r.status {
-                200 | 204 => Ok(()),
-                404 if !bucket_missing(&r) => Ok(()),
-                _ => Err(self.failure(Method::Delete, &self.describe_name(name), &r)),
-            }
-        };
-        let threads = self.io_concurrency.min(names.len());
-        if threads <= 1 {
-            return names.iter().try_for_each(delete);
-        }
-        let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| -> Result<()> {
-                        while !failed.load(Ordering::Relaxed) {
-                            let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                                break;
-                            };
-                            delete(name).inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .try_for_each(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-        })
-    }
-
-    fn root_is_not_an_object(&self, key: &str) -> Error {
-        Error::invalid_argument(format!(
-            "{}: the container root is not an object",
-            self.describe(key)
-        ))
-    }
 }
 
 /// An explicit endpoint.
@@ -731,147 +545,77 @@ fn custom(text: &str, what: &str, path_style: bool) -> Result<Endpoint> {
     })
 }
 
-impl Store for S3Store {
-    fn location(&self) -> &str {
-        &self.display
+impl ObjectProtocol for S3Protocol {
+    const SCHEME: &'static str = "s3";
+    const STAT: Method = Method::Head;
+    const MAX_PAGES: usize = 100_000;
+    const TOKEN: &'static str = "continuation token";
+    const DELETE_TELLS: bool = false;
+    const TOKENS_SURVIVE_DELETION: bool = false;
+    const MARKERS: Markers = Markers::BelowRoot;
+
+    fn bucket(&self) -> &str {
+        &self.bucket
     }
 
-    fn describe(&self, key: &str) -> String {
-        self.describe_name(&self.name(key))
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            writable: true,
-            list: true,
-            remote: true,
-            exact_versions: true,
-        }
-    }
-
-    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
-        if key.is_empty() {
-            return Ok(false);
-        }
-        let spare = std::mem::take(buf);
-        let r = self.send_into(
-            Method::Get,
-            &self.name(key),
-            "",
-            &[],
-            b"",
-            &|_| Ok(()),
-            spare,
-        )?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(false);
-        }
-        *buf = r.body;
-        Ok(true)
-    }
-
-    fn get_range_into(
+    fn get(
         &self,
-        key: &str,
-        range: ByteRange,
-        buf: &mut Vec<u8>,
-    ) -> Result<Option<Option<Version>>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        if matches!(range, ByteRange::Span { len: 0, .. } | ByteRange::Suffix(0)) {
-            buf.clear();
-            return Ok(self.size(key)?.map(|_| None));
-        }
-        let header = format!("bytes={range}");
-        let validate = |r: &Response| check_range(range, r);
-        let r = self.send_into(
-            Method::Get,
-            &self.name(key),
-            "",
-            &[("range", &header)],
-            b"",
-            &validate,
-            std::mem::take(buf),
-        )?;
+        name: &str,
+        headers: &[(&str, &str)],
+        validate: Validator<'_>,
+        spare: Vec<u8>,
+    ) -> Result<Response> {
+        self.send_into(Method::Get, name, "", headers, b"", validate, spare)
+    }
+
+    fn version(&self, r: &Response) -> Option<Version> {
         // The ETag of a 206 is the whole object's.
-        let version = r
-            .header("etag")
+        r.header("etag")
             .map(str::trim)
             .filter(|e| valid_etag(e))
-            .map(|e| Version(e.to_string()));
-        match range_body(range, r) {
-            Ok(body) => {
-                *buf = body;
-                Ok(Some(version))
-            }
-            Err(r) => {
-                self.missing(Method::Get, key, &r)?;
-                Ok(None)
-            }
-        }
+            .map(|e| Version(e.to_string()))
     }
 
-    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>> {
-        if key.is_empty() {
-            return Ok(None);
-        }
-        // The ETag comes with the bytes, so the two always belong together.
-        let r = self.send(Method::Get, &self.name(key), "", &[], b"", &|_| Ok(()))?;
-        if r.status != 200 {
-            self.missing(Method::Get, key, &r)?;
-            return Ok(None);
-        }
-        let etag = r
-            .header("etag")
-            .map(str::trim)
-            .filter(|e| valid_etag(e))
-            .ok_or_else(|| malformed(&self.describe(key), "GET answered without an ETag"))?
-            .to_string();
-        Ok(Some((r.body, Version(etag))))
+    fn unversioned(&self, name: &str) -> Error {
+        malformed(&self.describe_name(name), "GET answered without an ETag")
     }
 
-    fn size(&self, key: &str) -> Result<Option<u64>> {
-        self.head(key, false)
+    fn stat(&self, name: &str) -> Result<Response> {
+        self.send(Method::Head, name, "", &[], b"", &|_| Ok(()))
     }
 
-    fn put(&self, key: &str, parts: &[&[u8]]) -> Result<()> {
-        if key.is_empty() {
-            return Err(self.root_is_not_an_object(key));
-        }
-        let joined;
-        let body: &[u8] = match parts {
-            [one] => one,
-            _ => {
-                joined = parts.concat();
-                &joined
-            }
-        };
-        let name = self.name(key);
-        let r = self.put_object(&name, body, &[])?;
+    fn stat_size(&self, name: &str, r: &Response) -> Result<u64> {
+        r.header("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                malformed(
+                    &self.describe_name(name),
+                    "HEAD answered without a valid Content-Length",
+                )
+            })
+    }
+
+    fn put(&self, name: &str, body: &[u8]) -> Result<()> {
+        let r = self.put_object(name, body, &[])?;
         match r.status {
             200 | 201 | 204 => Ok(()),
-            _ => Err(self.failure(Method::Put, &self.describe(key), &r)),
+            _ => Err(self.failure(Method::Put, &self.describe_name(name), &r)),
         }
     }
 
-    fn put_if(&self, key: &str, data: &[u8], condition: &Precondition) -> Result<bool> {
-        if key.is_empty() {
-            return Err(self.root_is_not_an_object(key));
-        }
+    fn put_if(&self, name: &str, body: &[u8], condition: &Precondition) -> Result<bool> {
         let header = match condition {
             Precondition::Absent => ("if-none-match", "*"),
             Precondition::Matches(Version(etag)) if valid_etag(etag) => ("if-match", etag.as_str()),
             Precondition::Matches(Version(etag)) => {
                 return Err(Error::invalid_argument(format!(
                     "{}: '{}' is not an ETag",
-                    self.describe(key),
+                    self.describe_name(name),
                     etag.escape_debug()
                 )))
             }
         };
-        let r = self.put_object(&self.name(key), data, &[header])?;
+        let r = self.put_object(name, body, &[header])?;
         match r.status {
             200 | 201 | 204 => Ok(true),
             412 => Ok(false),
@@ -881,142 +625,78 @@ impl Store for S3Store {
             404 if matches!(condition, Precondition::Matches(_)) && !bucket_missing(&r) => {
                 Ok(false)
             }
-            _ => Err(self.failure(Method::Put, &self.describe(key), &r)),
+            _ => Err(self.failure(Method::Put, &self.describe_name(name), &r)),
         }
     }
 
-    fn delete(&self, key: &str) -> Result<bool> {
-        // S3 answers a DELETE alike whether or not the object was there:
-        // a HEAD tells.
-        if self.head(key, true)?.is_none() {
-            return Ok(false);
+    fn delete(&self, name: &str) -> Result<Response> {
+        self.send(Method::Delete, name, "", &[], b"", &|_| Ok(()))
+    }
+
+    fn page(&self, what: &str, request: &PageRequest<'_>) -> Result<Page> {
+        let query = S3Protocol::list_query(
+            request.prefix,
+            request.delimiter,
+            request.max,
+            request.token,
+        );
+        let r = self.send(Method::Get, "", &query, &[], b"", &|_| Ok(()))?;
+        if r.status != 200 {
+            return Err(self.failure(Method::Get, what, &r));
         }
-        self.delete_names(&[self.name(key)])?;
-        Ok(true)
+        xml::parse_page(&r.body).map_err(|why| self.malformed_page(what, request, &why))
     }
 
-    fn delete_dir(&self, dir: &str) -> Result<bool> {
-        // Delete the first page of a flat listing (the directory marker
-        // included), then list again from the start: no continuation token
-        // has to survive the deletions.
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        let mut deleted = 0usize;
-        let mut previous: HashSet<String> = HashSet::new();
-        // The directories the deleted keys lay in (see below).
-        let mut dirs: BTreeSet<String> = BTreeSet::new();
-        let mut pages = 0;
-        loop {
-            pages += 1;
-            if pages > MAX_PAGES {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: the listing goes on beyond {MAX_PAGES} pages"),
-                ));
-            }
-            let page = self.page(&what, &prefix, false, PAGE_SIZE, None)?;
-            let names: Vec<String> = page
-                .keys
-                .into_iter()
-                .filter(|k| k.starts_with(prefix.as_str()) && !k.is_empty())
-                .collect();
-            if names.is_empty() {
-                break;
-            }
-            if names.iter().any(|n| previous.contains(n)) {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: objects are still listed after their deletion"),
-                ));
-            }
-            deleted += names.len();
-            if deleted > MAX_DELETED {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("{what}: more than {MAX_DELETED} objects to delete"),
-                ));
-            }
-            if matches!(self.endpoint, Endpoint::Custom { .. }) {
-                for name in &names {
-                    dirs.extend(
-                        name.match_indices('/')
-                            .map(|(i, _)| i + 1)
-                            .filter(|&end| end >= prefix.len())
-                            .map(|end| name[..end].to_string()),
-                    );
-                }
-            }
-            self.delete_names(&names)?;
-            if page.next.is_none() {
-                break;
-            }
-            previous = names.into_iter().collect();
+    fn malformed_page(&self, what: &str, _request: &PageRequest<'_>, why: &str) -> Error {
+        malformed(what, &format!("malformed ListObjectsV2 answer: {why}"))
+    }
+
+    fn keeps_directories(&self) -> bool {
+        // AWS has no directories.
+        matches!(self.endpoint, Endpoint::Custom { .. })
+    }
+
+    fn is_anonymous(&self) -> bool {
+        self.credentials.is_anonymous()
+    }
+
+    fn bucket_missing(&self, r: &Response) -> bool {
+        bucket_missing(r)
+    }
+
+    /// The error of an answer that is neither success nor "missing".
+    fn failure(&self, method: Method, what: &str, r: &Response) -> Error {
+        let status = status_text(r);
+        let method = method.as_str();
+        match r.status {
+            401 | 403 => Error::new(
+                ErrorKind::AccessDenied,
+                format!(
+                    "{method} {what}: {status}: access denied; credentials: {}",
+                    self.credentials.source()
+                ),
+            ),
+            404 if bucket_missing(r) || r.error_code().is_none() => Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{method} {what}: {status}: the bucket '{}' does not exist at {}",
+                    self.bucket,
+                    self.base(&self.region()).0
+                ),
+            ),
+            404 => Error::new(ErrorKind::NotFound, format!("{method} {what}: {status}")),
+            301 | 307 => Error::new(
+                ErrorKind::Io,
+                format!(
+                    "{method} {what}: {status}: the bucket is elsewhere and the answer names no \
+                     region; set s3.region (or s3.endpoint)"
+                ),
+            ),
+            _ => Error::new(
+                ErrorKind::Io,
+                format!("{method} {what}: unexpected answer {status}"),
+            ),
         }
-        // Stores that keep real directories under their objects (SeaweedFS's
-        // filer) leave a directory behind when its last objects are deleted
-        // in parallel, and list it as a common prefix; deleting `dir/` removes
-        // an empty one. So every directory of the deleted tree goes too,
-        // deepest first. AWS has no directories: nothing to do there.
-        let mut levels: Vec<(usize, String)> = dirs
-            .into_iter()
-            .map(|d| (d.matches('/').count(), d))
-            .collect();
-        levels.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
-        for level in levels.chunk_by(|a, b| a.0 == b.0) {
-            let names: Vec<String> = level.iter().map(|(_, d)| d.clone()).collect();
-            self.delete_names(&names)?;
-        }
-        Ok(deleted > 0)
-    }
-
-    fn list(&self, dir: &str) -> Result<Option<Listing>> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        let mut level = listing::Level::new(&prefix, &what);
-        self.walk(&what, &prefix, true, PAGE_SIZE, &mut |page| {
-            level.add(&page.keys, &page.prefixes)?;
-            Ok(true)
-        })?;
-        Ok(level.finish())
-    }
-
-    fn list_keys(&self, dir: &str) -> Result<Vec<String>> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        let mut keys = listing::Keys::new(&prefix, &what);
-        self.walk(&what, &prefix, false, PAGE_SIZE, &mut |page| {
-            keys.add(&page.keys)?;
-            Ok(true)
-        })?;
-        Ok(keys.finish())
-    }
-
-    fn is_dir(&self, dir: &str) -> Result<bool> {
-        let prefix = self.dir_prefix(dir);
-        let what = self.describe_name(&prefix);
-        // A listing of the bucket's root answers when the bucket exists;
-        // below it, any object (a marker or not) makes a directory.
-        let mut found = prefix.is_empty();
-        self.walk(&what, &prefix, false, 1, &mut |page| {
-            found |= !page.keys.is_empty() || !page.prefixes.is_empty();
-            Ok(!found)
-        })?;
-        Ok(found)
-    }
-
-    fn create_dir(&self, dir: &str) -> Result<()> {
-        // The markers n5-aws-s3 writes, for each directory from the
-        // container root (which gets none) down to `dir`.
-        let mut marker = self.dir_prefix("");
-        for component in dir.split('/').filter(|c| !c.is_empty()) {
-            marker.push_str(component);
-            marker.push('/');
-            let r = self.put_object(&marker, b"", &[])?;
-            if !matches!(r.status, 200 | 201 | 204) {
-                return Err(self.failure(Method::Put, &self.describe_name(&marker), &r));
-            }
-        }
-        Ok(())
     }
 }
 

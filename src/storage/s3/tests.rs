@@ -1,13 +1,15 @@
 //! Unit tests of the S3 backend that need no server: addressing, regions,
-//! signatures, status mapping, range checks. The real-server tests are in
+//! signatures, status mapping, listing queries. The real-server tests are in
 //! tests/s3_backend.rs.
 
 use std::collections::HashMap;
 use std::time::{Duration, UNIX_EPOCH};
 
 use super::*;
+use crate::storage::http_reads::HttpReads;
 use crate::storage::location::{Backend, Location};
 use crate::storage::options::{S3Options, Secret};
+use crate::storage::store::Store;
 
 fn location(text: &str) -> S3Location {
     match Location::parse(text).unwrap().backend {
@@ -35,18 +37,7 @@ fn store(text: &str, s3: S3Options, vars: &[(&str, &str)]) -> S3Store {
 }
 
 fn object_url(s: &S3Store, key: &str) -> String {
-    s.url(&s.region(), &s.name(key), "")
-}
-
-fn response(status: u16, headers: &[(&str, &str)], body: &str) -> Response {
-    Response {
-        status,
-        headers: headers
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-    }
+    s.protocol().url(&s.protocol().region(), &s.name(key), "")
 }
 
 fn error_body(code: &str) -> String {
@@ -57,13 +48,13 @@ fn error_body(code: &str) -> String {
 fn aws_addressing() {
     let none = S3Options::default;
     let s = store("s3://bucket/x.n5", none(), &[]);
-    assert_eq!(s.region(), "us-east-1");
+    assert_eq!(s.protocol().region(), "us-east-1");
     assert_eq!(
         object_url(&s, "a b/attributes.json"),
         "https://bucket.s3.us-east-1.amazonaws.com/x.n5/a%20b/attributes.json"
     );
     assert_eq!(
-        s.url("eu-west-1", "", "list-type=2"),
+        s.protocol().url("eu-west-1", "", "list-type=2"),
         "https://bucket.s3.eu-west-1.amazonaws.com/?list-type=2"
     );
     assert_eq!(s.describe("a/b"), "s3://bucket/x.n5/a/b");
@@ -112,7 +103,7 @@ fn aws_addressing() {
         "https://s3.us-east-1.amazonaws.com/bucket/k"
     );
     assert_eq!(
-        s.url("us-east-1", "", "q=1"),
+        s.protocol().url("us-east-1", "", "q=1"),
         "https://s3.us-east-1.amazonaws.com/bucket?q=1"
     );
     assert_eq!(s.describe(""), "s3://bucket/");
@@ -127,7 +118,7 @@ fn explicit_endpoints() {
     let s = store("s3://b/x.n5", with_endpoint("http://127.0.0.1:8333/"), &[]);
     assert_eq!(object_url(&s, "k"), "http://127.0.0.1:8333/b/x.n5/k");
     assert_eq!(
-        s.url("us-east-1", "", "list-type=2"),
+        s.protocol().url("us-east-1", "", "list-type=2"),
         "http://127.0.0.1:8333/b?list-type=2"
     );
 
@@ -146,7 +137,10 @@ fn explicit_endpoints() {
         &[],
     );
     assert_eq!(object_url(&s, "k"), "https://b.minio.example.org/x.n5/k");
-    assert_eq!(s.url("r", "", "q"), "https://b.minio.example.org/?q");
+    assert_eq!(
+        s.protocol().url("r", "", "q"),
+        "https://b.minio.example.org/?q"
+    );
 
     // The environment's endpoints, AWS_ENDPOINT_URL_S3 first.
     let s = store(
@@ -196,7 +190,8 @@ fn explicit_endpoints() {
 
 #[test]
 fn region_defaults_in_order() {
-    let region = |s3: S3Options, loc: &str, vars: &[(&str, &str)]| store(loc, s3, vars).region();
+    let region =
+        |s3: S3Options, loc: &str, vars: &[(&str, &str)]| store(loc, s3, vars).protocol().region();
     let opt = S3Options {
         region: Some("ca-central-1".into()),
         ..S3Options::default()
@@ -252,12 +247,12 @@ fn region_defaults_in_order() {
 
 #[test]
 fn regions_named_by_answers() {
-    let header = |status| response(status, &[("x-amz-bucket-region", "eu-west-1")], "");
+    let header = |status| Response::of(status, &[("x-amz-bucket-region", "eu-west-1")], "");
     assert_eq!(named_region(&header(301)).as_deref(), Some("eu-west-1"));
     assert_eq!(named_region(&header(307)).as_deref(), Some("eu-west-1"));
     // A HEAD has no body: its 400 names the region in the header only.
     assert_eq!(named_region(&header(400)).as_deref(), Some("eu-west-1"));
-    let malformed_auth = response(
+    let malformed_auth = Response::of(
         400,
         &[],
         "<Error><Code>AuthorizationHeaderMalformed</Code><Message>wrong region</Message><Region>ap-southeast-2</Region></Error>",
@@ -266,7 +261,7 @@ fn regions_named_by_answers() {
         named_region(&malformed_auth).as_deref(),
         Some("ap-southeast-2")
     );
-    let redirect_body = response(
+    let redirect_body = Response::of(
         301,
         &[],
         "<Error><Code>PermanentRedirect</Code><Region>sa-east-1</Region></Error>",
@@ -274,20 +269,20 @@ fn regions_named_by_answers() {
     assert_eq!(named_region(&redirect_body).as_deref(), Some("sa-east-1"));
     // Neither other errors nor successes nor bad names switch regions.
     assert_eq!(
-        named_region(&response(
+        named_region(&Response::of(
             400,
             &[("x-amz-bucket-region", "eu-west-1")],
-            &error_body("InvalidArgument")
+            error_body("InvalidArgument")
         )),
         None
     );
     assert_eq!(named_region(&header(200)), None);
     assert_eq!(named_region(&header(403)), None);
     assert_eq!(
-        named_region(&response(301, &[("x-amz-bucket-region", "a.b/c")], "")),
+        named_region(&Response::of(301, &[("x-amz-bucket-region", "a.b/c")], "")),
         None
     );
-    assert_eq!(named_region(&response(301, &[], "")), None);
+    assert_eq!(named_region(&Response::of(301, &[], "")), None);
 }
 
 #[test]
@@ -306,15 +301,15 @@ fn status_mapping() {
         S3Options::default(),
         &[("HOME", "/nonexistent")],
     );
-    let no_key = response(404, &[], &error_body("NoSuchKey"));
-    let no_bucket = response(404, &[], &error_body("NoSuchBucket"));
-    let denied = response(403, &[], &error_body("AccessDenied"));
-    let signature = response(403, &[], &error_body("SignatureDoesNotMatch"));
+    let no_key = Response::of(404, &[], error_body("NoSuchKey"));
+    let no_bucket = Response::of(404, &[], error_body("NoSuchBucket"));
+    let denied = Response::of(403, &[], error_body("AccessDenied"));
+    let signature = Response::of(403, &[], error_body("SignatureDoesNotMatch"));
 
     for s in [&signed, &anonymous] {
         assert!(s.missing(Method::Get, "a/attributes.json", &no_key).is_ok());
         assert!(s
-            .missing(Method::Head, "k", &response(404, &[], ""))
+            .missing(Method::Head, "k", &Response::of(404, &[], ""))
             .is_ok());
         let e = s.missing(Method::Get, "k", &no_bucket).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
@@ -323,13 +318,13 @@ fn status_mapping() {
             "{e}"
         );
         let e = s
-            .missing(Method::Get, "k", &response(500, &[], ""))
+            .missing(Method::Get, "k", &Response::of(500, &[], ""))
             .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Io);
-        let e = s.failure(
+        let e = s.protocol().failure(
             Method::Get,
             "s3://b/root/",
-            &response(301, &[], &error_body("PermanentRedirect")),
+            &Response::of(301, &[], error_body("PermanentRedirect")),
         );
         assert!(e.message().contains("s3.region"), "{e}");
     }
@@ -344,7 +339,9 @@ fn status_mapping() {
     assert!(e.message().contains("SignatureDoesNotMatch"), "{e}");
     assert!(e.message().contains("options s3.access_key_id"), "{e}");
     assert!(!e.message().contains("TOPSECRET"), "{e}");
-    let e = signed.failure(Method::Put, "s3://b/root/k", &response(401, &[], ""));
+    let e = signed
+        .protocol()
+        .failure(Method::Put, "s3://b/root/k", &Response::of(401, &[], ""));
     assert_eq!(e.kind(), ErrorKind::AccessDenied);
     assert!(!format!("{signed:?}").contains("TOPSECRET"));
 }
@@ -466,26 +463,9 @@ fn signatures_match_the_aws_examples() {
 }
 
 #[test]
-fn range_answers_are_checked() {
-    let answer = |range: &str, body: &str| response(206, &[("content-range", range)], body);
-    let span = ByteRange::Span { offset: 2, len: 3 };
-    assert!(check_range(span, &answer("bytes 2-4/10", "abc")).is_ok());
-    assert!(check_range(span, &answer("bytes 2-3/4", "ab")).is_ok());
-    assert!(check_range(span, &answer("bytes 0-2/10", "abc")).is_err());
-    assert!(check_range(span, &answer("bytes 2-4/10", "ab")).is_err());
-    assert!(check_range(ByteRange::Suffix(4), &answer("bytes 6-9/10", "abcd")).is_ok());
-    assert!(check_range(ByteRange::Suffix(40), &answer("bytes 0-9/10", "abcdefghij")).is_ok());
-    assert!(check_range(ByteRange::Suffix(4), &answer("bytes 0-3/10", "abcd")).is_err());
-    assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/10", "ab")).is_ok());
-    assert!(check_range(ByteRange::From(8), &answer("bytes 8-9/*", "ab")).is_ok());
-    assert!(check_range(span, &answer("garbage", "abc")).is_err());
-    assert!(check_range(span, &response(200, &[], "whole")).is_ok());
-}
-
-#[test]
 fn listing_queries() {
     assert_eq!(
-        S3Store::list_query("x y/+", true, 1000, Some("a+b/=")),
+        S3Protocol::list_query("x y/+", true, 1000, Some("a+b/=")),
         "list-type=2&prefix=x%20y%2F%2B&encoding-type=url&max-keys=1000&delimiter=%2F&continuation-token=a%2Bb%2F%3D"
     );
 }

@@ -9,6 +9,7 @@ use quick_xml::escape::resolve_predefined_entity;
 use quick_xml::events::Event;
 use quick_xml::Reader;
 
+use crate::storage::bucket::Page;
 use crate::storage::http::percent_decode;
 
 /// The most entries (keys and common prefixes) one listing page may hold;
@@ -21,17 +22,6 @@ pub const MAX_TEXT: usize = 16 << 10;
 
 /// The deepest nesting of elements accepted.
 pub const MAX_DEPTH: usize = 16;
-
-/// One page of a ListObjectsV2 answer.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Page {
-    /// The object keys (`Contents/Key`), decoded.
-    pub keys: Vec<String>,
-    /// The common prefixes (`CommonPrefixes/Prefix`), decoded.
-    pub prefixes: Vec<String>,
-    /// The continuation token of the next page, `None` on the last.
-    pub next: Option<String>,
-}
 
 /// What a leaf element's text is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,7 +46,9 @@ fn field(path: &[String]) -> Option<Field> {
     }
 }
 
-/// Parse a ListObjectsV2 answer; the error says what is wrong with it.
+/// Parse a ListObjectsV2 answer: the object keys (`Contents/Key`) and
+/// common prefixes (`CommonPrefixes/Prefix`), decoded, and the
+/// continuation token; the error says what is wrong with it.
 pub fn parse_page(body: &[u8]) -> Result<Page, String> {
     let text = std::str::from_utf8(body).map_err(|e| format!("not UTF-8 ({e})"))?;
     let mut reader = Reader::from_str(text);
@@ -168,7 +160,7 @@ pub fn parse_page(body: &[u8]) -> Result<Page, String> {
             .collect::<Result<_, _>>()?;
     }
     Ok(Page {
-        keys,
+        names: keys,
         prefixes,
         next,
     })
@@ -236,7 +228,7 @@ mod tests {
 <NextContinuationToken>tok/+=</NextContinuationToken></ListBucketResult>"#
         );
         let page = parse_page(body.as_bytes()).unwrap();
-        assert_eq!(page.keys, ["x.n5/", "x.n5/attributes.json"]);
+        assert_eq!(page.names, ["x.n5/", "x.n5/attributes.json"]);
         assert_eq!(page.prefixes, ["x.n5/a/", "x.n5/b&c/"]);
         assert_eq!(page.next.as_deref(), Some("tok/+="));
 
@@ -256,11 +248,11 @@ mod tests {
             <Contents><Key>a+b/%C3%BC%2Bx</Key></Contents>\
             <CommonPrefixes><Prefix>d%20e/</Prefix></CommonPrefixes></ListBucketResult>";
         let page = parse_page(body.as_bytes()).unwrap();
-        assert_eq!(page.keys, ["a b/ü+x"]);
+        assert_eq!(page.names, ["a b/ü+x"]);
         assert_eq!(page.prefixes, ["d e/"]);
         // Without EncodingType, names are taken as they are.
         let raw = "<ListBucketResult><Contents><Key>a+b%20</Key></Contents></ListBucketResult>";
-        assert_eq!(parse_page(raw.as_bytes()).unwrap().keys, ["a+b%20"]);
+        assert_eq!(parse_page(raw.as_bytes()).unwrap().names, ["a+b%20"]);
         let bad = "<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>%zz</Key></Contents></ListBucketResult>";
         assert!(parse_page(bad.as_bytes())
             .unwrap_err()
@@ -272,7 +264,7 @@ mod tests {
     #[test]
     fn entities_cdata_and_character_references() {
         let body = "<ListBucketResult><Contents><Key>a&lt;&#x41;&#66;<![CDATA[<c>]]></Key></Contents></ListBucketResult>";
-        assert_eq!(parse_page(body.as_bytes()).unwrap().keys, ["a<AB<c>"]);
+        assert_eq!(parse_page(body.as_bytes()).unwrap().names, ["a<AB<c>"]);
         for bad in [
             "<ListBucketResult><Contents><Key>&custom;</Key></Contents></ListBucketResult>",
             "<ListBucketResult><Contents><Key>&#0;</Key></Contents></ListBucketResult>",
@@ -338,7 +330,7 @@ mod tests {
         assert!(parse_page(long.as_bytes()).unwrap_err().contains("longer"));
         // Unknown elements and text outside the fields are ignored.
         let other = "<ListBucketResult><Owner><ID>x</ID></Owner>text<Contents><Size>1</Size><Key>k</Key></Contents></ListBucketResult>";
-        assert_eq!(parse_page(other.as_bytes()).unwrap().keys, ["k"]);
+        assert_eq!(parse_page(other.as_bytes()).unwrap().names, ["k"]);
     }
 
     #[test]

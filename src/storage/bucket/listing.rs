@@ -1,5 +1,6 @@
-//! Directories over a flat namespace: how the object stores (S3, GCS) turn
-//! the pages of a prefix listing into [`Listing`]s and key lists. Object
+//! Directories over a flat namespace: the [`Page`]s of a prefix listing, as
+//! an object protocol (S3, GCS) parses them from its answers, and how the
+//! bucket layer turns them into [`Listing`]s and key lists. Object
 //! names are `/`-separated; a directory is a prefix ending in `/`, whether a
 //! marker object (`a/b/`, as the Java N5 backends write) names it or only
 //! the objects below it do. Hidden names (starting with `.`) and empty
@@ -8,11 +9,22 @@
 
 use std::collections::BTreeSet;
 
-use super::Listing;
 use crate::error::{Error, ErrorKind, Result};
+use crate::storage::store::Listing;
 
 /// The most entries one listing collects (10 million).
 pub const MAX_LISTED: usize = 10_000_000;
+
+/// One page of a prefix listing, as a protocol parses it from an answer.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Page {
+    /// The object names, decoded.
+    pub names: Vec<String>,
+    /// The common prefixes of a `/`-delimited listing, decoded.
+    pub prefixes: Vec<String>,
+    /// The token of the next page, `None` on the last.
+    pub next: Option<String>,
+}
 
 /// The child name `entry` (an object name, or a common prefix when
 /// `is_prefix`) gives below `prefix` in a delimited listing: one non-empty,
