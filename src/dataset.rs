@@ -207,7 +207,7 @@ impl Dataset {
             let mut doc = crate::format::node::parse_json(bytes, &key, store)?;
             crate::container::as_object_mut(&mut doc)
                 .insert("shape".into(), Value::from(shape.clone()));
-            let array = ZarrArray::from_document(z.format(), doc.clone())
+            let array = ZarrArray::from_stored(z.format(), doc.clone())
                 .map_err(|e| Error::invalid_argument(e.message()))?;
             resized = Some(array);
             serde_json::to_vec_pretty(&doc)

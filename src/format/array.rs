@@ -86,11 +86,19 @@ impl ZarrArray {
             )
         })?;
         let doc = parse_json(&bytes, &key, store)?;
-        ZarrArray::from_document(format, doc).map_err(|e| e.context(store.describe(&key)))
+        ZarrArray::from_stored(format, doc).map_err(|e| e.context(store.describe(&key)))
     }
 
-    /// The array a metadata document of `format` describes.
+    /// The array a metadata document of `format` describes, refused as a
+    /// new array is when no data could be written to it (`hdf5_shards`
+    /// whose codecs HDF5 shards cannot hold).
     pub(crate) fn from_document(format: Format, document: Value) -> Result<ZarrArray> {
+        super::zarr3::hdf5_shards::check_write(&document)?;
+        ZarrArray::from_stored(format, document)
+    }
+
+    /// The array a stored metadata document of `format` describes.
+    pub(crate) fn from_stored(format: Format, document: Value) -> Result<ZarrArray> {
         match format {
             Format::Zarr2 => {
                 let meta = zarr2::metadata::ArrayMetadata::from_json(&document)?;
@@ -504,13 +512,14 @@ impl ZarrArray {
         }
     }
 
-    /// Encodes a chunk of the grid (`data`: [`ZarrArray::outer_bytes`],
-    /// native, C order; a whole shard when sharded, whose inner chunks
-    /// equal to the fill value are left out) and appends it to `out`.
-    pub(crate) fn encode_outer(&self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    /// Encodes the chunk of the grid at N5 grid position `pos` (`data`:
+    /// [`ZarrArray::outer_bytes`], native, C order; a whole shard when
+    /// sharded, whose inner chunks equal to the fill value are left out)
+    /// and appends it to `out`.
+    pub(crate) fn encode_outer(&self, pos: &[u64], data: &[u8], out: &mut Vec<u8>) -> Result<()> {
         match &self.codec {
             Codec::V2(meta) => zarr2::chunk::encode(meta, data, out),
-            Codec::V3 { chain, .. } => chain.encode(data, out),
+            Codec::V3 { chain, .. } => chain.encode_at(data, Some(&reversed(pos)), out),
         }
     }
 
@@ -531,6 +540,7 @@ impl ZarrArray {
     /// inner chunk, or without `write_empty`).
     pub(crate) fn encode_for_write(
         &self,
+        pos: &[u64],
         data: &[u8],
         write_empty: bool,
         out: &mut Vec<u8>,
@@ -539,7 +549,7 @@ impl ZarrArray {
             return Ok(false);
         }
         out.clear();
-        self.encode_outer(data, out)?;
+        self.encode_outer(pos, data, out)?;
         Ok(true)
     }
 
@@ -575,7 +585,7 @@ impl ZarrArray {
                 return Ok(None);
             }
             let mut out = Vec::new();
-            self.encode_outer(&whole, &mut out)
+            self.encode_outer(pos, &whole, &mut out)
                 .map_err(|e| e.context(what.clone()))?;
             Ok(Some(out))
         })?;

@@ -654,6 +654,7 @@ impl Dataset {
         shape: &[u64],
         data: &[u8],
     ) -> Result<()> {
+        crate::format::zarr3::hdf5_shards::check_write(z.document())?;
         let attrs = z.outer_attributes()?;
         let elem = attrs.data_type.size();
         let grid = Grid::new(&attrs, offset, shape)?;
@@ -728,7 +729,7 @@ impl Dataset {
                             z.read_outer(store, self.path(), &pos, buf)?;
                         }
                         place(buf);
-                        z.encode_for_write(buf, write_empty, &mut out)
+                        z.encode_for_write(&pos, buf, write_empty, &mut out)
                     }
                     .map_err(|e| e.context(store.describe(&key)))?;
                     // Written (or deleted) by an I/O thread, or here.
