@@ -545,7 +545,7 @@ impl ZarrArray {
         write_empty: bool,
         out: &mut Vec<u8>,
     ) -> Result<bool> {
-        if (self.is_sharded() || !write_empty) && self.is_fill(data) {
+        if (self.shard_layout().is_some() || !write_empty) && self.is_fill(data) {
             return Ok(false);
         }
         out.clear();
