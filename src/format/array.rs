@@ -534,10 +534,10 @@ impl ZarrArray {
     }
 
     /// What a write stores for the decoded chunk of the grid `data` (a
-    /// whole chunk or shard): `true` with its encoding in `out`, to be put
-    /// in one atomic write, or `false` when the chunk is to be deleted
-    /// instead (all fill value, in a sharded array, which would hold no
-    /// inner chunk, or without `write_empty`).
+    /// whole chunk or shard) at N5 grid position `pos`: `true` with its
+    /// encoding in `out`, to be put in one atomic write, or `false` when
+    /// the chunk is to be deleted instead (all fill value, in a sharded
+    /// array, which would hold no inner chunk, or without `write_empty`).
     pub(crate) fn encode_for_write(
         &self,
         pos: &[u64],
