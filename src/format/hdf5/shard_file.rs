@@ -307,7 +307,8 @@ impl ShardFile {
         self.base + self.end
     }
 
-    /// Bytes of a chunk's size in a filtered Fixed Array entry.
+    /// Bytes of one Fixed Array entry: the chunk's address, and for
+    /// filtered chunks its size and filter mask.
     fn entry_size(&self) -> usize {
         match self.filter {
             Filter::None => 8,
