@@ -249,6 +249,7 @@ impl Dataset {
         self.check_numeric(&attrs)?;
         self.check_write(&attrs, grid_pos, shape)?;
         check_buffer(shape, attrs.data_type.size(), data.len())?;
+        array.check_write()?;
         array.write_block(grid_pos, shape, data)
     }
 
@@ -357,6 +358,7 @@ impl Dataset {
         self.container.check_writable()?;
         let array = self.array();
         array.attributes().check_grid_pos(grid_pos)?;
+        array.check_write()?;
         array.delete_block(grid_pos)
     }
 

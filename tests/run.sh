@@ -14,6 +14,8 @@
 #              venv, so tests/peers.rs checks that the peers read what libn5
 #              writes, and N5_ZARR3_PYTHON at .venv-zarr3, so
 #              tests/zarr_peers.rs checks Zarr both ways with zarr-python 3;
+#              tests/zarr_hdf5_write.rs checks the HDF5 shards libn5 writes
+#              with h5py, hdf5plugin, h5dump and h5repack (hdf5-tools);
 #              the storage tests start SeaweedFS, fake-gcs-server and nginx
 #              on loopback (testkit/)
 #   cli        cargo test -p n5-cli --all-targets: every subcommand of the n5
@@ -47,7 +49,7 @@ STEPS=(rust cli c c-debug sanitize fuzz miri)
 # What tests/setup.sh installs for each step.
 needs() {
     case $1 in
-        rust) echo build cxx venv zarr3py servers ;;
+        rust) echo build cxx hdf5-tools venv zarr3py servers ;;
         cli) echo build servers ;;
         c | c-debug) echo build cxx binutils valgrind octave venv ;;
         sanitize) echo build cxx ;;
@@ -106,7 +108,7 @@ if [ -x "$ROOT/.venv/bin/python" ]; then
     "$N5_PEER_PYTHON" - <<'PY' >&2
 import importlib.metadata as m
 print("[run.sh] peers: " + ", ".join(
-    "%s %s" % (p, m.version(p)) for p in ("tensorstore", "z5py", "zarr", "numcodecs", "numpy", "fsspec", "cffi")))
+    "%s %s" % (p, m.version(p)) for p in ("tensorstore", "z5py", "zarr", "numcodecs", "numpy", "fsspec", "cffi", "h5py", "hdf5plugin")))
 PY
 fi
 if [ -x "$ROOT/.venv-zarr3/bin/python" ]; then

@@ -15,6 +15,8 @@
 #   binutils  nm and readelf (the packaging tests check exported symbols, SONAME)
 #   valgrind  valgrind (the valgrind.* ctest tests)
 #   octave    octave-cli and mkoctfile (the MEX test, ffi.mex)
+#   hdf5-tools  h5dump and h5repack (tests/zarr_hdf5_write.rs checks the HDF5
+#             shards libn5 writes with them)
 #   venv      .venv: a Python virtual environment with the peer implementations
 #             (tests/peers/requirements.txt: tensorstore, z5py, zarr 2, cffi, ...)
 #   zarr3py   .venv-zarr3: a second virtual environment with zarr-python 3
@@ -51,7 +53,7 @@ REQ="$ROOT/tests/peers/requirements.txt"
 VENV_ZARR3="$ROOT/.venv-zarr3"
 REQ_ZARR3="$ROOT/tests/peers/requirements-zarr3.txt"
 PYTHON="${PYTHON:-python3}"
-ALL=(build cxx binutils valgrind octave venv zarr3py servers rustdev fuzz miri)
+ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -212,6 +214,11 @@ setup_octave() {
     [ ${#pkgs[@]} -eq 0 ] || need_system "the MEX test builds the MATLAB/Octave reader and runs it in octave-cli" "${pkgs[@]}"
 }
 
+setup_hdf5-tools() {
+    have h5dump && have h5repack \
+        || need_system "h5dump and h5repack check the HDF5 shards libn5 writes (tests/zarr_hdf5_write.rs)" hdf5-tools
+}
+
 setup_venv() {
     if venv_ok; then
         return
@@ -298,6 +305,7 @@ list() {
     status binutils "eval have nm && have readelf" "nm, readelf"
     status valgrind "have valgrind" "valgrind"
     status octave "eval have octave-cli && have mkoctfile" "octave-cli, mkoctfile"
+    status hdf5-tools "eval have h5dump && have h5repack" "h5dump, h5repack"
     status venv venv_ok ".venv with tests/peers/requirements.txt"
     status zarr3py zarr3py_ok ".venv-zarr3 with tests/peers/requirements-zarr3.txt (zarr-python 3)"
     status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"

@@ -248,6 +248,9 @@ pub struct NewArray<'a> {
     pub fill: &'a [u8],
     /// Zarr v3 `dimension_names` (C order), carried from a Zarr v3 source.
     pub dimension_names: Option<Value>,
+    /// A sharded Zarr v3 array's shards are HDF5 files too (the
+    /// `hdf5_shards` member).
+    pub hdf5_shards: bool,
 }
 
 /// The metadata document of a new dataset of `attrs` (N5 order, with the
@@ -255,7 +258,8 @@ pub struct NewArray<'a> {
 /// [`Container::create_dataset_json`]: the compression becomes the
 /// format's codec (an error naming it when the format has none), and a
 /// shard shape makes the Zarr v3 array `sharding_indexed` (inner chunks of
-/// the block size with that codec, index `bytes` + `crc32c` at the end).
+/// the block size with that codec, index `bytes` + `crc32c` at the end),
+/// with the `hdf5_shards` member when asked.
 pub fn new_document(
     format: Format,
     attrs: &DatasetAttributes,
@@ -289,6 +293,9 @@ pub fn new_document(
                 "index_location": "end"
             }
         }]);
+        if new.hdf5_shards {
+            doc["hdf5_shards"] = json!({"must_understand": false});
+        }
     }
     Ok(doc)
 }

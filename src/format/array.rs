@@ -46,6 +46,12 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
     /// in native byte order.
     fn fill(&self) -> &[u8];
 
+    /// Whether data can be written to the array: an error saying why not
+    /// when its metadata asks for a layout its codecs cannot give.
+    fn check_write(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The shape of the objects blocks are stored in (N5 order): the shard
     /// shape of a sharded array, else the block size.
     fn shard_shape(&self) -> Vec<u64>;
@@ -248,19 +254,20 @@ pub(crate) trait ShardedBlocks: Sync {
     /// The shard indexes this array keeps from reads over a network.
     fn indexes(&self) -> &IndexCache;
 
-    /// Encode a whole shard into `out`: `gather` fills the buffer it is
-    /// given with the inner chunk at the position (N5 order, in inner
-    /// chunks) it is given. `false` when the shard holds no inner chunk
-    /// and is to be deleted instead.
+    /// Encode the shard at `shard_pos` whole into `out`: `gather` fills
+    /// the buffer it is given with the inner chunk at the position (N5
+    /// order, in inner chunks) it is given. `false` when the shard holds no
+    /// inner chunk and is to be deleted instead.
     fn encode_shard_from(
         &self,
+        shard_pos: &[u64],
         out: &mut Vec<u8>,
         gather: &mut dyn FnMut(&[u64], &mut [u8]),
     ) -> Result<bool>;
 
-    /// Encode the decoded shard `data` (its whole shape, native) into
-    /// `out`; `false` when it is to be deleted instead.
-    fn encode_shard(&self, data: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Encode the decoded shard at `shard_pos` (`data`: its whole shape,
+    /// native) into `out`; `false` when it is to be deleted instead.
+    fn encode_shard(&self, shard_pos: &[u64], data: &[u8], out: &mut Vec<u8>) -> Result<bool>;
 
     /// Change part of the shard at `shard_pos` atomically with respect to
     /// every other writer: `merge` receives it decoded and changes it.

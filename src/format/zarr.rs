@@ -39,6 +39,9 @@ pub(crate) struct ZarrArray {
     write_empty: bool,
     /// The metadata in N5 order.
     attributes: Arc<DatasetAttributes>,
+    /// Why no data can be written to the array, if so (`hdf5_shards`
+    /// whose codecs HDF5 shards cannot hold).
+    write_refusal: Option<Error>,
     format: Format,
     /// The metadata document as stored.
     document: Value,
@@ -105,11 +108,12 @@ impl ZarrArray {
         })?;
         let doc = parse_json(&bytes, &key, &*store)?;
         let what = store.describe(&key);
-        ZarrArray::from_document(format, doc, store, path, write_empty).map_err(|e| e.context(what))
+        ZarrArray::from_stored(format, doc, store, path, write_empty).map_err(|e| e.context(what))
     }
 
-    /// The array a metadata document of `format` describes, at `path` of
-    /// `store`.
+    /// The array a new metadata document of `format` describes, at `path`
+    /// of `store`: refused when no data could be written to it
+    /// (`hdf5_shards` whose codecs HDF5 shards cannot hold).
     pub(crate) fn from_document(
         format: Format,
         document: Value,
@@ -117,6 +121,21 @@ impl ZarrArray {
         path: &str,
         write_empty: bool,
     ) -> Result<ZarrArray> {
+        super::zarr3::hdf5_shards::check_write(&document)?;
+        ZarrArray::from_stored(format, document, store, path, write_empty)
+    }
+
+    /// The array a stored metadata document of `format` describes, at
+    /// `path` of `store`; one that no data could be written to reads, and
+    /// refuses every write.
+    pub(crate) fn from_stored(
+        format: Format,
+        document: Value,
+        store: Arc<dyn Store>,
+        path: &str,
+        write_empty: bool,
+    ) -> Result<ZarrArray> {
+        let write_refusal = super::zarr3::hdf5_shards::check_write(&document).err();
         let at =
             |shape: &[u64], inner: &[u64], dtype: DataType| -> Result<Arc<DatasetAttributes>> {
                 Ok(Arc::new(DatasetAttributes::new(
@@ -132,6 +151,7 @@ impl ZarrArray {
                 let meta = zarr2::metadata::ArrayMetadata::from_json(&document)?;
                 Ok(ZarrArray {
                     attributes: at(&meta.shape, &meta.chunks, meta.data_type)?,
+                    write_refusal,
                     store,
                     path,
                     write_empty,
@@ -166,6 +186,7 @@ impl ZarrArray {
                 }
                 Ok(ZarrArray {
                     attributes: at(&meta.shape, &inner, meta.data_type)?,
+                    write_refusal,
                     store,
                     path,
                     write_empty,
@@ -494,13 +515,14 @@ impl ZarrArray {
         }
     }
 
-    /// Encodes a chunk of the grid (`data`: [`ZarrArray::outer_bytes`],
-    /// native, C order; a whole shard when sharded, whose inner chunks
-    /// equal to the fill value are left out) and appends it to `out`.
-    pub(crate) fn encode_outer(&self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    /// Encodes the chunk of the grid at N5 grid position `pos` (`data`:
+    /// [`ZarrArray::outer_bytes`], native, C order; a whole shard when
+    /// sharded, whose inner chunks equal to the fill value are left out)
+    /// and appends it to `out`.
+    pub(crate) fn encode_outer(&self, pos: &[u64], data: &[u8], out: &mut Vec<u8>) -> Result<()> {
         match &self.codec {
             Codec::V2(meta) => zarr2::chunk::encode(meta, data, out),
-            Codec::V3 { chain, .. } => chain.encode(data, out),
+            Codec::V3 { chain, .. } => chain.encode_at(data, Some(&reversed(pos)), out),
         }
     }
 
@@ -515,21 +537,22 @@ impl ZarrArray {
     }
 
     /// What a write stores for the decoded chunk of the grid `data` (a
-    /// whole chunk or shard): `true` with its encoding in `out`, to be put
-    /// in one atomic write, or `false` when the chunk is to be deleted
-    /// instead (all fill value, in a sharded array, which would hold no
-    /// inner chunk, or without `write_empty`).
+    /// whole chunk or shard) at N5 grid position `pos`: `true` with its
+    /// encoding in `out`, to be put in one atomic write, or `false` when
+    /// the chunk is to be deleted instead (all fill value, in a sharded
+    /// array, which would hold no inner chunk, or without `write_empty`).
     pub(crate) fn encode_for_write(
         &self,
+        pos: &[u64],
         data: &[u8],
         write_empty: bool,
         out: &mut Vec<u8>,
     ) -> Result<bool> {
-        if (self.is_sharded() || !write_empty) && self.is_fill(data) {
+        if (self.shard_layout().is_some() || !write_empty) && self.is_fill(data) {
             return Ok(false);
         }
         out.clear();
-        self.encode_outer(data, out)?;
+        self.encode_outer(pos, data, out)?;
         Ok(true)
     }
 
@@ -559,7 +582,7 @@ impl ZarrArray {
                 return Ok(None);
             }
             let mut out = Vec::new();
-            self.encode_outer(&whole, &mut out)
+            self.encode_outer(pos, &whole, &mut out)
                 .map_err(|e| e.context(what.clone()))?;
             Ok(Some(out))
         })?;
@@ -683,6 +706,13 @@ impl Array for ZarrArray {
         &self.fill
     }
 
+    fn check_write(&self) -> Result<()> {
+        match &self.write_refusal {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
     fn shard_shape(&self) -> Vec<u64> {
         reversed(&self.outer)
     }
@@ -704,7 +734,7 @@ impl Array for ZarrArray {
             })?;
             let mut doc = parse_json(bytes, &key, store)?;
             as_object_mut(&mut doc).insert("shape".into(), Value::from(shape.clone()));
-            let array = ZarrArray::from_document(
+            let array = ZarrArray::from_stored(
                 self.format,
                 doc.clone(),
                 self.store.clone(),
@@ -818,7 +848,7 @@ impl Array for ZarrArray {
         let key = self.block_key(grid_pos);
         let mut out = Vec::new();
         let keep = self
-            .encode_for_write(&block, self.write_empty, &mut out)
+            .encode_for_write(grid_pos, &block, self.write_empty, &mut out)
             .map_err(|e| self.block_err(grid_pos, e))?;
         if keep {
             self.store.put(&key, &[&out])
@@ -900,7 +930,7 @@ impl ObjectBlocks for ZarrArray {
         data: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<bool> {
-        self.encode_for_write(data, self.write_empty, out)
+        self.encode_for_write(grid_pos, data, self.write_empty, out)
             .map_err(|e| self.block_err(grid_pos, e))
     }
 }
@@ -965,20 +995,24 @@ impl ShardedBlocks for ZarrArray {
 
     fn encode_shard_from(
         &self,
+        shard_pos: &[u64],
         out: &mut Vec<u8>,
         gather: &mut dyn FnMut(&[u64], &mut [u8]),
     ) -> Result<bool> {
         let mut at = Vec::new();
-        let stored = self.layout().encode_from(out, |p, chunk| {
-            at.clear();
-            at.extend(p.iter().rev());
-            gather(&at, chunk)
-        })?;
+        let shard_at = reversed(shard_pos);
+        let stored = self
+            .layout()
+            .encode_from_at(Some(&shard_at), out, |p, chunk| {
+                at.clear();
+                at.extend(p.iter().rev());
+                gather(&at, chunk)
+            })?;
         Ok(stored > 0)
     }
 
-    fn encode_shard(&self, data: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.encode_for_write(data, self.write_empty, out)
+    fn encode_shard(&self, shard_pos: &[u64], data: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.encode_for_write(shard_pos, data, self.write_empty, out)
     }
 
     fn merge_shard(&self, shard_pos: &[u64], merge: &mut dyn FnMut(&mut [u8])) -> Result<()> {

@@ -493,6 +493,7 @@ impl Dataset {
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
+        array.check_write()?;
         match array.region() {
             RegionIo::Objects(blocks) => {
                 let grid = Grid::new(&attrs, offset, shape)?;

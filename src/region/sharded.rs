@@ -491,7 +491,7 @@ impl Dataset {
                         // is gathered from the region and encoded.
                         let n = full.len();
                         let (zero, mut at) = (vec![0u64; n], vec![0u64; n]);
-                        sharded.encode_shard_from(&mut out, &mut |p, chunk| {
+                        sharded.encode_shard_from(&pos, &mut out, &mut |p, chunk| {
                             for d in 0..n {
                                 at[d] = o.in_region[d] + p[d] * inner[d];
                             }
@@ -508,7 +508,7 @@ impl Dataset {
                         buf.resize(sharded.shard_bytes(), 0);
                         fill_with(buf, fill);
                         place(buf);
-                        sharded.encode_shard(buf, &mut out)
+                        sharded.encode_shard(&pos, buf, &mut out)
                     }
                     .map_err(|e| e.context(store.describe(&key)))?;
                     // Written (or deleted) by an I/O thread, or here.

@@ -24,7 +24,8 @@ use crate::cmd::common::{
 };
 use crate::cmd::ls::cannot_list;
 use crate::cmd::target::{
-    check_document, check_shard_format, checked_shard, destination_format, MadeArgs,
+    check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
+    MadeArgs, HDF5_SHARDS,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
@@ -627,6 +628,8 @@ struct Request<'a> {
     block_size: Option<&'a [u64]>,
     /// `--shard`: the shard shape (N5 order).
     shard: Option<&'a [u64]>,
+    /// `--hdf5-shards`.
+    hdf5_shards: bool,
     /// The global options.
     g: &'a Global,
 }
@@ -712,6 +715,14 @@ fn plan_dataset(
         (_, Format::Zarr3) => names.map(|n| json!(n.iter().rev().collect::<Vec<_>>())),
         _ => None,
     };
+    // HDF5 shards when asked, or kept from a Zarr v3 source that has them,
+    // for a sharded Zarr v3 destination.
+    check_hdf5_shards(r.hdf5_shards, r.format, shard.is_some(), darg)?;
+    let kept = match (&source, r.src.format()) {
+        (Some(s), Format::Zarr3) => s.metadata().at(sarg)?.get(HDF5_SHARDS).is_some(),
+        _ => false,
+    };
+    let hdf5_shards = (r.hdf5_shards || kept) && r.format == Format::Zarr3 && shard.is_some();
     let document = new_document(
         r.format,
         &attrs,
@@ -719,6 +730,7 @@ fn plan_dataset(
             shard: shard.as_deref(),
             fill: &fill,
             dimension_names,
+            hdf5_shards,
         },
     )
     .at(darg)?;
@@ -823,6 +835,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     }
     let format = destination_format(a.made.format.as_deref(), &dloc, src.format())?;
     check_shard_format(shard.is_some(), format, &dloc.arg)?;
+    if format != Format::Zarr3 {
+        check_hdf5_shards(a.made.hdf5_shards, format, false, &dloc.arg)?;
+    }
     let mut rels = vec![String::new()];
     match node(&src, &sloc.inner) {
         Node::Broken(m) => return Err(CliError::new(&sloc.arg, m)),
@@ -838,6 +853,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         compression: compression.as_ref(),
         block_size: block_size.as_deref(),
         shard: shard.as_deref(),
+        hdf5_shards: a.made.hdf5_shards,
         g,
     };
     let mut nodes: Vec<Planned> = Vec::new();

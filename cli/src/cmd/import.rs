@@ -26,7 +26,8 @@ use serde_json::{json, Map, Value};
 
 use crate::cmd::common::distinct;
 use crate::cmd::target::{
-    check_document, check_shard_format, checked_shard, destination_format, MadeArgs,
+    check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
+    MadeArgs,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
@@ -462,6 +463,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     }
     let format = destination_format(a.made.format.as_deref(), &loc, Format::N5)?;
     check_shard_format(a.made.shard.is_some(), format, &loc.arg)?;
+    check_hdf5_shards(a.made.hdf5_shards, format, a.made.shard.is_some(), &loc.arg)?;
     let shard = a
         .made
         .shard
@@ -478,6 +480,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             fill: &fill,
             // Zarr v3 only; C order.
             dimension_names: described.as_ref().and_then(|d| axis_names(d, true)),
+            hdf5_shards: a.made.hdf5_shards,
         },
     )
     .at(&loc.arg)?;
@@ -859,6 +862,7 @@ mod tests {
             shard: Some(&shard),
             fill: &[0, 0],
             dimension_names: None,
+            hdf5_shards: false,
         };
         let document = new_document(Format::Zarr3, &attrs, &new).unwrap();
         let tiny = |box_bytes, stream_slab_max| Limits {

@@ -1,8 +1,8 @@
 //! What `cp` and `import` decide alike about the datasets they create: the
 //! destination's format (from `--format`, the location's prefix, the
 //! container already there, its suffix), and a `--shard` shape checked
-//! against the format and the block size, and a new array's document
-//! checked before anything is written.
+//! against the format and the block size, `--hdf5-shards` checked against
+//! them, and a new array's document checked before anything is written.
 
 use std::sync::Arc;
 
@@ -28,6 +28,13 @@ pub struct MadeArgs {
     /// in each dimension.
     #[arg(long, value_name = "LIST")]
     pub shard: Option<String>,
+    /// Make every shard of the sharded Zarr v3 arrays made an HDF5 file
+    /// too (the `hdf5_shards` member): h5py, h5dump and other HDF5 programs
+    /// open each shard as a file whose dataset `data` is the shard's part
+    /// of the array. Needs sharded Zarr v3 (--shard, or a sharded Zarr v3
+    /// source of `cp`) and raw, zstd or blosc compression.
+    #[arg(long)]
+    pub hdf5_shards: bool,
 }
 use crate::location::{Location, Prefix};
 
@@ -134,11 +141,33 @@ pub fn check_shard_format(shard: bool, format: Format, darg: &str) -> CliResult<
     Ok(())
 }
 
+/// `--hdf5-shards` is for sharded Zarr v3 arrays only: an error naming the
+/// destination `darg` when it is given for another `format`, or for a
+/// dataset that would not be sharded.
+pub fn check_hdf5_shards(hdf5: bool, format: Format, sharded: bool, darg: &str) -> CliResult<()> {
+    if hdf5 && (format != Format::Zarr3 || !sharded) {
+        let what = if format == Format::Zarr3 {
+            "an unsharded Zarr v3 array (give --shard)".to_string()
+        } else {
+            format!(
+                "{} (give --format zarr3, or a zarr3: or .zarr destination, and --shard)",
+                format.name()
+            )
+        };
+        return Err(CliError::usage(
+            "--hdf5-shards",
+            format!("makes the shards of sharded Zarr v3 arrays HDF5 files, and the destination {darg} is {what}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Check the Zarr array document `document` of the new dataset `dp` as
 /// the library checks it when it is created, by creating it in an empty
 /// in-memory container of `format`: what it refuses (a shard or chunk of
 /// more than 2 GiB decoded, among others) then stops the copy or import
-/// before anything is written.
+/// before anything is written. An array whose shards are to be HDF5
+/// files too with codecs they cannot hold (`-c gzip`) is a usage error.
 pub fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> CliResult<()> {
     let scratch = Container::open_store(
         Arc::new(MemoryStore::new()),
@@ -153,5 +182,17 @@ pub fn check_document(format: Format, dp: &str, document: &Value, darg: &str) ->
     scratch
         .create_dataset_json(dp, document)
         .map(|_| ())
-        .at(darg)
+        .map_err(|e| {
+            let hdf5 = document.get(HDF5_SHARDS).is_some()
+                && e.kind() == n5::ErrorKind::Unsupported
+                && e.message().contains(HDF5_SHARDS);
+            if hdf5 {
+                CliError::usage(darg, e.message())
+            } else {
+                CliError::new(darg, e.message())
+            }
+        })
 }
+
+/// The zarr.json member that makes an array's shards HDF5 files too.
+pub const HDF5_SHARDS: &str = "hdf5_shards";

@@ -232,6 +232,18 @@ impl Chain {
     /// Encodes the chunk `data` (native byte order, C order of the chunk
     /// shape) and appends the result to `out`.
     pub(crate) fn encode(&self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        self.encode_at(data, None, out)
+    }
+
+    /// [`Chain::encode`] of the chunk at the grid position `at` (C order)
+    /// of its array: an HDF5 shard's dataset is clipped to the array
+    /// (`shard::encode_whole_at`); other chunks do not depend on it.
+    pub(crate) fn encode_at(
+        &self,
+        data: &[u8],
+        at: Option<&[u64]>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         if data.len() != self.chunk_bytes() {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -275,8 +287,9 @@ impl Chain {
                 }
             }
             sharding @ CodecSpec::Sharding { .. } if last_compressor.is_none() => {
-                let written =
-                    shard::encode_whole(sharding, self.dtype, &shape, &self.fill, &array, out);
+                let written = shard::encode_whole_at(
+                    sharding, self.dtype, &shape, &self.fill, at, &array, out,
+                );
                 if let Err(e) = written {
                     out.truncate(start);
                     return Err(e);
@@ -286,7 +299,9 @@ impl Chain {
             }
             sharding @ CodecSpec::Sharding { .. } => {
                 let mut shard = Vec::new();
-                shard::encode_whole(sharding, self.dtype, &shape, &self.fill, &array, &mut shard)?;
+                shard::encode_whole_at(
+                    sharding, self.dtype, &shape, &self.fill, at, &array, &mut shard,
+                )?;
                 Cow::Owned(shard)
             }
             _ => unreachable!("split points at the array -> bytes codec"),

@@ -13,6 +13,8 @@ use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::uint_list;
 
+use super::hdf5_shards::{self, Hdf5Shards};
+
 /// The largest rank an array may have (as for N5 datasets).
 pub(crate) const MAX_RANK: usize = crate::metadata::MAX_RANK;
 
@@ -145,6 +147,9 @@ pub(crate) enum CodecSpec {
         index_codecs: Vec<CodecSpec>,
         /// Where the index is.
         index_location: IndexLocation,
+        /// Set on the codec of an array whose `hdf5_shards` member asks
+        /// for shards that are HDF5 files too (and whose codecs allow it).
+        hdf5: Option<Hdf5Shards>,
     },
     /// `gzip` (bytes → bytes).
     Gzip {
@@ -307,6 +312,7 @@ impl CodecSpec {
                     codecs,
                     index_codecs,
                     index_location,
+                    hdf5: None,
                 }
             }
             "gzip" => {
@@ -392,6 +398,7 @@ impl CodecSpec {
                 codecs,
                 index_codecs,
                 index_location,
+                ..
             } => json!({
                 "chunk_shape": chunk_shape,
                 "codecs": codecs.iter().map(CodecSpec::to_json).collect::<Vec<_>>(),
@@ -563,6 +570,7 @@ impl ArrayMetadata {
                     | "dimension_names"
                     | "storage_transformers"
                     | "consolidated_metadata"
+                    | hdf5_shards::MEMBER
             );
             let ignorable = value
                 .as_object()
@@ -642,7 +650,18 @@ impl ArrayMetadata {
             Some(v) => fill_value(v, data_type)?,
             None => return Err(Error::invalid_metadata("'fill_value' is missing")),
         };
-        let codecs = parse_chain(map.get("codecs"), data_type, &chunk_shape, 0)?;
+        let mut codecs = parse_chain(map.get("codecs"), data_type, &chunk_shape, 0)?;
+        // HDF5 shards, where the codecs allow them; writes to an array
+        // whose codecs do not are refused (`hdf5_shards::check_write`).
+        if hdf5_shards::member(map)?.is_some()
+            && hdf5_shards::refusal(data_type, &chunk_shape, &codecs).is_none()
+        {
+            if let [CodecSpec::Sharding { hdf5, .. }] = codecs.as_mut_slice() {
+                *hdf5 = Some(Hdf5Shards {
+                    array_shape: shape.clone(),
+                });
+            }
+        }
         let dimension_names = match map.get("dimension_names") {
             None | Some(Value::Null) => None,
             Some(Value::Array(names)) => {
@@ -705,6 +724,12 @@ impl ArrayMetadata {
             Value::Array(self.codecs.iter().map(CodecSpec::to_json).collect()),
         );
         doc.insert("attributes".into(), Value::Object(self.attributes.clone()));
+        if let [CodecSpec::Sharding { hdf5: Some(_), .. }] = self.codecs.as_slice() {
+            doc.insert(
+                hdf5_shards::MEMBER.into(),
+                json!({"must_understand": false}),
+            );
+        }
         if let Some(names) = &self.dimension_names {
             doc.insert("dimension_names".into(), names.clone());
         }
@@ -940,6 +965,7 @@ mod tests {
             codecs,
             index_codecs,
             index_location,
+            hdf5: None,
         } = &m.codecs[0]
         else {
             panic!("not sharded: {:?}", m.codecs)

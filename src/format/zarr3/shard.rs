@@ -2,7 +2,8 @@
 //! with the inner chain, and an index of `(offset, nbytes)` per inner chunk
 //! (C order; both `2^64-1` for an empty one), encoded with the index chain
 //! and stored at the start or the end. This file reads and checks indexes
-//! and decodes and encodes whole shards.
+//! and decodes and encodes whole shards, in the plain layout or as HDF5
+//! files (`hdf5_shards`).
 //!
 //! Every index entry is checked against the shard's length before any inner
 //! chunk is read: an entry past the end, an absurd size or a partial
@@ -15,6 +16,7 @@ use crate::geometry::{copy_box, Placement};
 use crate::storage::ByteRange;
 
 use super::chain::Chain;
+use super::hdf5_shards::{self, Hdf5Shards};
 use super::metadata::{CodecSpec, IndexLocation};
 
 /// An empty entry's offset and size.
@@ -41,6 +43,8 @@ pub(crate) struct ShardLayout {
     pub index: Chain,
     /// Where the index is.
     pub location: IndexLocation,
+    /// Set when every shard written is an HDF5 file too (`hdf5_shards`).
+    pub hdf5: Option<Hdf5Shards>,
 }
 
 impl ShardLayout {
@@ -57,6 +61,7 @@ impl ShardLayout {
             codecs,
             index_codecs,
             index_location,
+            hdf5,
         } = spec
         else {
             unreachable!("ShardLayout::new is given a sharding codec")
@@ -78,7 +83,17 @@ impl ShardLayout {
             ),
             per_shard,
             location: *index_location,
+            hdf5: hdf5.clone(),
         }
+    }
+
+    /// The shard shape (C order).
+    pub(crate) fn shard_shape(&self) -> Vec<u64> {
+        self.per_shard
+            .iter()
+            .zip(&self.inner.shape)
+            .map(|(p, c)| p * c)
+            .collect()
     }
 
     /// Inner chunks per shard.
@@ -318,6 +333,7 @@ pub(crate) fn decode_whole(
 
 /// Encodes the shard `data` (native, C order of `shape`) and appends it to
 /// `out`: inner chunks equal to the fill value are left out.
+#[cfg(test)]
 pub(crate) fn encode_whole(
     spec: &CodecSpec,
     dtype: DataType,
@@ -326,21 +342,56 @@ pub(crate) fn encode_whole(
     data: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    encode_whole_at(spec, dtype, shape, fill, None, data, out)
+}
+
+/// [`encode_whole`] of the shard at the shard-grid position `at` (C
+/// order) of its array, which clips the dataset of an HDF5 shard
+/// ([`ShardLayout::encode_from_at`]).
+pub(crate) fn encode_whole_at(
+    spec: &CodecSpec,
+    dtype: DataType,
+    shape: &[u64],
+    fill: &[u8],
+    at: Option<&[u64]>,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let layout = ShardLayout::new(spec, dtype, shape, fill);
-    layout.encode_from(out, |pos, chunk| {
+    layout.encode_from_at(at, out, |pos, chunk| {
         place(&layout, shape, pos, data, chunk, dtype.size(), false)
     })?;
     Ok(())
 }
 
 impl ShardLayout {
-    /// Encodes a shard and appends it to `out`: `gather` fills the buffer
-    /// it is given with the inner chunk at the position (C order, in inner
-    /// chunks) it is given, and inner chunks equal to the fill value are
-    /// left out. Each is encoded straight into `out`, after the room kept
-    /// for an index at the start or before the index at the end. Returns
-    /// the number of inner chunks stored (none: the shard need not be).
-    pub(crate) fn encode_from(
+    /// Encodes the shard at the shard-grid position `at` (C order) of the
+    /// array and appends it to `out`; `None` for a shard inside the array.
+    /// `gather` fills the buffer it is given with the inner chunk at the
+    /// position (C order, in inner chunks) it is given, and inner chunks
+    /// equal to the fill value are left out. Each is encoded straight into
+    /// `out`, after the room kept for an index at the start or before the
+    /// index at the end. Returns the number of inner chunks stored (none:
+    /// the shard need not be).
+    /// Only HDF5 shards depend on `at`: their dataset is the shard clipped to
+    /// the array, and inner chunks wholly outside it are left out.
+    pub(crate) fn encode_from_at(
+        &self,
+        at: Option<&[u64]>,
+        out: &mut Vec<u8>,
+        gather: impl FnMut(&[u64], &mut [u8]),
+    ) -> Result<usize> {
+        match &self.hdf5 {
+            Some(h) => {
+                let extent = h.extent(&self.shard_shape(), at);
+                self.encode_hdf5(&extent, out, gather)
+            }
+            None => self.encode_plain(out, gather),
+        }
+    }
+
+    /// [`ShardLayout::encode_from_at`] of a plain shard.
+    fn encode_plain(
         &self,
         out: &mut Vec<u8>,
         mut gather: impl FnMut(&[u64], &mut [u8]),
@@ -384,6 +435,78 @@ impl ShardLayout {
                 out[shard_start..shard_start + index.len()].copy_from_slice(&index);
             }
             IndexLocation::End => self.encode_index(&entries, out)?,
+        }
+        Ok(stored)
+    }
+
+    /// [`ShardLayout::encode_from_at`] of a shard that is an HDF5 file too
+    /// (hdf5.md A3): room for the user block and the HDF5 metadata, the
+    /// inner chunks in C order (those equal to the fill value or wholly
+    /// outside `extent`, the shard's region in the array, left out), the
+    /// index at the end, then the metadata and the index at the start
+    /// written into the room kept. Every inner chunk is encoded once, and
+    /// the Fixed Array and the Zarr index point at the same bytes.
+    fn encode_hdf5(
+        &self,
+        extent: &[u64],
+        out: &mut Vec<u8>,
+        mut gather: impl FnMut(&[u64], &mut [u8]),
+    ) -> Result<usize> {
+        let file = hdf5_shards::shard_file(self, extent)?;
+        let shard_start = out.len();
+        let head = file.head_len() as usize;
+        out.resize(shard_start + head, 0);
+        let mut chunk = vec![0u8; self.inner.chunk_bytes()];
+        let mut entries = Vec::with_capacity(self.chunks());
+        let mut stored = 0;
+        for i in 0..self.chunks() {
+            let pos = self.position(i);
+            let outside = pos
+                .iter()
+                .zip(&self.inner.shape)
+                .zip(extent)
+                .any(|((&p, &c), &e)| p * c >= e);
+            if outside {
+                entries.push(None);
+                continue;
+            }
+            gather(&pos, &mut chunk);
+            if is_fill(&chunk, &self.inner.fill) {
+                entries.push(None);
+                continue;
+            }
+            let start = out.len();
+            self.inner.encode(&chunk, out)?;
+            entries.push(Some(Entry {
+                offset: (start - shard_start) as u64,
+                nbytes: (out.len() - start) as u64,
+            }));
+            stored += 1;
+        }
+        let mut index = Vec::with_capacity(self.index_bytes());
+        self.encode_index(&entries, &mut index)?;
+        if index.len() != self.index_bytes() {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!(
+                    "a shard index of {} bytes, {} expected",
+                    index.len(),
+                    self.index_bytes()
+                ),
+            ));
+        }
+        if self.location == IndexLocation::End {
+            out.extend_from_slice(&index);
+        }
+        let chunks: Vec<Option<(u64, u64)>> = entries
+            .iter()
+            .map(|e| e.map(|e| (e.offset, e.nbytes)))
+            .collect();
+        let file_len = (out.len() - shard_start) as u64;
+        let head_bytes = &mut out[shard_start..shard_start + head];
+        file.write_head(&chunks, file_len, head_bytes)?;
+        if self.location == IndexLocation::Start {
+            head_bytes[..index.len()].copy_from_slice(&index);
         }
         Ok(stored)
     }
