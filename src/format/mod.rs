@@ -12,6 +12,7 @@
 
 pub(crate) mod array;
 pub(crate) mod consolidated;
+pub(crate) mod hdf5;
 pub mod n5;
 pub(crate) mod node;
 pub(crate) mod zarr2;
