@@ -112,6 +112,8 @@ pub(crate) enum Element {
 /// What a dataset is. Shapes are C order, as HDF5 states them.
 #[derive(Clone, Debug)]
 pub(crate) struct Description {
+    /// `"HDF5 file '...', object '...'"`: the dataset, for messages.
+    pub(crate) context: String,
     /// The element type.
     pub(crate) element: Element,
     /// The bytes of one stored element.
@@ -179,6 +181,7 @@ impl Description {
             &self.shape,
             self.partial_edge_chunks_unfiltered,
         )
+        .map(|c| c.with_context(&self.context))
     }
 
     /// The chunk encoder, when the dataset is chunked with plain elements
@@ -203,6 +206,7 @@ impl Description {
             &self.shape,
             self.partial_edge_chunks_unfiltered,
         )
+        .map(|c| c.with_context(&self.context))
     }
 
     /// The number of chunks along each dimension (C order) of a chunked
@@ -541,6 +545,7 @@ fn describe(id: hid_t, context: &str) -> Result<Description> {
         }
     }
     Ok(Description {
+        context: context.to_string(),
         element,
         elem_size,
         shape,
@@ -1031,9 +1036,18 @@ impl Dataset {
                     &context,
                     &format!("reading chunk {index} of {count}"),
                 )?;
-                if addr != HADDR_UNDEF {
-                    out.push(offset.iter().zip(chunk).map(|(o, c)| o / c).collect());
+                if addr == HADDR_UNDEF {
+                    continue;
                 }
+                let pos: Vec<u64> = offset.iter().zip(chunk).map(|(o, c)| o / c).collect();
+                let aligned = offset.iter().zip(chunk).all(|(o, c)| o % c == 0);
+                if !aligned || pos.iter().zip(&grid).any(|(p, g)| p >= g) {
+                    return Err(Error::invalid_metadata(format!(
+                        "{context}: the chunk index lists a chunk at {offset:?}, which is not a \
+                         chunk of the grid {grid:?} of {chunk:?} chunks"
+                    )));
+                }
+                out.push(pos);
             }
             out.sort_unstable();
             out.dedup();

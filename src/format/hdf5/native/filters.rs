@@ -224,6 +224,7 @@ impl Geometry {
 #[derive(Clone, Debug)]
 pub(crate) struct ChunkDecoder {
     geometry: Geometry,
+    context: String,
 }
 
 impl ChunkDecoder {
@@ -244,7 +245,10 @@ impl ChunkDecoder {
     ) -> Option<ChunkDecoder> {
         Geometry::new(filters, elem_size, order, chunk, shape, partial_unfiltered)
             .filter(Geometry::sizes_known)
-            .map(|geometry| ChunkDecoder { geometry })
+            .map(|geometry| ChunkDecoder {
+                geometry,
+                context: "an HDF5 dataset".into(),
+            })
     }
 
     /// The bytes of one decoded chunk (a whole chunk, also at the edges).
@@ -259,6 +263,24 @@ impl ChunkDecoder {
     /// [`ErrorKind::Codec`](crate::ErrorKind::Codec) errors; nothing is
     /// decoded beyond the sizes the chunk shape gives.
     pub(crate) fn decode(
+        &self,
+        stored: &[u8],
+        filter_mask: u32,
+        grid_pos: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.decode_chunk(stored, filter_mask, grid_pos, out)
+            .map_err(|e| e.context(format!("{}: chunk {grid_pos:?}", self.context)))
+    }
+
+    /// Names the dataset (`"HDF5 file '...', object '...'"`) in the
+    /// messages of errors.
+    pub(crate) fn with_context(mut self, context: &str) -> ChunkDecoder {
+        self.context = context.to_string();
+        self
+    }
+
+    fn decode_chunk(
         &self,
         stored: &[u8],
         filter_mask: u32,
@@ -380,6 +402,7 @@ fn step_name(step: &Step) -> &'static str {
 #[derive(Clone, Debug)]
 pub(crate) struct ChunkEncoder {
     geometry: Geometry,
+    context: String,
 }
 
 impl ChunkEncoder {
@@ -403,7 +426,10 @@ impl ChunkEncoder {
                     Step::Deflate(0..=9) | Step::Shuffle(_) | Step::Fletcher32
                 )
             })
-            .then_some(ChunkEncoder { geometry })
+            .then_some(ChunkEncoder {
+                geometry,
+                context: "an HDF5 dataset".into(),
+            })
     }
 
     /// The bytes of one whole chunk.
@@ -415,6 +441,18 @@ impl ChunkEncoder {
     /// (native byte order, the whole chunk, also at the edges) are `chunk`,
     /// with every filter applied (filter mask 0).
     pub(crate) fn encode(&self, chunk: &[u8], grid_pos: &[u64]) -> Result<Vec<u8>> {
+        self.encode_chunk(chunk, grid_pos)
+            .map_err(|e| e.context(format!("{}: chunk {grid_pos:?}", self.context)))
+    }
+
+    /// Names the dataset (`"HDF5 file '...', object '...'"`) in the
+    /// messages of errors.
+    pub(crate) fn with_context(mut self, context: &str) -> ChunkEncoder {
+        self.context = context.to_string();
+        self
+    }
+
+    fn encode_chunk(&self, chunk: &[u8], grid_pos: &[u64]) -> Result<Vec<u8>> {
         let g = &self.geometry;
         if chunk.len() != g.chunk_bytes {
             return Err(Error::new(

@@ -431,7 +431,7 @@ impl FileInner {
 }
 
 /// An open HDF5 file. Cheap to clone (the file stays open while a clone or
-/// a [`Dataset`] of it lives).
+/// a [`Dataset`](dataset::Dataset) of it lives).
 #[derive(Clone)]
 pub(crate) struct File {
     inner: Arc<FileInner>,

@@ -1451,8 +1451,9 @@ fn hostile_files_give_errors_not_crashes() {
         std::fs::write(&p, bytes).unwrap();
         names.push(p.display().to_string());
     }
-    // In a child process, so that a crash in libhdf5 is seen as one.
-    let out = Command::new(std::env::current_exe().unwrap())
+    // In a child process, so that a crash in libhdf5 is seen as one, and
+    // stopped after a while, so that a hang is seen as one.
+    let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "format::hdf5::native::tests::hostile_child",
@@ -1460,10 +1461,36 @@ fn hostile_files_give_errors_not_crashes() {
             "--test-threads=1",
         ])
         .env("N5_HDF5_HOSTILE", names.join("\n"))
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // Read the pipes while the child runs, so that it never blocks on them.
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = pipe.read_to_end(&mut text);
+            text
+        })
+    };
+    let stdout_reader = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr_reader = drain(Box::new(child.stderr.take().unwrap()));
+    let started_at = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started_at.elapsed() > std::time::Duration::from_secs(300) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out_stdout = stdout_reader.join().unwrap();
+    let out_stderr = stderr_reader.join().unwrap();
     // The harness prints "test ... " before the child's first line.
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out_stdout);
     let marked = |mark: &str| -> Vec<String> {
         stdout
             .lines()
@@ -1474,15 +1501,15 @@ fn hostile_files_give_errors_not_crashes() {
     let errors = marked("ERR ").len();
     let last = marked("START ").pop();
     assert!(
-        out.status.success() && started == variants.len(),
+        status.is_some_and(|s| s.success()) && started == variants.len(),
         "the child stopped ({}) after {started} of {} files; the last: {:?} ({}):\n{}",
-        out.status,
+        status.map_or("killed after 300 s: a hang".to_string(), |s| s.to_string()),
         variants.len(),
         last,
         last.as_ref()
             .and_then(|l| names.iter().position(|n| n == l))
             .map_or("?".to_string(), |i| variants[i].0.clone()),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out_stderr)
     );
     eprintln!(
         "{} damaged files: {errors} errors, {} read without one",
