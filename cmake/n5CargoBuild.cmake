@@ -64,8 +64,15 @@ foreach(_array IN LISTS _arrays)
     foreach(_i RANGE ${_last_path})
       string(JSON _path GET "{${_array}}" linked_paths ${_i})
       if(_path MATCHES "^(native|all|dependency)=(.*)$")
-        list(APPEND _dirs "${CMAKE_MATCH_2}")
-      elseif(NOT _path MATCHES "^[a-z]+=")
+        set(_path "${CMAKE_MATCH_2}")
+      elseif(_path MATCHES "^[a-z]+=")
+        continue()
+      endif()
+      # Directories of cargo's own build (a build script's out dir) hold
+      # only what is bundled into libn5.a, and are no place for the
+      # installed package to name.
+      string(FIND "${_path}/" "${N5_CARGO_TARGET_DIR}/" _in_target)
+      if(NOT _in_target EQUAL 0)
         list(APPEND _dirs "${_path}")
       endif()
     endforeach()
