@@ -213,11 +213,13 @@ fn read_attribute(file: &FileInner, obj: hid_t, name: &CStr, context: &str) -> R
     // The values are in the file: an attribute that claims more than the
     // file holds is damaged (and would make this allocate without bound).
     let in_file = file.size()?;
-    let per_element = if class == H5T_class_t::H5T_STRING || class == H5T_class_t::H5T_VLEN {
-        1
-    } else {
-        size.max(1)
-    };
+    // Variable-length elements are at least one byte in the file (their
+    // in-memory size says nothing about it); fixed ones their size.
+    // SAFETY: `ftype` is an open datatype; under the caller's lock.
+    let variable = class == H5T_class_t::H5T_VLEN
+        || (class == H5T_class_t::H5T_STRING
+            && unsafe { sys::h5t::H5Tis_variable_str(ftype.id()) } > 0);
+    let per_element = if variable { 1 } else { size.max(1) };
     let count = match count.and_then(|n| n.checked_mul(per_element).map(|b| (n, b))) {
         Some((n, bytes)) if bytes <= in_file => n as usize,
         _ => {

@@ -449,7 +449,9 @@ impl File {
     /// and writing. A missing file is [`ErrorKind::NotFound`]; a file
     /// without the HDF5 signature is [`ErrorKind::InvalidMetadata`] ("not
     /// an HDF5 file"), refused before libhdf5 reads it. A file another
-    /// process holds open for writing is refused by libhdf5's file locking.
+    /// process holds open for writing is refused by libhdf5's file locking,
+    /// and libhdf5 refuses to open for writing a file this process holds
+    /// open read-only until every handle of it is gone.
     pub(crate) fn open(path: &Path, writable: bool) -> Result<File> {
         let shown = path.display().to_string();
         let meta = std::fs::metadata(path).map_err(|e| Error::io(&shown, e))?;

@@ -1128,6 +1128,17 @@ fn opening_creating_and_refusing_files() {
     }
     let f = File::open(&path, false).unwrap();
     assert!(!f.writable());
+    // libhdf5 opens no file for writing that this process has open
+    // read-only; reading one open for writing is allowed.
+    let e = File::create(&path).err().unwrap();
+    assert!(e.message().contains("z.h5"), "{e}");
+    {
+        let other = dir.join("other.h5");
+        let w = File::create(&other).unwrap();
+        let r = File::open(&other, false).unwrap();
+        w.create_groups("new").unwrap();
+        assert_eq!(r.kind("new").unwrap(), ObjectKind::Group);
+    }
     assert_eq!(f.userblock(), 0);
     for e in [
         f.set_attributes("g", &Map::new()).unwrap_err(),
