@@ -21,8 +21,8 @@
 #   cli        cargo test -p n5-cli --all-targets --features n5/hdf5: every
 #              subcommand of the n5 tool against the peer corpus and
 #              containers the tests write (on disk, and on the loopback
-#              servers through testkit/); the library as the rust step and
-#              CMake build it (with HDF5 support), so no second compile
+#              servers through testkit/); the library with HDF5 support,
+#              as the rust step and CMake build it
 #   c          cmake --workflow --preset ci: the release library through CMake
 #              and every ctest test (C tests, the same under valgrind,
 #              examples, packaging, the Python cffi and Octave MEX tests)
