@@ -10,7 +10,8 @@ Usage:
   hdf5_backend.py make OUT_DIR
       writes the files below into OUT_DIR, each dataset's data as h5py reads
       it (C order, little-endian) into OUT_DIR/bin/<n>.bin, and prints one
-      JSON manifest (see `describe_file`).
+      JSON manifest: {"h5py", "hdf5", "hdf5plugin", "files": [see
+      `describe_file`], "damaged": [{"what", "path"}]}.
 
   hdf5_backend.py check SPEC_JSON
       checks a file libn5 created against SPEC_JSON (written by the Rust
@@ -34,10 +35,13 @@ carries, would write layout v5, which libhdf5 1.10 cannot read):
 * indexes.h5 (libver v110): Fixed Array, Extensible Array and v2 B-tree
   chunk indexes, beside a v1 B-tree one in n5_layout.h5.
 * userblock512.h5, userblock4096.h5: files with a user block.
+* cyclic_self.h5, cyclic_chunk.h5 (the manifest's "damaged"): a group's
+  version 1 object header whose continuation leads back to itself.
 """
 
 import json
 import os
+import struct
 import subprocess
 import sys
 
@@ -346,6 +350,53 @@ def make_userblock(path, size, e):
         fh.write(b"not HDF5: a user block " + b"\xff" * 8)
 
 
+def make_cyclic(outdir):
+    """Files whose object headers are cyclic: the v1 object header of a
+    group with many attributes (libver earliest), its continuation message
+    pointed back at the header's own first chunk, or the last message of the
+    continuation chunk turned into a continuation to that chunk itself.
+    Returns [(description, path)]."""
+    base = os.path.join(outdir, "cyclic_base.h5")
+    with h5py.File(base, "w", libver=("earliest", "v110")) as f:
+        g = f.create_group("g")
+        for i in range(40):
+            g.attrs["a%02d" % i] = np.arange(20)
+        addr = h5py.h5o.get_info(g.id).addr
+    data = bytearray(open(base, "rb").read())
+    assert data[addr] == 1, "not a version 1 object header"
+    size = struct.unpack_from("<I", data, addr + 8)[0]
+
+    def messages(start, length):
+        pos, out = start, []
+        while pos + 8 <= start + length:
+            t, sz = struct.unpack_from("<HH", data, pos)
+            out.append((pos, t, sz))
+            pos += 8 + sz
+        return out
+
+    cont = [m for m in messages(addr + 16, size) if m[1] == 0x10]
+    assert cont, "no continuation message"
+    at = cont[0][0]
+    chunk, length = struct.unpack_from("<QQ", data, at + 8)
+    out = []
+    self_loop = bytearray(data)
+    struct.pack_into("<QQ", self_loop, at + 8, addr + 16, size)
+    out.append(("continuation to its own chunk", "cyclic_self.h5", self_loop))
+    last = messages(chunk, length)[-1]
+    chunk_loop = bytearray(data)
+    struct.pack_into("<HHB", chunk_loop, last[0], 0x10, last[2], 0)
+    struct.pack_into("<QQ", chunk_loop, last[0] + 8, chunk, length)
+    out.append(("continuation chunk that continues to itself", "cyclic_chunk.h5", chunk_loop))
+    files = []
+    for what, name, bytes_ in out:
+        path = os.path.join(outdir, name)
+        with open(path, "wb") as fh:
+            fh.write(bytes_)
+        files.append({"what": what, "path": path})
+    os.remove(base)
+    return files
+
+
 def filters_of(dcpl):
     out = []
     for i in range(dcpl.get_nfilters()):
@@ -430,8 +481,9 @@ def make(outdir):
         e = Expect()
         maker(path, e)
         files.append(describe_file(path, e, os.path.join(outdir, "bin"), counter))
+    damaged = make_cyclic(outdir)
     json.dump({"h5py": h5py.__version__, "hdf5": h5py.version.hdf5_version,
-               "hdf5plugin": hdf5plugin.version, "files": files}, sys.stdout)
+               "hdf5plugin": hdf5plugin.version, "files": files, "damaged": damaged}, sys.stdout)
 
 
 def fail(msg):
