@@ -5,12 +5,14 @@
 #   ./install.sh [PREFIX]        (default: $HOME/.local)
 #
 # 0. installs what the build needs and the machine lacks (a C compiler, make,
-#    CMake >= 3.25, pkg-config) with `tests/setup.sh build`: system packages
-#    as root or with passwordless sudo, otherwise CMake and pkg-config from
-#    PyPI into build/tools; when neither works it stops with the commands to
-#    run;
+#    CMake >= 3.25, pkg-config, libhdf5-dev) with `tests/setup.sh build`:
+#    system packages as root or with passwordless sudo, otherwise CMake and
+#    pkg-config from PyPI into build/tools; when neither works it stops with
+#    the commands to run;
 # 1. configures and builds the release library with CMake (cargo underneath),
-#    in build/install;
+#    in build/install, with HDF5 support (libn5.so then depends on the
+#    system libhdf5; N5_HDF5=OFF ./install.sh builds it without, for
+#    machines without libhdf5);
 # 2. installs include/n5.h, libn5.so (with its SONAME links), libn5.a, the
 #    pkg-config file and the CMake package into PREFIX;
 # 3. compiles examples-c/write_read_volume.c and examples-c/n5ls.c against
@@ -30,13 +32,14 @@ say() { printf '[install.sh] %s\n' "$*" >&2; }
 
 # CMake and pkg-config from PyPI, when tests/setup.sh had to put them there.
 export PATH="$ROOT/build/tools/bin:$PATH"
+export N5_HDF5="${N5_HDF5:-ON}"
 "$ROOT/tests/setup.sh" build
 mkdir -p "$PREFIX"
 PREFIX="$(cd "$PREFIX" && pwd)"
 
 say "building the release library in $BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-    -DN5_BUILD_EXAMPLES=OFF >/dev/null
+    -DN5_BUILD_EXAMPLES=OFF "-DN5_HDF5=$N5_HDF5" >/dev/null
 cmake --build "$BUILD" -j "$(nproc)"
 
 say "installing into $PREFIX"

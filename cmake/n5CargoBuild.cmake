@@ -28,7 +28,7 @@ set(_fallback_libs "-lpthread -ldl -lm -lrt -lgcc_s -lutil -lc")
 set(ENV{CARGO_TARGET_DIR} "${N5_CARGO_TARGET_DIR}")
 execute_process(
   COMMAND "${N5_CARGO}" build --lib --profile "${N5_CARGO_PROFILE}"
-          --manifest-path "${N5_SOURCE_DIR}/Cargo.toml"
+          --manifest-path "${N5_SOURCE_DIR}/Cargo.toml" ${N5_CARGO_FEATURE_ARGS}
           --message-format=json-render-diagnostics ${N5_CARGO_FLAGS}
   WORKING_DIRECTORY "${N5_SOURCE_DIR}"
   RESULT_VARIABLE _rc
@@ -39,16 +39,45 @@ endif()
 
 # Build scripts' link requests: "name", "dylib=name", "static=name",
 # "static:-bundle=name", ... Only static libraries without -bundle end up
-# inside libn5.a; the others must be on the user's link line.
+# inside libn5.a; the others must be on the user's link line, with the
+# search paths the same build script gave ("native=DIR", "all=DIR", ...):
+# libhdf5 with the hdf5 feature, in a directory of its own on Debian
+# (lib/x86_64-linux-gnu/hdf5/serial). Two forms: flags (-L, -l) for the
+# response file and n5.pc, and for n5Targets.cmake the library's full path
+# where it is found in those directories.
 set(_crate_libs "")
-# Only build-script-executed messages have "linked_libs"; its items are
-# library names, so neither ']' nor ';' occurs inside the array.
-string(REGEX MATCHALL "\"linked_libs\":\\[[^]]*\\]" _arrays "${_json}")
+set(_crate_libs_cmake "")
+set(_crate_dirs "")
+# Only build-script-executed messages have "linked_libs", followed by
+# "linked_paths"; their items are library names and directories, so
+# neither ']' nor ';' occurs inside the arrays.
+string(REGEX MATCHALL "\"linked_libs\":\\[[^]]*\\],\"linked_paths\":\\[[^]]*\\]" _arrays "${_json}")
 foreach(_array IN LISTS _arrays)
   string(JSON _count ERROR_VARIABLE _err LENGTH "{${_array}}" linked_libs)
   if(_err OR _count EQUAL 0)
     continue()
   endif()
+  set(_dirs "")
+  string(JSON _npaths ERROR_VARIABLE _err LENGTH "{${_array}}" linked_paths)
+  if(NOT _err AND _npaths GREATER 0)
+    math(EXPR _last_path "${_npaths} - 1")
+    foreach(_i RANGE ${_last_path})
+      string(JSON _path GET "{${_array}}" linked_paths ${_i})
+      if(_path MATCHES "^(native|all|dependency)=(.*)$")
+        set(_path "${CMAKE_MATCH_2}")
+      elseif(_path MATCHES "^[a-z]+=")
+        continue()
+      endif()
+      # Directories of cargo's own build (a build script's out dir) hold
+      # only what is bundled into libn5.a, and are no place for the
+      # installed package to name.
+      string(FIND "${_path}/" "${N5_CARGO_TARGET_DIR}/" _in_target)
+      if(NOT _in_target EQUAL 0)
+        list(APPEND _dirs "${_path}")
+      endif()
+    endforeach()
+  endif()
+  set(_needs_dirs FALSE)
   math(EXPR _last "${_count} - 1")
   foreach(_i RANGE ${_last})
     string(JSON _lib GET "{${_array}}" linked_libs ${_i})
@@ -59,9 +88,28 @@ foreach(_array IN LISTS _arrays)
       if(_kind STREQUAL "" OR _kind STREQUAL "dylib"
          OR (_kind STREQUAL "static" AND _modifiers MATCHES "-bundle"))
         list(APPEND _crate_libs "-l${_name}")
+        set(_full "")
+        foreach(_dir IN LISTS _dirs)
+          foreach(_file "lib${_name}.so" "lib${_name}.a")
+            if(_full STREQUAL "" AND EXISTS "${_dir}/${_file}")
+              set(_full "${_dir}/${_file}")
+            endif()
+          endforeach()
+        endforeach()
+        if(_full STREQUAL "")
+          list(APPEND _crate_libs_cmake "-l${_name}")
+        else()
+          list(APPEND _crate_libs_cmake "${_full}")
+        endif()
+        set(_needs_dirs TRUE)
       endif()
     endif()
   endforeach()
+  if(_needs_dirs)
+    foreach(_dir IN LISTS _dirs)
+      list(APPEND _crate_dirs "-L${_dir}")
+    endforeach()
+  endif()
 endforeach()
 
 # The standard library's part, from the same rustc compiling an empty
@@ -95,8 +143,13 @@ if(_std_libs STREQUAL "")
 endif()
 # The same library asked for by several crates needs naming once.
 list(REMOVE_DUPLICATES _crate_libs)
+list(REMOVE_DUPLICATES _crate_libs_cmake)
+if(_crate_dirs)
+  list(REMOVE_DUPLICATES _crate_dirs)
+endif()
+list(JOIN _crate_dirs " " _dirs_flags)
 list(JOIN _crate_libs " " _libs)
-string(STRIP "${_libs} ${_std_libs}" _libs)
+string(STRIP "${_dirs_flags} ${_libs} ${_std_libs}" _libs)
 
 # The SONAME link, as ldconfig would make it.
 set(_link "${N5_CARGO_OUT_DIR}/${N5_SONAME}")
@@ -113,7 +166,8 @@ endif()
 # The static link line, in the three forms its users need.
 file(CONFIGURE OUTPUT "${N5_STATIC_LIBS_RSP}" CONTENT "${_libs}\n")
 set(N5_STATIC_LINK_LIBS "${_libs}")
-separate_arguments(N5_STATIC_LINK_LIBS_CMAKE UNIX_COMMAND "${_libs}")
+separate_arguments(_std_libs_cmake UNIX_COMMAND "${_std_libs}")
+set(N5_STATIC_LINK_LIBS_CMAKE ${_crate_libs_cmake} ${_std_libs_cmake})
 configure_file("${N5_SOURCE_DIR}/cmake/n5.pc.in" "${N5_PACKAGE_DIR}/n5.pc" @ONLY)
 configure_file("${N5_SOURCE_DIR}/cmake/n5Targets.cmake.in"
                "${N5_PACKAGE_DIR}/n5Targets.cmake" @ONLY)

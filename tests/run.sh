@@ -10,17 +10,21 @@
 # implementations, .venv-zarr3 with zarr-python 3, cargo-fuzz, the pinned
 # Miri toolchain); a second run installs nothing. Then it runs the steps:
 #
-#   rust       cargo test --all-targets with N5_PEER_PYTHON pointing at the
-#              venv, so tests/peers.rs checks that the peers read what libn5
-#              writes, and N5_ZARR3_PYTHON at .venv-zarr3, so
+#   rust       cargo check -p n5 --lib (the library without HDF5 support
+#              builds), then cargo test --all-targets --features hdf5 with
+#              N5_PEER_PYTHON pointing at the venv, so tests/peers.rs checks
+#              that the peers read what libn5 writes (and h5py the HDF5 files
+#              it writes), and N5_ZARR3_PYTHON at .venv-zarr3, so
 #              tests/zarr_peers.rs checks Zarr both ways with zarr-python 3;
 #              tests/zarr_hdf5_write.rs checks the HDF5 shards libn5 writes
 #              with h5py, hdf5plugin, h5dump and h5repack (hdf5-tools);
 #              the storage tests start SeaweedFS, fake-gcs-server and nginx
 #              on loopback (testkit/)
-#   cli        cargo test -p n5-cli --all-targets: every subcommand of the n5
-#              tool against the peer corpus and containers the tests write
-#              (on disk, and on the loopback servers through testkit/)
+#   cli        cargo test -p n5-cli --all-targets --features n5/hdf5: every
+#              subcommand of the n5 tool against the peer corpus and
+#              containers the tests write (on disk, and on the loopback
+#              servers through testkit/); the library with HDF5 support,
+#              as the rust step and CMake build it
 #   c          cmake --workflow --preset ci: the release library through CMake
 #              and every ctest test (C tests, the same under valgrind,
 #              examples, packaging, the Python cffi and Octave MEX tests)
@@ -59,8 +63,8 @@ needs() {
 }
 describe() {
     case $1 in
-        rust) echo "Rust tests: cargo test --all-targets (peers from .venv and .venv-zarr3)" ;;
-        cli) echo "n5 tool tests: cargo test -p n5-cli --all-targets" ;;
+        rust) echo "Rust tests: cargo test --all-targets --features hdf5 (peers from .venv and .venv-zarr3)" ;;
+        cli) echo "n5 tool tests: cargo test -p n5-cli --all-targets --features n5/hdf5" ;;
         c) echo "C library, release: cmake --workflow --preset ci" ;;
         c-debug) echo "C library, debug: cmake --workflow --preset debug" ;;
         sanitize) echo "C library, ASan and UBSan: cmake --workflow --preset sanitize" ;;
@@ -122,8 +126,10 @@ fi
 
 run_step() {
     case $1 in
-        rust) cargo test --all-targets --no-fail-fast ${cargo_args[@]+"${cargo_args[@]}"} ;;
-        cli) cargo test -p n5-cli --all-targets --no-fail-fast ;;
+        rust)
+            cargo check -p n5 --lib &&
+                cargo test --all-targets --features hdf5 --no-fail-fast ${cargo_args[@]+"${cargo_args[@]}"} ;;
+        cli) cargo test -p n5-cli --all-targets --features n5/hdf5 --no-fail-fast ;;
         c) cmake --workflow --preset ci ;;
         c-debug) cmake --workflow --preset debug ;;
         sanitize) cmake --workflow --preset sanitize ;;

@@ -10,7 +10,9 @@
 # and takes a second or two.
 #
 # Components:
-#   build     a C compiler, make, CMake >= 3.25 and pkg-config (install.sh)
+#   build     a C compiler, make, CMake >= 3.25, pkg-config and libhdf5 with
+#             its headers (libhdf5-dev: the library's HDF5 support, cargo
+#             feature hdf5, CMake option N5_HDF5) (install.sh)
 #   cxx       a C++ compiler (the header's C++11 test)
 #   binutils  nm and readelf (the packaging tests check exported symbols, SONAME)
 #   valgrind  valgrind (the valgrind.* ctest tests)
@@ -38,7 +40,8 @@
 # from rustup and `cargo install`, Python packages from PyPI.
 #
 # N5_SETUP_SYSTEM=never makes it behave as without root (the PyPI way), for
-# machines where the package manager must not be touched.
+# machines where the package manager must not be touched. N5_HDF5=OFF leaves
+# libhdf5 out of `build` (for a library built without HDF5 support).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,6 +75,22 @@ cmake_ok() {
 }
 
 venv_module_ok() { "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; }
+
+# libhdf5's headers where hdf5-metno-sys and CMake look for them: under
+# HDF5_DIR when it is set, else where pkg-config's module hdf5 says, else
+# the usual places (Debian's serial build: /usr/include/hdf5/serial).
+hdf5_ok() {
+    if [ -n "${HDF5_DIR:-}" ]; then
+        [ -f "$HDF5_DIR/include/H5public.h" ]
+        return
+    fi
+    local dir
+    for dir in $(pkg-config --variable=includedir hdf5 2>/dev/null) \
+        /usr/include/hdf5/serial /usr/include/hdf5 /usr/include /usr/local/include; do
+        [ -f "$dir/H5public.h" ] && return 0
+    done
+    return 1
+}
 
 # The hash of the requirements and the interpreter the venv was made for.
 venv_hash() { { cat "$REQ"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
@@ -190,6 +209,10 @@ setup_build() {
         hash -r
         cmake_ok || [ ${#MISSING_SYSTEM[@]} -gt 0 ] || die "CMake >= 3.25 is still not found after installing it"
     fi
+    # N5_HDF5=OFF (./install.sh passes it to CMake): a library without HDF5
+    # support, which needs no libhdf5.
+    [ "${N5_HDF5:-ON}" = OFF ] || hdf5_ok \
+        || need_system "libhdf5 and its headers: the library is built with HDF5 support (CMake option N5_HDF5, cargo feature hdf5)" libhdf5-dev
     if ! have pkg-config; then
         if [ "$SYSTEM" = yes ]; then
             apt_install "pkg-config finds the installed library for the C examples" pkg-config
@@ -300,7 +323,7 @@ status() {
 
 list() {
     echo "components (tests/setup.sh NAME ... installs those missing):"
-    status build "eval cmake_ok && have cc && have make && have pkg-config" "C compiler, make, CMake >= 3.25, pkg-config"
+    status build "eval cmake_ok && have cc && have make && have pkg-config && hdf5_ok" "C compiler, make, CMake >= 3.25, pkg-config, libhdf5-dev"
     status cxx "have c++" "C++ compiler"
     status binutils "eval have nm && have readelf" "nm, readelf"
     status valgrind "have valgrind" "valgrind"

@@ -1,8 +1,12 @@
 # The install tree: every file in place, the shared library as a real file with
 # its SONAME and development symlinks, and no absolute path of the source,
 # build or staging tree in the package files (they must stay relocatable).
+# With HDF5 support (HDF5=ON) the package files name libhdf5 for static
+# links, and the shared library, as soon as it calls into libhdf5 (the
+# linker drops a library nothing calls), depends on it; without HDF5
+# support none of them names it.
 # Variables: PREFIX, STAGE, SOURCE_DIR, LIBDIR, INCLUDEDIR, CMAKEDIR, PCDIR,
-# SHARED_FILE, SONAME, READELF.
+# SHARED_FILE, SONAME, READELF, HDF5.
 include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
 
 set(lib "${PREFIX}/${LIBDIR}")
@@ -26,6 +30,42 @@ endforeach()
 elf_dynamic("${lib}/${SHARED_FILE}" needed soname)
 if(NOT soname STREQUAL SONAME)
   message(FATAL_ERROR "installed ${SHARED_FILE} has SONAME '${soname}', expected ${SONAME}")
+endif()
+
+set(hdf5_needed "")
+foreach(n IN LISTS needed)
+  if(n MATCHES "^libhdf5")
+    list(APPEND hdf5_needed "${n}")
+  endif()
+endforeach()
+execute_process(COMMAND "${READELF}" --dyn-syms -W "${lib}/${SHARED_FILE}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE dynsyms ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf --dyn-syms failed: ${err}")
+endif()
+string(REGEX MATCHALL " UND H5[A-Za-z0-9_]*" hdf5_calls "${dynsyms}")
+list(LENGTH hdf5_calls hdf5_calls)
+file(STRINGS "${PREFIX}/${PCDIR}/n5.pc" libs_private REGEX "^Libs.private:")
+file(READ "${PREFIX}/${CMAKEDIR}/n5Targets.cmake" targets)
+string(FIND "${targets}" "hdf5" targets_hdf5)
+if(HDF5)
+  if(hdf5_calls GREATER 0 AND NOT hdf5_needed)
+    message(FATAL_ERROR "${SHARED_FILE} calls ${hdf5_calls} libhdf5 functions but does not NEED "
+                        "libhdf5: ${needed}")
+  endif()
+  if(NOT libs_private MATCHES "-lhdf5( |$)")
+    message(FATAL_ERROR "built with HDF5 support, n5.pc does not name libhdf5: ${libs_private}")
+  endif()
+  if(targets_hdf5 EQUAL -1)
+    message(FATAL_ERROR "built with HDF5 support, n5Targets.cmake does not name libhdf5")
+  endif()
+  message(STATUS "HDF5 support: ${SHARED_FILE} calls ${hdf5_calls} libhdf5 functions, NEEDs "
+                 "'${hdf5_needed}'; ${libs_private}")
+else()
+  if(hdf5_calls GREATER 0 OR hdf5_needed OR libs_private MATCHES "hdf5"
+     OR NOT targets_hdf5 EQUAL -1)
+    message(FATAL_ERROR "built without HDF5 support, the package still names libhdf5")
+  endif()
 endif()
 
 file(READ "${SOURCE_DIR}/include/n5.h" source_header)

@@ -20,8 +20,7 @@ use super::lookup3::checksum;
 /// HDF5's undefined address (all bits 1).
 pub(crate) const UNDEF: u64 = u64::MAX;
 
-/// The HDF5 file signature.
-pub const SIGNATURE: [u8; 8] = *b"\x89HDF\r\n\x1a\n";
+pub use super::signature::SIGNATURE;
 
 /// The most dimensions an HDF5 dataspace has.
 pub(crate) const MAX_RANK: usize = 32;
