@@ -1,10 +1,10 @@
 //! Datasets: creating and opening them in a container, and an open array
-//! of the format layer (`format::array`),
-//! replaced as a whole when it is resized, and block-level I/O by grid
-//! position (numeric blocks, and N5's varlength, string and object blocks
-//! where the format has them), with every argument checked here before the
-//! array is asked: the container's mode, grid positions, block shapes,
-//! buffer sizes and data types.
+//! of the format layer (`format::array`), replaced as a whole when it is
+//! resized, with block-level I/O by grid position (numeric blocks, and
+//! N5's varlength, string and object blocks where the format has them).
+//! The container's mode, grid positions, block shapes, buffer sizes and
+//! data types are checked here before the array is asked; what only a
+//! format knows (a varlength block's bytes) the array checks.
 
 use std::sync::{Arc, RwLock};
 
@@ -14,7 +14,7 @@ use crate::container::Container;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::Array;
-use crate::format::n5::block::{self, BlockHeader, BlockMode, DataBlock};
+use crate::format::n5::block::{BlockHeader, DataBlock};
 use crate::format::n5::metadata::DatasetAttributes;
 use crate::format::Format;
 use crate::geometry::check_buffer;
@@ -139,12 +139,13 @@ impl Dataset {
     /// dataset grows again, as with the other N5 implementations.
     pub fn set_dimensions(&self, dimensions: &[u64]) -> Result<()> {
         self.container.check_writable()?;
-        let array = self.array();
-        array
+        // Held across the resize: resizes through one handle go one at a
+        // time, so the array kept is the one stored last.
+        let mut current = self.array.write().unwrap_or_else(|p| p.into_inner());
+        current
             .attributes()
             .check_rank(dimensions.len(), "dimensions")?;
-        let resized = array.resize(dimensions)?;
-        *self.array.write().unwrap_or_else(|p| p.into_inner()) = resized;
+        *current = current.resize(dimensions)?;
         Ok(())
     }
 
@@ -274,18 +275,10 @@ impl Dataset {
     /// Read the strings of the `string` block at `grid_pos` (`None` when not
     /// stored) with the header's shape.
     pub fn read_string_block(&self, grid_pos: &[u64]) -> Result<Option<(Vec<u32>, Vec<String>)>> {
+        let array = self.array();
         self.expect_type(DataType::String)?;
-        let Some(block) = self.read_block(grid_pos)? else {
-            return Ok(None);
-        };
-        let strings = block::decode_strings(&block.data).map_err(|e| {
-            e.context(format!(
-                "block '{}' of dataset '{}'",
-                self.block_key(grid_pos),
-                display(&self.path)
-            ))
-        })?;
-        Ok(Some((block.header.size, strings)))
+        array.attributes().check_grid_pos(grid_pos)?;
+        array.read_string_block(grid_pos)
     }
 
     /// Write the `string` block at `grid_pos` with header `shape`: each
@@ -299,18 +292,8 @@ impl Dataset {
         let array = self.array();
         self.expect_type(DataType::String)?;
         self.check_write(&array.attributes(), grid_pos, shape)?;
-        let payload = block::encode_strings(strings)?;
-        if payload.len() as u64 > u32::MAX as u64 {
-            return Err(Error::invalid_argument(
-                "a string block holds at most 2^32-1 bytes",
-            ));
-        }
-        let header = BlockHeader {
-            mode: BlockMode::Varlength,
-            size: shape.iter().map(|&s| s as u32).collect(),
-            num_elements: payload.len() as u64,
-        };
-        array.write_payload_block(grid_pos, &header, &payload)
+        let strings: Vec<&str> = strings.iter().map(AsRef::as_ref).collect();
+        array.write_string_block(grid_pos, shape, &strings)
     }
 
     /// Read the bytes of the `object` block at `grid_pos` (`None` when not stored).
@@ -325,17 +308,7 @@ impl Dataset {
         self.expect_type(DataType::Object)?;
         self.container.check_writable()?;
         array.attributes().check_grid_pos(grid_pos)?;
-        if bytes.len() as u64 > u32::MAX as u64 {
-            return Err(Error::invalid_argument(
-                "an object block holds at most 2^32-1 bytes",
-            ));
-        }
-        let header = BlockHeader {
-            mode: BlockMode::Object,
-            size: Vec::new(),
-            num_elements: bytes.len() as u64,
-        };
-        array.write_payload_block(grid_pos, &header, bytes)
+        array.write_object_block(grid_pos, bytes)
     }
 
     /// Check that the dataset holds `t`; formats without such blocks say so

@@ -101,16 +101,27 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
         Err(unsupported_on(self.format(), "varlength blocks"))
     }
 
-    /// Write a block whose payload is `payload` as it is: N5's `string`
-    /// (mode 1) and `object` (mode 2) blocks, which the caller encodes;
-    /// `header` says how.
-    fn write_payload_block(
+    /// The strings of the `string` block at `grid_pos` with the shape its
+    /// header gives, `None` when not stored (N5's string blocks).
+    fn read_string_block(&self, _grid_pos: &[u64]) -> Result<Option<(Vec<u32>, Vec<String>)>> {
+        Err(unsupported_on(self.format(), "string blocks"))
+    }
+
+    /// Write the `string` block at `grid_pos` with header `shape` (N5's
+    /// string blocks).
+    fn write_string_block(
         &self,
         _grid_pos: &[u64],
-        _header: &BlockHeader,
-        _payload: &[u8],
+        _shape: &[u64],
+        _strings: &[&str],
     ) -> Result<()> {
-        Err(unsupported_on(self.format(), "string and object blocks"))
+        Err(unsupported_on(self.format(), "string blocks"))
+    }
+
+    /// Write the `object` block at `grid_pos`: opaque bytes (N5's object
+    /// blocks).
+    fn write_object_block(&self, _grid_pos: &[u64], _bytes: &[u8]) -> Result<()> {
+        Err(unsupported_on(self.format(), "object blocks"))
     }
 
     /// How region reads and writes reach the array's blocks.

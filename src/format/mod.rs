@@ -1,14 +1,13 @@
 //! The format layer: what the bytes of a container mean. N5 (`n5`), Zarr
-//! v2 (`zarr2`) and Zarr v3 with sharding (`zarr3`) each say where a
-//! node's metadata and user attributes are, what an array's metadata
-//! holds, which key a chunk has and how chunk bytes become elements. The
-//! API (`container`, `dataset`, `region`) works through this layer and never
-//! with a format's keys or bytes; this layer works through the storage
-//! layer (`storage`) and never knows which backend holds the bytes.
-//!
-//! This file owns the choice of a container's format: the location's
-//! prefix, else the markers its root holds, else a probe one level down,
-//! else the name's suffix, else N5.
+//! v2 (`zarr2`), Zarr v3 with sharding (`zarr3`) and HDF5 (`hdf5`) each say
+//! where a node's metadata and user attributes are, what an array's
+//! metadata holds, which key a chunk has and how chunk bytes become
+//! elements. The API (`container`, `dataset`, `region`) works through this
+//! layer's interfaces and never with a format's keys or bytes: the
+//! hierarchy of a container (`tree`) and the one array interface
+//! (`array`), which N5 (`n5::array`) and both Zarr formats (`zarr`)
+//! implement. This layer works through the storage layer (`storage`) and
+//! never knows which backend holds the bytes.
 
 pub(crate) mod array;
 pub(crate) mod consolidated;

@@ -75,7 +75,7 @@ enum Codec {
 
 /// The key of the metadata document of the array at `path` in a container
 /// of `format` (.zarray or zarr.json).
-pub(crate) fn metadata_key(format: Format, path: &str) -> String {
+fn metadata_key(format: Format, path: &str) -> String {
     path::join(
         path,
         match format {
@@ -128,7 +128,7 @@ impl ZarrArray {
     /// The array a stored metadata document of `format` describes, at
     /// `path` of `store`; one that no data could be written to reads, and
     /// refuses every write.
-    pub(crate) fn from_stored(
+    fn from_stored(
         format: Format,
         document: Value,
         store: Arc<dyn Store>,
@@ -218,18 +218,18 @@ impl ZarrArray {
     }
 
     /// Bytes of a decoded block (innermost chunk, full size at the edges).
-    pub(crate) fn block_bytes(&self) -> usize {
+    fn block_bytes(&self) -> usize {
         self.inner.iter().product::<u64>() as usize * self.dtype.size()
     }
 
     /// Bytes of a decoded chunk of the grid (a whole shard when sharded).
-    pub(crate) fn outer_bytes(&self) -> usize {
+    fn outer_bytes(&self) -> usize {
         self.outer.iter().product::<u64>() as usize * self.dtype.size()
     }
 
     /// The key (relative to the array) of the chunk of the grid at the N5
     /// grid position `pos` of that grid.
-    pub(crate) fn outer_key(&self, pos: &[u64]) -> String {
+    fn outer_key(&self, pos: &[u64]) -> String {
         let c = reversed(pos);
         match &self.codec {
             Codec::V2(meta) => meta.chunk_key(&c),
@@ -239,7 +239,7 @@ impl ZarrArray {
 
     /// The N5 grid position of the chunk of the grid that holds the block
     /// at the N5 grid position `block`.
-    pub(crate) fn outer_of_block(&self, block: &[u64]) -> Vec<u64> {
+    fn outer_of_block(&self, block: &[u64]) -> Vec<u64> {
         let (outer, inner) = (reversed(&self.outer), reversed(&self.inner));
         (0..block.len())
             .map(|d| block[d] * inner[d] / outer[d])
@@ -249,7 +249,7 @@ impl ZarrArray {
     /// Decodes a stored chunk of the grid (a whole shard when sharded) into
     /// `out` ([`ZarrArray::outer_bytes`]): native byte order, C order of
     /// the chunk, which is N5 order of the reversed shape.
-    pub(crate) fn decode_outer(&self, stored: &[u8], out: &mut [u8]) -> Result<()> {
+    fn decode_outer(&self, stored: &[u8], out: &mut [u8]) -> Result<()> {
         match &self.codec {
             Codec::V2(meta) => zarr2::chunk::decode(meta, stored, out),
             Codec::V3 { chain, .. } => chain.decode(stored, out),
@@ -257,7 +257,7 @@ impl ZarrArray {
     }
 
     /// Fill `out` with the fill value.
-    pub(crate) fn fill_buffer(&self, out: &mut [u8]) {
+    fn fill_buffer(&self, out: &mut [u8]) {
         shard::fill_with(out, &self.fill);
     }
 
@@ -270,7 +270,7 @@ impl ZarrArray {
     /// version the chunk's range comes with) and fetched with another. A
     /// missing chunk or inner chunk reads as the fill value and gives
     /// `false`. Errors name the key and, in a shard, the inner chunk.
-    pub(crate) fn read_chunk(&self, pos: &[u64], out: Option<&mut [u8]>) -> Result<bool> {
+    fn read_chunk(&self, pos: &[u64], out: Option<&mut [u8]>) -> Result<bool> {
         let fill = |out: Option<&mut [u8]>| {
             if let Some(out) = out {
                 shard::fill_with(out, &self.fill);
@@ -519,7 +519,7 @@ impl ZarrArray {
     /// [`ZarrArray::outer_bytes`], native, C order; a whole shard when
     /// sharded, whose inner chunks equal to the fill value are left out)
     /// and appends it to `out`.
-    pub(crate) fn encode_outer(&self, pos: &[u64], data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn encode_outer(&self, pos: &[u64], data: &[u8], out: &mut Vec<u8>) -> Result<()> {
         match &self.codec {
             Codec::V2(meta) => zarr2::chunk::encode(meta, data, out),
             Codec::V3 { chain, .. } => chain.encode_at(data, Some(&reversed(pos)), out),
@@ -527,13 +527,8 @@ impl ZarrArray {
     }
 
     /// Whether every element of `data` is the fill value.
-    pub(crate) fn is_fill(&self, data: &[u8]) -> bool {
+    fn is_fill(&self, data: &[u8]) -> bool {
         shard::is_fill(data, &self.fill)
-    }
-
-    /// Whether the array is sharded.
-    pub(crate) fn is_sharded(&self) -> bool {
-        self.outer != self.inner
     }
 
     /// What a write stores for the decoded chunk of the grid `data` (a
@@ -541,7 +536,7 @@ impl ZarrArray {
     /// encoding in `out`, to be put in one atomic write, or `false` when
     /// the chunk is to be deleted instead (all fill value, in a sharded
     /// array, which would hold no inner chunk, or without `write_empty`).
-    pub(crate) fn encode_for_write(
+    fn encode_for_write(
         &self,
         pos: &[u64],
         data: &[u8],
@@ -564,7 +559,7 @@ impl ZarrArray {
     /// stores), so writers of different blocks of one shard, in other
     /// processes or on other machines, lose nothing; a shard left all fill
     /// value is deleted.
-    pub(crate) fn merge_outer(&self, pos: &[u64], merge: &mut dyn FnMut(&mut [u8])) -> Result<()> {
+    fn merge_outer(&self, pos: &[u64], merge: &mut dyn FnMut(&mut [u8])) -> Result<()> {
         let key = path::join(&self.path, &self.outer_key(pos));
         let what = self.store.describe(&key);
         let mut whole = vec![0u8; self.outer_bytes()];
@@ -597,7 +592,7 @@ impl ZarrArray {
 
     /// The N5 grid position (of the grid of chunks as stored) a key below
     /// the array names, `None` for any other key (metadata, strays).
-    pub(crate) fn outer_position(&self, key: &str) -> Option<Vec<u64>> {
+    fn outer_position(&self, key: &str) -> Option<Vec<u64>> {
         let (rest, separator) = match &self.codec {
             Codec::V2(meta) => (key, meta.separator),
             Codec::V3 {
@@ -623,7 +618,7 @@ impl ZarrArray {
     /// The N5 grid positions of the blocks stored in the chunk of the grid
     /// at N5 position `outer` (the block itself when not sharded; in a
     /// shard, the inner chunks within the array that its index lists).
-    pub(crate) fn blocks_in(&self, outer: &[u64]) -> Result<Vec<Vec<u64>>> {
+    fn blocks_in(&self, outer: &[u64]) -> Result<Vec<Vec<u64>>> {
         let (n5_outer, n5_inner) = (reversed(&self.outer), reversed(&self.inner));
         let dims = reversed(&self.shape);
         let per: Vec<u64> = n5_outer.iter().zip(&n5_inner).map(|(o, i)| o / i).collect();
@@ -643,7 +638,7 @@ impl ZarrArray {
                 .zip(&n5_inner)
                 .zip(&dims)
                 .all(|((&b, &i), &d)| b * i < d);
-            if !self.is_sharded() || (inside && self.read_chunk(&block, None)?) {
+            if self.shard_layout().is_none() || (inside && self.read_chunk(&block, None)?) {
                 out.push(block);
             }
         }
@@ -652,11 +647,12 @@ impl ZarrArray {
 }
 
 impl ZarrArray {
-    /// The error of the block at `grid_pos`, naming its key.
+    /// The error of the block at `grid_pos`, naming the object it is in
+    /// (its path or URL) and the dataset.
     fn block_err(&self, grid_pos: &[u64], e: Error) -> Error {
         e.context(format!(
-            "block '{}' of dataset '{}'",
-            self.block_key(grid_pos),
+            "{} of dataset '{}'",
+            self.store.describe(&self.block_key(grid_pos)),
             display(&self.path)
         ))
     }
@@ -820,7 +816,7 @@ impl Array for ZarrArray {
     /// array its shard is changed atomically (see [`ZarrArray::merge_outer`]).
     fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         let block = self.whole_block(shape, data);
-        if self.is_sharded() {
+        if self.shard_layout().is_some() {
             let elem = self.dtype.size();
             let shard_pos = self.outer_of_block(grid_pos);
             let (outer, inner) = (reversed(&self.outer), reversed(&self.inner));
@@ -860,7 +856,7 @@ impl Array for ZarrArray {
     /// In a sharded array the inner chunk becomes fill value, which leaves
     /// it out of its shard.
     fn delete_block(&self, grid_pos: &[u64]) -> Result<bool> {
-        if self.is_sharded() {
+        if self.shard_layout().is_some() {
             if !self.block_exists(grid_pos)? {
                 return Ok(false);
             }

@@ -451,10 +451,10 @@ impl Dataset {
     pub fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()> {
         let array = self.array();
         let attrs = array.attributes();
-        self.check_numeric(&attrs)?;
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, out.len())?;
+        self.check_numeric(&attrs)?;
         let grid = Grid::new(&attrs, offset, shape)?;
         if grid.total == 1 {
             let o = grid.overlap(0)?;
@@ -489,10 +489,10 @@ impl Dataset {
         self.container().check_writable()?;
         let array = self.array();
         let attrs = array.attributes();
-        self.check_numeric(&attrs)?;
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
+        self.check_numeric(&attrs)?;
         array.check_write()?;
         match array.region() {
             RegionIo::Objects(blocks) => {

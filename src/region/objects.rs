@@ -143,7 +143,7 @@ impl Dataset {
                                 }
                             }
                             Fetched::Missing => {
-                                buf.clear();
+                                // Every byte is overwritten with the fill value.
                                 buf.resize(nbytes, 0);
                                 fill_with(buf, fill);
                                 Read::Missing
@@ -308,8 +308,10 @@ impl Dataset {
             }
             result
         };
+        // Blocks the region covers whole need no fetch (and no I/O thread
+        // starts when none does), and one block no I/O threads to send it.
         with_fetch(store, &keys, io, block_bytes, None, |fetch| {
-            if remote {
+            if remote && grid.total > 1 {
                 with_upload(store, io, |upload| encode_units(fetch, Some(upload)))
             } else {
                 encode_units(fetch, None)

@@ -316,13 +316,44 @@ impl Array for N5Array {
         self.store_block(grid_pos, &header, data)
     }
 
-    fn write_payload_block(
-        &self,
-        grid_pos: &[u64],
-        header: &BlockHeader,
-        payload: &[u8],
-    ) -> Result<()> {
-        self.store_block(grid_pos, header, payload)
+    /// Each string as UTF-8 followed by NUL, always in mode 1, as Java
+    /// does.
+    fn write_string_block(&self, grid_pos: &[u64], shape: &[u64], strings: &[&str]) -> Result<()> {
+        let payload = block::encode_strings(strings)?;
+        if payload.len() as u64 > u32::MAX as u64 {
+            return Err(Error::invalid_argument(
+                "a string block holds at most 2^32-1 bytes",
+            ));
+        }
+        let header = BlockHeader {
+            mode: BlockMode::Varlength,
+            size: shape.iter().map(|&s| s as u32).collect(),
+            num_elements: payload.len() as u64,
+        };
+        self.store_block(grid_pos, &header, &payload)
+    }
+
+    fn read_string_block(&self, grid_pos: &[u64]) -> Result<Option<(Vec<u32>, Vec<String>)>> {
+        let Some(block) = self.read_block(grid_pos)? else {
+            return Ok(None);
+        };
+        let strings = block::decode_strings(&block.data).map_err(self.err(grid_pos))?;
+        Ok(Some((block.header.size, strings)))
+    }
+
+    /// Opaque bytes in a mode-2 block.
+    fn write_object_block(&self, grid_pos: &[u64], bytes: &[u8]) -> Result<()> {
+        if bytes.len() as u64 > u32::MAX as u64 {
+            return Err(Error::invalid_argument(
+                "an object block holds at most 2^32-1 bytes",
+            ));
+        }
+        let header = BlockHeader {
+            mode: BlockMode::Object,
+            size: Vec::new(),
+            num_elements: bytes.len() as u64,
+        };
+        self.store_block(grid_pos, &header, bytes)
     }
 
     fn region(&self) -> RegionIo<'_> {

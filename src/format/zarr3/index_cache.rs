@@ -4,7 +4,7 @@
 //! rule by which a range is trusted with an index ([`replaced`]). A kept
 //! index is only a guess at where the bytes are: the range read with it
 //! must come back with the same version, or the shard has been replaced
-//! and is read again (see `ZarrArray::read_block` and the sharded region
+//! and is read again (see `ZarrArray::read_chunk` and the sharded region
 //! reads). Kept only on stores whose versions name one object
 //! ([`Capabilities::exact_versions`]); bounded by [`MAX_BYTES`] per open
 //! array, the oldest indexes going first.

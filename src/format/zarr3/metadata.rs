@@ -16,7 +16,7 @@ use crate::format::uint_list;
 use super::hdf5_shards::{self, Hdf5Shards};
 
 /// The largest rank an array may have (as for N5 datasets).
-pub(crate) const MAX_RANK: usize = crate::metadata::MAX_RANK;
+pub(crate) const MAX_RANK: usize = crate::format::n5::metadata::MAX_RANK;
 
 /// How grid positions become keys below the array's own key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -635,7 +635,7 @@ impl ArrayMetadata {
         let chunk_bytes = chunk_shape
             .iter()
             .try_fold(data_type.size() as u64, |a, &b| a.checked_mul(b))
-            .filter(|&b| b <= crate::metadata::MAX_BLOCK_BYTES);
+            .filter(|&b| b <= crate::format::n5::metadata::MAX_BLOCK_BYTES);
         if chunk_bytes.is_none() {
             return Err(Error::invalid_metadata(format!(
                 "a chunk of {chunk_shape:?} {} holds more than 2 GiB",

@@ -260,7 +260,7 @@ impl ChunkDecoder {
     /// stored with `filter_mask`, into `out` (exactly
     /// [`chunk_bytes`](Self::chunk_bytes) long): the chunk's elements in
     /// native byte order. Damaged or short data and a failed checksum are
-    /// [`ErrorKind::Codec`](crate::ErrorKind::Codec) errors; nothing is
+    /// [`ErrorKind::Codec`](crate::error::ErrorKind::Codec) errors; nothing is
     /// decoded beyond the sizes the chunk shape gives.
     pub(crate) fn decode(
         &self,
@@ -290,7 +290,7 @@ impl ChunkDecoder {
         let g = &self.geometry;
         if out.len() != g.chunk_bytes {
             return Err(Error::new(
-                crate::ErrorKind::BufferSize,
+                crate::error::ErrorKind::BufferSize,
                 format!(
                     "a chunk decodes to {} bytes, not {}",
                     g.chunk_bytes,
@@ -456,7 +456,7 @@ impl ChunkEncoder {
         let g = &self.geometry;
         if chunk.len() != g.chunk_bytes {
             return Err(Error::new(
-                crate::ErrorKind::BufferSize,
+                crate::error::ErrorKind::BufferSize,
                 format!("a chunk has {} bytes, not {}", g.chunk_bytes, chunk.len()),
             ));
         }
@@ -483,7 +483,7 @@ impl ChunkEncoder {
                 }
                 Step::Zstd | Step::Blosc => {
                     return Err(Error::new(
-                        crate::ErrorKind::Internal,
+                        crate::error::ErrorKind::Internal,
                         "the chunk encoder has no zstd or blosc",
                     ))
                 }
@@ -625,10 +625,10 @@ mod tests {
         assert_eq!(out, native);
         // Not a zlib stream.
         let err = dec.decode(&stored, 0, &[0], &mut out).unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::Codec, "{err}");
+        assert_eq!(err.kind(), crate::error::ErrorKind::Codec, "{err}");
         // Too short raw data.
         let err = dec.decode(&data[..10], 0b11, &[0], &mut out).unwrap_err();
-        assert_eq!(err.kind(), crate::ErrorKind::Codec, "{err}");
+        assert_eq!(err.kind(), crate::error::ErrorKind::Codec, "{err}");
         // A damaged checksum.
         let f = vec![filter(id::FLETCHER32, &[])];
         let dec = ChunkDecoder::new(&f, 2, ByteOrder::Little, &chunk, &shape, false).unwrap();
