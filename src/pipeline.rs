@@ -1369,8 +1369,8 @@ mod tests {
         // than each range faulting in fresh memory. (An I/O thread may
         // start a fetch between a take and its give-back, so a few more
         // than two are made; on a machine busy with other work, where the
-        // I/O threads often run ahead of the taker, up to about half of
-        // them. Without the give-back every one would be.)
+        // I/O threads often run ahead of the taker, 12 of 20 have been seen.
+        // Without the give-back every one would be.)
         use std::sync::atomic::Ordering::Relaxed;
         let store = Watched::default();
         let (n, len) = (20, 9 << 20);
