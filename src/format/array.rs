@@ -132,7 +132,8 @@ pub(crate) enum RegionIo<'a> {
     /// index and written a shard at a time.
     Shards(&'a dyn ShardedBlocks),
     /// The array reads and writes whole regions itself (a library that
-    /// owns the file does the I/O).
+    /// owns the file does the I/O: HDF5's, built with the feature `hdf5`).
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
     Whole(&'a dyn WholeRegions),
 }
 
