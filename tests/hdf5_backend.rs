@@ -192,7 +192,13 @@ mod capi {
             dtype: DataType,
             compression: &str,
         ) -> Result<D, Failure> {
+            // An empty compression is NULL (raw).
             let (p, z) = (cs(path), cs(compression));
+            let z = if compression.is_empty() {
+                std::ptr::null()
+            } else {
+                z.as_ptr()
+            };
             let d = n5_dataset_create(
                 self.0,
                 p.as_ptr(),
@@ -200,7 +206,7 @@ mod capi {
                 dims.as_ptr(),
                 block.as_ptr(),
                 dtype.code(),
-                z.as_ptr(),
+                z,
             );
             if d.is_null() {
                 Err((n5::ffi::status::n5_last_error_code(), message()))
@@ -367,6 +373,16 @@ mod capi {
 }
 
 use capi::{C, D};
+
+/// Taken by every test of this file, so that they run one at a time:
+/// libhdf5 opens files without close-on-exec (the libhdf5 layer sets it
+/// right after), so a test starting a process (Python, a child test) while
+/// another opens a file could hand the child the file's lock for the
+/// child's life, and a later open of that file would find it locked.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 const READ: i32 = n5::ffi::N5_MODE_READ;
 const READ_WRITE: i32 = n5::ffi::N5_MODE_READ_WRITE;
@@ -868,6 +884,7 @@ fn check_rust_api(root: &str, f: &Value, rng: &mut Rng) -> Vec<String> {
 
 #[test]
 fn files_h5py_wrote_read_as_h5py_reads_them() {
+    let _serial = serial();
     let Some(python) = common::peer_python("files_h5py_wrote_read_as_h5py_reads_them") else {
         return;
     };
@@ -875,6 +892,7 @@ fn files_h5py_wrote_read_as_h5py_reads_them() {
     let manifest = make_files(&python, dir.path());
     let mut rng = Rng(0x5eed_1234);
     let mut bad = Vec::new();
+    let mut checked = 0;
     for f in manifest["files"].as_array().unwrap() {
         let path = f["path"].as_str().unwrap();
         // Found by its suffix.
@@ -906,11 +924,991 @@ fn files_h5py_wrote_read_as_h5py_reads_them() {
         if path.ends_with("userblock512.h5") {
             bad.extend(check_file(&copy, f, &mut rng));
         }
+        // The block size of datasets that are not chunked from the
+        // options: entry i where above 0, else the whole dimension.
+        if path.ends_with("thirdparty.h5") {
+            let c = C::open(path, READ, r#"{"hdf5": {"default_block_size": [3, 0]}}"#).unwrap();
+            let ds = c.open_dataset("compact").unwrap();
+            assert_eq!((ds.dims(), ds.block_size()), (vec![5, 4], vec![3, 4]));
+            let whole = ds.read(&[0, 0], &[5, 4]).unwrap();
+            let (block, shape, found) = ds.read_block(&[1, 0]).unwrap();
+            assert!(found && shape == [2, 4]);
+            assert_eq!(block, cut(&whole, &[5, 4], &[3, 0], &[2, 4], 2));
+        }
+        checked += f["datasets"].as_array().unwrap().len();
     }
+    assert!(checked >= 40, "only {checked} datasets in the manifest");
     assert!(
         bad.is_empty(),
         "{} mismatches:\n{}",
         bad.len(),
         bad.join("\n")
     );
+}
+
+/// `n` elements of `t` (native order): floats exactly representable,
+/// integers over the whole range with zeros in part of the array.
+fn values(t: DataType, n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed | 1);
+    let mut out = Vec::with_capacity(n * t.size());
+    for i in 0..n {
+        let r = rng.next();
+        match t {
+            DataType::F32 => {
+                out.extend_from_slice(&((r % 10_000) as f32 / 8.0 - 600.0).to_ne_bytes())
+            }
+            DataType::F64 => {
+                out.extend_from_slice(&((r % 1_000_000) as f64 / 4.0 - 1e5).to_ne_bytes())
+            }
+            _ => {
+                let v = if i % 3 == 0 { 0 } else { r };
+                out.extend_from_slice(&v.to_ne_bytes()[..t.size()]);
+            }
+        }
+    }
+    out
+}
+
+/// The program `name` on PATH.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+const TEN: [DataType; 10] = [
+    DataType::U8,
+    DataType::U16,
+    DataType::U32,
+    DataType::U64,
+    DataType::I8,
+    DataType::I16,
+    DataType::I32,
+    DataType::I64,
+    DataType::F32,
+    DataType::F64,
+];
+
+/// What a dataset libn5 writes should hold: its dimensions, block size,
+/// type, compression and data (N5 order, native), for the check with h5py
+/// and for reading back.
+struct Model {
+    path: String,
+    dims: Vec<u64>,
+    block: Vec<u64>,
+    max: Vec<u64>,
+    t: DataType,
+    deflate: Option<u64>,
+    data: Vec<u8>,
+    /// Blocks (N5 order) never allocated.
+    absent: Vec<Vec<u64>>,
+}
+
+impl Model {
+    /// The spec entry of the script's `check`, with the data written to
+    /// `bin`.
+    fn spec(&self, bin: &Path) -> Value {
+        std::fs::write(bin, to_le(self.data.clone(), self.t.size())).unwrap();
+        let rev = |v: &[u64]| v.iter().rev().copied().collect::<Vec<u64>>();
+        let chunks: Vec<u64> = self
+            .block
+            .iter()
+            .zip(&self.max)
+            .map(|(&b, &d)| b.clamp(1, d.max(1)))
+            .collect();
+        json!({
+            "dtype": numpy_name(self.t),
+            "shape": rev(&self.dims),
+            "maxshape": rev(&self.max),
+            "chunks": rev(&chunks),
+            "shuffle": self.deflate.is_some() && self.t.size() > 1,
+            "deflate": self.deflate,
+            "bin": bin.display().to_string(),
+            "absent_chunks": self.absent.iter().map(|p| rev(p)).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The dataset read back whole equals the model.
+    fn check(&self, c: &C) -> Result<(), String> {
+        let ds = c
+            .open_dataset(&self.path)
+            .map_err(|e| format!("{}: {e:?}", self.path))?;
+        if ds.dims() != self.dims {
+            return Err(format!("{}: dimensions {:?}", self.path, ds.dims()));
+        }
+        let got = ds.read(&vec![0; self.dims.len()], &self.dims).unwrap();
+        if got != self.data {
+            return Err(format!("{}: data differ from what was written", self.path));
+        }
+        for pos in &self.absent {
+            if ds.block_exists(pos) {
+                return Err(format!("{}: block {pos:?} is stored", self.path));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Write `data` at `offset` of `shape` through `ds` and into `m`.
+fn write_region(ds: &D, m: &mut Model, offset: &[u64], shape: &[u64], data: &[u8]) {
+    ds.write(offset, shape, data).unwrap();
+    paste(&mut m.data, &m.dims, offset, shape, data, m.t.size());
+}
+
+#[test]
+fn files_libn5_creates_read_back_in_h5py_and_h5dump() {
+    let _serial = serial();
+    let Some(python) = common::peer_python("files_libn5_creates_read_back_in_h5py_and_h5dump")
+    else {
+        return;
+    };
+    let dir = Scratch::new("hdf5-create");
+    // Missing parent directories are made.
+    let file = dir.join("new/sub/created.h5");
+    let root = file.display().to_string();
+    let mut models: Vec<Model> = Vec::new();
+    let mut groups = Map::new();
+    {
+        let c = C::open(&root, CREATE, r#"{"threads": 2}"#).unwrap();
+        assert_eq!(c.format(), "hdf5");
+        assert_eq!(c.version(), "");
+
+        // Groups along a path; existing ones stay.
+        c.create_group("a/b/c").unwrap();
+        c.create_group("a/b").unwrap();
+        assert_eq!(c.list("").unwrap(), json!(["a"]));
+        assert_eq!(c.list("/a").unwrap(), json!(["b"]));
+        assert!(c.exists("a/b/c") && !c.dataset_exists("a/b/c"));
+        c.create_group("gone/x").unwrap();
+        c.remove("gone").unwrap();
+        assert!(!c.exists("gone") && !c.exists("gone/x"));
+        assert_eq!(
+            c.remove("").unwrap_err().0,
+            n5::ffi::N5_ERR_INVALID_ARGUMENT
+        );
+
+        // The contract's example, then keys that change place.
+        let example = r#"{"resolution":[4.0,4.0,40.0],"unit":"nm","downsampled":true,
+            "count":3,"scales":{"s0":1},"offset":[0,1.5]}"#;
+        c.set_attributes("a", example).unwrap();
+        let got = c.attributes("a").unwrap();
+        assert!(
+            json_eq(&got, &serde_json::from_str(example).unwrap()),
+            "{got}"
+        );
+        c.set_attributes("a", r#"{"count":{"x":1},"scales":5}"#)
+            .unwrap();
+        c.set_attribute("a", "nested/deep", "3").unwrap();
+        c.remove_attribute("a", "unit").unwrap();
+        c.set_attribute("a", "resolution[1]", "8.5").unwrap();
+        let want = json!({"resolution": [4.0, 8.5, 40.0], "downsampled": true, "count": {"x": 1},
+            "scales": 5, "offset": [0, 1.5], "nested": {"deep": 3}});
+        let got = c.attributes("a").unwrap();
+        assert!(json_eq(&got, &want), "{got}");
+        assert_eq!(c.attribute("a", "nested/deep").unwrap(), json!(3));
+        assert_eq!(
+            c.attribute("a", "unit").unwrap_err().0,
+            n5::ffi::N5_ERR_NOT_FOUND
+        );
+        groups.insert(
+            "/a".into(),
+            json!({"attributes": {
+                "resolution": {"kind": "float64", "shape": [3], "value": [4.0, 8.5, 40.0]},
+                "downsampled": {"kind": "bool", "shape": [], "value": true},
+                "scales": {"kind": "int64", "shape": [], "value": 5}},
+                "json_root": {"offset": [0, 1.5], "count": {"x": 1}, "nested": {"deep": 3}},
+                "absent": ["unit", "count", "offset", "nested"]}),
+        );
+        let kinds = r#"{"big": 18446744073709551615, "neg": -5, "strs": ["x", "y\u00e9"],
+            "bools": [true, false], "ints": [1, 2, 3], "floats": [0.5, 2.0], "text": "\u00b5m",
+            "huge": 123456789012345678901234567890, "nul": null, "empty": [], "mixed": [1, 2.5]}"#;
+        c.set_attributes("a/b", kinds).unwrap();
+        let got = c.attributes("a/b").unwrap();
+        assert!(
+            json_eq(&got, &serde_json::from_str(kinds).unwrap()),
+            "{got}"
+        );
+        groups.insert(
+            "/a/b".into(),
+            json!({"attributes": {
+                "big": {"kind": "uint64", "shape": [], "value": 18446744073709551615u64},
+                "neg": {"kind": "int64", "shape": [], "value": -5},
+                "strs": {"kind": "string", "shape": [2], "value": ["x", "y\u{e9}"]},
+                "bools": {"kind": "bool", "shape": [2], "value": [true, false]},
+                "ints": {"kind": "int64", "shape": [3], "value": [1, 2, 3]},
+                "floats": {"kind": "float64", "shape": [2], "value": [0.5, 2.0]},
+                "text": {"kind": "string", "shape": [], "value": "\u{b5}m"}},
+                "json_root": serde_json::from_str::<Value>(
+                    r#"{"huge": 123456789012345678901234567890, "nul": null, "empty": [], "mixed": [1, 2.5]}"#
+                ).unwrap(),
+                "absent": []}),
+        );
+        c.set_attributes("", r#"{"name": "root"}"#).unwrap();
+        groups.insert(
+            "/".into(),
+            json!({"attributes": {"name": {"kind": "string", "shape": [], "value": "root"}},
+                   "json_root": null, "absent": ["n5"]}),
+        );
+
+        // The ten types, raw and gzip, written by regions and blocks.
+        for (i, &t) in TEN.iter().enumerate() {
+            for (kind, dims, block, compression, deflate) in [
+                (
+                    "raw",
+                    vec![13u64, 7, 5],
+                    vec![4u64, 3, 2],
+                    r#"{"type":"raw"}"#,
+                    None,
+                ),
+                (
+                    "gzip",
+                    vec![21, 10],
+                    vec![8, 4],
+                    r#"{"type":"gzip","level":5}"#,
+                    Some(5),
+                ),
+            ] {
+                let path = format!("{kind}/{}", t.name());
+                let ds = c
+                    .create_dataset(&path, &dims, &block, t, compression)
+                    .unwrap();
+                assert_eq!(ds.block_size(), block);
+                assert_eq!(ds.compression()["type"], kind);
+                let n: u64 = dims.iter().product();
+                let mut m = Model {
+                    path,
+                    max: dims.clone(),
+                    dims: dims.clone(),
+                    block: block.clone(),
+                    t,
+                    deflate,
+                    data: vec![0u8; n as usize * t.size()],
+                    absent: Vec::new(),
+                };
+                let zero = vec![0u64; dims.len()];
+                write_region(&ds, &mut m, &zero, &dims, &values(t, n as usize, i as u64));
+                let (offset, shape) = Rng(i as u64 + 7).region(&dims);
+                let k: u64 = shape.iter().product();
+                write_region(&ds, &mut m, &offset, &shape, &values(t, k as usize, 99));
+                // A block of a smaller shape: the fill value over the rest.
+                let pos = vec![1u64; dims.len()];
+                let nominal: Vec<u64> = block.clone();
+                let small: Vec<u64> = nominal.iter().map(|&b| b - 1).collect();
+                let s: u64 = small.iter().product();
+                let data = values(t, s as usize, 5);
+                ds.write_block(&pos, &small, &data).unwrap();
+                let start: Vec<u64> = pos.iter().zip(&block).map(|(p, b)| p * b).collect();
+                let nb: u64 = nominal.iter().product();
+                paste(
+                    &mut m.data,
+                    &dims,
+                    &start,
+                    &nominal,
+                    &vec![0u8; nb as usize * t.size()],
+                    t.size(),
+                );
+                paste(&mut m.data, &dims, &start, &small, &data, t.size());
+                assert_eq!(ds.block_info(&pos), Some((0, nominal.clone(), nb)));
+                // A deleted block reads as the fill value and stays.
+                let first = vec![0u64; dims.len()];
+                ds.delete_block(&first).unwrap();
+                assert!(ds.block_exists(&first));
+                paste(
+                    &mut m.data,
+                    &dims,
+                    &zero,
+                    &block,
+                    &vec![0u8; nb as usize * t.size()],
+                    t.size(),
+                );
+                let (got, _, found) = ds.read_block(&first).unwrap();
+                assert!(found && got.iter().all(|&b| b == 0), "{}", m.path);
+                models.push(m);
+            }
+        }
+
+        // A shrinking resize; growing beyond the maximum is refused.
+        {
+            let m = models.iter_mut().find(|m| m.path == "raw/uint16").unwrap();
+            let ds = c.open_dataset(&m.path).unwrap();
+            let err = ds.set_dims(&[14, 7, 5]).unwrap_err();
+            assert_eq!(err.0, n5::ffi::N5_ERR_UNSUPPORTED, "{err:?}");
+            assert!(err.1.contains("maximum") && err.1.contains("13"), "{err:?}");
+            ds.set_dims(&[10, 7, 4]).unwrap();
+            assert_eq!(ds.dims(), vec![10, 7, 4]);
+            let zero = [0u64; 3];
+            m.data = cut(&m.data, &m.dims, &zero, &[10, 7, 4], 2);
+            m.dims = vec![10, 7, 4];
+            assert_eq!(ds.read(&zero, &m.dims).unwrap(), m.data);
+        }
+
+        // Chunks never written stay unallocated; gzip level -1 is 6.
+        let ds = c
+            .create_dataset(
+                "sparse",
+                &[40, 30],
+                &[10, 10],
+                DataType::U16,
+                r#"{"type":"gzip","level":-1}"#,
+            )
+            .unwrap();
+        let data = values(DataType::U16, 100, 3);
+        ds.write(&[10, 20], &[10, 10], &data).unwrap();
+        let mut m = Model {
+            path: "sparse".into(),
+            dims: vec![40, 30],
+            block: vec![10, 10],
+            max: vec![40, 30],
+            t: DataType::U16,
+            deflate: Some(6),
+            data: vec![0u8; 40 * 30 * 2],
+            absent: vec![vec![0, 0], vec![3, 2], vec![2, 1]],
+        };
+        paste(&mut m.data, &[40, 30], &[10, 20], &[10, 10], &data, 2);
+        assert_eq!(ds.block_list(), json!([[1, 2]]));
+        models.push(m);
+
+        // An empty group becomes the dataset and keeps its attributes; a
+        // dataset or a group with members at the path is refused.
+        c.create_group("g/ds").unwrap();
+        c.set_attributes("g/ds", r#"{"keep": 1}"#).unwrap();
+        let ds = c
+            .create_dataset("g/ds", &[6, 4], &[3, 8], DataType::U8, "")
+            .unwrap();
+        assert_eq!(
+            ds.block_size(),
+            vec![3, 4],
+            "the chunk is clamped to the dimension"
+        );
+        let attrs = c.attributes("g/ds").unwrap();
+        assert_eq!(attrs["keep"], json!(1));
+        assert_eq!(attrs["dimensions"], json!([6, 4]));
+        assert_eq!(attrs["compression"], json!({"type": "raw"}));
+        groups.insert(
+            "/g/ds".into(),
+            json!({"attributes": {"keep": {"kind": "int64", "shape": [], "value": 1}},
+                   "json_root": null, "absent": ["dimensions", "blockSize", "dataType", "compression"]}),
+        );
+        models.push(Model {
+            path: "g/ds".into(),
+            dims: vec![6, 4],
+            block: vec![3, 4],
+            max: vec![6, 4],
+            t: DataType::U8,
+            deflate: None,
+            data: vec![0u8; 24],
+            absent: vec![vec![0, 0], vec![1, 0]],
+        });
+        for (path, status) in [
+            ("g/ds", n5::ffi::N5_ERR_ALREADY_EXISTS),
+            ("a", n5::ffi::N5_ERR_ALREADY_EXISTS),
+        ] {
+            let e = c
+                .create_dataset(path, &[4], &[2], DataType::U8, r#"{"type":"raw"}"#)
+                .err()
+                .unwrap();
+            assert_eq!(e.0, status, "{path}: {e:?}");
+        }
+        for codec in ["zstd", "blosc", "bzip2", "xz", "lz4"] {
+            let e = c
+                .create_dataset(
+                    "refused",
+                    &[4],
+                    &[2],
+                    DataType::U8,
+                    &format!(r#"{{"type":"{codec}"}}"#),
+                )
+                .err()
+                .unwrap();
+            assert_eq!(e.0, n5::ffi::N5_ERR_UNSUPPORTED, "{codec}: {e:?}");
+            assert!(e.1.contains(codec), "{codec}: {e:?}");
+        }
+        let e = c
+            .create_dataset_json(
+                "refused",
+                r#"{"dimensions":[4],"blockSize":[2],"dataType":"uint8","codecs":[]}"#,
+            )
+            .err()
+            .unwrap();
+        assert_eq!(e.0, n5::ffi::N5_ERR_UNSUPPORTED, "{e:?}");
+        assert!(!c.exists("refused"));
+        // The dataset document works too.
+        let ds = c
+            .create_dataset_json(
+                "json",
+                r#"{"dimensions":[5,3],"blockSize":[2,2],"dataType":"int32","compression":{"type":"gzip","level":1}}"#,
+            )
+            .unwrap();
+        let data = values(DataType::I32, 15, 11);
+        ds.write(&[0, 0], &[5, 3], &data).unwrap();
+        models.push(Model {
+            path: "json".into(),
+            dims: vec![5, 3],
+            block: vec![2, 2],
+            max: vec![5, 3],
+            t: DataType::I32,
+            deflate: Some(1),
+            data,
+            absent: Vec::new(),
+        });
+
+        // The synthesized keys: equal values are accepted, others refused,
+        // and none is stored.
+        c.set_attributes(
+            "json",
+            r#"{"dataType": "int32", "dimensions": [5, 3], "x": 1}"#,
+        )
+        .unwrap();
+        for doc in [r#"{"dataType": "int8"}"#, r#"{"blockSize": [1, 1]}"#] {
+            let e = c.set_attributes("json", doc).unwrap_err();
+            assert_eq!(e.0, n5::ffi::N5_ERR_UNSUPPORTED, "{doc}: {e:?}");
+        }
+        let e = c.remove_attribute("json", "compression").unwrap_err();
+        assert_eq!(e.0, n5::ffi::N5_ERR_UNSUPPORTED, "{e:?}");
+        groups.insert(
+            "/json".into(),
+            json!({"attributes": {"x": {"kind": "int64", "shape": [], "value": 1}},
+                   "json_root": null, "absent": ["dimensions", "blockSize", "dataType", "compression"]}),
+        );
+    }
+    {
+        // Blocks all of the fill value leave unallocated chunks so when
+        // write_empty_blocks is off.
+        let c = C::open(&root, READ_WRITE, r#"{"write_empty_blocks": false}"#).unwrap();
+        let ds = c.open_dataset("sparse").unwrap();
+        ds.write(&[0, 0], &[20, 10], &vec![0u8; 20 * 10 * 2])
+            .unwrap();
+        ds.write_block(&[2, 0], &[10, 10], &[0u8; 200]).unwrap();
+        assert_eq!(ds.block_list(), json!([[1, 2]]));
+        let m = models.iter_mut().find(|m| m.path == "sparse").unwrap();
+        m.absent.push(vec![1, 0]);
+        let data = values(DataType::U16, 50, 21);
+        ds.write(&[0, 25], &[10, 5], &data).unwrap();
+        paste(&mut m.data, &[40, 30], &[0, 25], &[10, 5], &data, 2);
+        assert_eq!(ds.block_list(), json!([[0, 2], [1, 2]]));
+        // Read-only handles refuse every write.
+        drop(ds);
+        drop(c);
+        let c = C::open(&root, READ, "{}").unwrap();
+        let ds = c.open_dataset("sparse").unwrap();
+        let read_only = n5::ffi::N5_ERR_READ_ONLY;
+        assert_eq!(c.create_group("x").unwrap_err().0, read_only);
+        assert_eq!(c.set_attributes("", r#"{"x":1}"#).unwrap_err().0, read_only);
+        assert_eq!(
+            ds.write(&[0, 0], &[1, 1], &[0, 0]).unwrap_err().0,
+            read_only
+        );
+        assert_eq!(ds.delete_block(&[1, 2]).unwrap_err().0, read_only);
+        assert_eq!(ds.set_dims(&[4, 4]).unwrap_err().0, read_only);
+    }
+
+    // h5py and h5dump read the file as the contract says.
+    let mut datasets = Map::new();
+    for (i, m) in models.iter().enumerate() {
+        datasets.insert(
+            format!("/{}", m.path),
+            m.spec(&dir.join(&format!("{i}.bin"))),
+        );
+    }
+    let spec = json!({
+        "file": root,
+        "h5dump": which("h5dump").map(|p| p.display().to_string()),
+        "groups": groups,
+        "datasets": datasets,
+    });
+    assert!(
+        spec["h5dump"].is_string(),
+        "h5dump (hdf5-tools) is not on PATH"
+    );
+    let spec_path = dir.join("spec.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let out = Command::new(&python)
+        .arg(script())
+        .arg("check")
+        .arg(&spec_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "h5py and h5dump disagree with what libn5 wrote:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And libn5 reads back what it wrote.
+    let c = C::open(&root, READ, r#"{"threads": 2}"#).unwrap();
+    for m in &models {
+        m.check(&c).unwrap();
+    }
+}
+
+/// The datasets of `dir`'s files (written by `make`) read in the child of
+/// `region_reads_of_decoded_chunks_never_call_h5dread`: (file, dataset,
+/// whether its chunks are decoded in Rust).
+const READ_PATHS: [(&str, &str, bool); 6] = [
+    ("n5_layout.h5", "links/hard_to_raw/uint8", true),
+    ("n5_layout.h5", "links/hard_to_raw/float64", true),
+    ("bdv.h5", "t00000/s00/0/cells", true),
+    ("thirdparty.h5", "fletcher_gzip", true),
+    ("libn5.h5", "gzip", true),
+    ("thirdparty.h5", "scaleoffset_int", false),
+];
+
+/// The child's part: region reads on two threads, counting `H5Dread`
+/// calls (a process-wide count, so nothing else runs in the child).
+fn reads_in_this_process(dir: &Path) {
+    for (file, path, in_rust) in READ_PATHS {
+        let root = dir.join(file).display().to_string();
+        let c = C::open(&root, READ, r#"{"threads": 2}"#).unwrap();
+        let ds = c.open_dataset(path).unwrap();
+        let dims = ds.dims();
+        let block = ds.block_size();
+        let before = n5::format::hdf5::library_reads();
+        let whole = ds.read(&vec![0; dims.len()], &dims).unwrap();
+        // A region across blocks, and one block alone.
+        let offset: Vec<u64> = block.iter().map(|b| b / 2).collect();
+        let shape: Vec<u64> = dims.iter().zip(&offset).map(|(d, o)| d - o).collect();
+        let part = ds.read(&offset, &shape).unwrap();
+        assert_eq!(
+            part,
+            cut(&whole, &dims, &offset, &shape, ds.dtype().size()),
+            "{file}/{path}"
+        );
+        let one = ds.read(&vec![0; dims.len()], &block).unwrap();
+        assert_eq!(
+            one.len(),
+            block.iter().product::<u64>() as usize * ds.dtype().size()
+        );
+        let calls = n5::format::hdf5::library_reads() - before;
+        if in_rust {
+            assert_eq!(
+                calls, 0,
+                "{file}/{path}: region reads called H5Dread {calls} times"
+            );
+        } else {
+            assert!(
+                calls >= 3,
+                "{file}/{path}: {calls} H5Dread calls, expected one per read"
+            );
+        }
+        println!("{file}/{path}: {calls} H5Dread calls");
+    }
+}
+
+#[test]
+fn region_reads_of_decoded_chunks_never_call_h5dread() {
+    let _serial = serial();
+    const VAR: &str = "N5_HDF5_READS_DIR";
+    if let Ok(dir) = std::env::var(VAR) {
+        reads_in_this_process(Path::new(&dir));
+        return;
+    }
+    let Some(python) = common::peer_python("region_reads_of_decoded_chunks_never_call_h5dread")
+    else {
+        return;
+    };
+    let dir = Scratch::new("hdf5-reads");
+    make_files(&python, dir.path());
+    {
+        // A gzip dataset libn5 wrote (shuffle and deflate).
+        let c = C::open(&dir.join("libn5.h5").display().to_string(), CREATE, "{}").unwrap();
+        let ds = c
+            .create_dataset(
+                "gzip",
+                &[70, 50, 9],
+                &[16, 16, 4],
+                DataType::U16,
+                r#"{"type":"gzip"}"#,
+            )
+            .unwrap();
+        ds.write(
+            &[0, 0, 0],
+            &[70, 50, 9],
+            &values(DataType::U16, 70 * 50 * 9, 4),
+        )
+        .unwrap();
+    }
+    let out = common::child_test(
+        "region_reads_of_decoded_chunks_never_call_h5dread",
+        VAR,
+        &dir.path().display().to_string(),
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("scaleoffset_int"),
+        "the child failed ({}):\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Does what a reader does with the file at `root` through the C API: the
+/// hierarchy, attributes, every dataset's metadata, whole data and blocks.
+/// The first failure.
+fn exercise(root: &str) -> Result<(), capi::Failure> {
+    let c = C::open(root, READ, r#"{"threads": 2}"#)?;
+    let _ = c.version();
+    let mut stack = vec![String::new()];
+    let mut visited = 0;
+    while let Some(p) = stack.pop() {
+        visited += 1;
+        if visited > 200 {
+            break;
+        }
+        c.attributes(&p)?;
+        if !c.dataset_exists(&p) {
+            for name in c.list(&p)?.as_array().unwrap() {
+                stack.push(format!("{p}/{}", name.as_str().unwrap()));
+            }
+            continue;
+        }
+        let ds = match c.open_dataset(&p) {
+            Err((s, _)) if s == n5::ffi::N5_ERR_UNSUPPORTED => continue,
+            other => other?,
+        };
+        let _ = ds.metadata();
+        let dims = ds.dims();
+        let n: u64 = dims.iter().product();
+        if n.saturating_mul(ds.dtype().size() as u64) <= 1 << 24 {
+            ds.read(&vec![0; dims.len()], &dims)?;
+        }
+        let _ = ds.block_list();
+        ds.read_block(&vec![0; dims.len()])?;
+    }
+    Ok(())
+}
+
+/// The child's part of `damaged_files_give_errors_not_crashes`: reads each
+/// file named in the variable (one per line), printing a line before and
+/// after, so the parent sees which one a crash happened in.
+fn read_damaged(list: &str) {
+    for line in list.lines() {
+        println!("START {line}");
+        match exercise(line) {
+            Ok(()) => println!("OK {line}"),
+            Err((status, message)) => {
+                assert!(
+                    [
+                        n5::ffi::N5_ERR_INVALID_METADATA,
+                        n5::ffi::N5_ERR_CODEC,
+                        n5::ffi::N5_ERR_IO,
+                        n5::ffi::N5_ERR_UNSUPPORTED,
+                        n5::ffi::N5_ERR_NOT_FOUND,
+                        n5::ffi::N5_ERR_JSON,
+                    ]
+                    .contains(&status),
+                    "{line}: status {status}: {message}"
+                );
+                let name = Path::new(line).file_name().unwrap().to_string_lossy();
+                assert!(
+                    message.contains(&*name),
+                    "{line}: the message names no file: {message}"
+                );
+                println!("ERR {status} {line}: {message}");
+            }
+        }
+    }
+}
+
+/// The position of `needle` in `hay`, which holds it once.
+fn find_once(hay: &[u8], needle: &[u8]) -> usize {
+    let at: Vec<usize> = hay
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:?} found {} times", at.len());
+    at[0]
+}
+
+#[test]
+fn damaged_files_give_errors_not_crashes() {
+    let _serial = serial();
+    const VAR: &str = "N5_HDF5_DAMAGED";
+    if let Ok(list) = std::env::var(VAR) {
+        read_damaged(&list);
+        return;
+    }
+    let dir = Scratch::new("hdf5-damaged");
+    // A valid file libn5 writes: groups, attributes, a raw and a gzip
+    // dataset.
+    let valid = dir.join("valid.h5");
+    let pattern: Vec<u8> = (0..16u8).map(|i| i * 13 + 7).collect();
+    {
+        let c = C::open(&valid.display().to_string(), CREATE, "{}").unwrap();
+        c.create_group("g/h").unwrap();
+        c.set_attributes("g", r#"{"a":[1,2,3],"s":"text","o":{"x":[1.5]}}"#)
+            .unwrap();
+        let raw = c
+            .create_dataset("g/raw", &[64], &[16], DataType::U8, "")
+            .unwrap();
+        let mut data = values(DataType::U8, 64, 8);
+        data[..16].copy_from_slice(&pattern);
+        raw.write(&[0], &[64], &data).unwrap();
+        let gzip = c
+            .create_dataset(
+                "g/gzip",
+                &[30, 20],
+                &[8, 8],
+                DataType::U16,
+                r#"{"type":"gzip"}"#,
+            )
+            .unwrap();
+        gzip.write(&[0, 0], &[30, 20], &values(DataType::U16, 600, 3))
+            .unwrap();
+    }
+    assert_eq!(exercise(&valid.display().to_string()), Ok(()));
+    let bytes = std::fs::read(&valid).unwrap();
+    // (file, the status reading it must end in, if one is certain)
+    let mut files: Vec<(PathBuf, Option<n5_status>)> = Vec::new();
+    let add = |files: &mut Vec<(PathBuf, Option<n5_status>)>,
+               name: &str,
+               content: &[u8],
+               status: Option<n5_status>| {
+        let p = dir.join(name);
+        std::fs::write(&p, content).unwrap();
+        files.push((p, status));
+    };
+    for cut_at in [
+        0usize,
+        8,
+        40,
+        100,
+        400,
+        1000,
+        2000,
+        bytes.len() / 2,
+        bytes.len() - 100,
+    ] {
+        add(
+            &mut files,
+            &format!("cut{cut_at}.h5"),
+            &bytes[..cut_at],
+            None,
+        );
+    }
+    // The first chunk of the raw dataset said to be far beyond the file's
+    // end: its address in the chunk index changed.
+    let chunk = find_once(&bytes, &pattern) as u64;
+    let entry = find_once(&bytes, &chunk.to_le_bytes());
+    let mut outside = bytes.clone();
+    outside[entry..entry + 8].copy_from_slice(&(chunk + (1 << 40)).to_le_bytes());
+    add(
+        &mut files,
+        "outside.h5",
+        &outside,
+        Some(n5::ffi::N5_ERR_INVALID_METADATA),
+    );
+    // Cyclic object headers (from the script), and damaged chunks whose
+    // checksum or deflate stream fails.
+    if let Some(python) = common::peer_python("damaged_files_give_errors_not_crashes") {
+        let made = dir.join("made");
+        let manifest = make_files(&python, &made);
+        for d in manifest["damaged"].as_array().unwrap() {
+            files.push((PathBuf::from(d["path"].as_str().unwrap()), None));
+        }
+        let thirdparty = manifest["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with("thirdparty.h5"))
+            .unwrap();
+        let original = std::fs::read(thirdparty["path"].as_str().unwrap()).unwrap();
+        for name in ["fletcher", "fill"] {
+            let d = thirdparty["datasets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["path"] == format!("/{name}"))
+                .unwrap();
+            let first = &d["chunk_list"][0];
+            let at =
+                (first["addr"].as_u64().unwrap() + first["size"].as_u64().unwrap() / 2) as usize;
+            let mut damaged = original.clone();
+            damaged[at] ^= 0x5a;
+            add(
+                &mut files,
+                &format!("chunk_{name}.h5"),
+                &damaged,
+                Some(n5::ffi::N5_ERR_CODEC),
+            );
+        }
+    }
+    let names: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    let out = common::child_test(
+        "damaged_files_give_errors_not_crashes",
+        VAR,
+        &names.join("\n"),
+    )
+    .arg("--test-threads=1")
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let started = stdout.lines().filter(|l| l.contains("START ")).count();
+    assert!(
+        out.status.success() && started == files.len(),
+        "the child stopped ({}) after {started} of {} files:\n{stdout}{}",
+        out.status,
+        files.len(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{stdout}");
+    let mut errors = 0;
+    for (path, status) in &files {
+        let shown = path.display().to_string();
+        let line = stdout
+            .lines()
+            .find(|l| {
+                (l.starts_with("OK ") || l.starts_with("ERR ")) && l.contains(&format!(" {shown}"))
+            })
+            .unwrap_or_else(|| panic!("no outcome for {shown}:\n{stdout}"));
+        errors += line.starts_with("ERR ") as usize;
+        if let Some(status) = status {
+            assert!(
+                line.starts_with(&format!("ERR {status} ")),
+                "{shown}: expected status {status}: {line}"
+            );
+        }
+    }
+    assert!(
+        errors * 2 > files.len(),
+        "too few damaged files were noticed:\n{stdout}"
+    );
+}
+
+#[test]
+fn locations_modes_and_options() {
+    let _serial = serial();
+    let dir = Scratch::new("hdf5-open");
+    let at = |name: &str| dir.join(name).display().to_string();
+    // Created with missing parents, found again by the signature whatever
+    // the name; an existing file opened as it is, never truncated.
+    for (root, options) in [
+        (at("x/y/new.h5"), "{}"),
+        (at("plain"), r#"{"format": "hdf5"}"#),
+        (format!("h5:{}", at("vol.bin")), "{}"),
+        (format!("hdf5:file://{}", at("url.data")), "{}"),
+    ] {
+        let c = C::open(&root, CREATE, options).unwrap_or_else(|e| panic!("{root}: {e:?}"));
+        assert_eq!(c.format(), "hdf5", "{root}");
+        c.set_attributes("", r#"{"k": 1}"#).unwrap();
+        drop(c);
+        let plain = root
+            .trim_start_matches("h5:")
+            .trim_start_matches("hdf5:file://");
+        for mode in [READ, READ_WRITE, CREATE] {
+            let c = C::open(plain, mode, "{}").unwrap_or_else(|e| panic!("{plain}: {e:?}"));
+            assert_eq!(c.format(), "hdf5");
+            assert_eq!(c.attribute("", "k").unwrap(), json!(1), "{plain}");
+        }
+    }
+    // A root `n5` attribute of any version is never a reason to refuse.
+    C::open(&at("plain"), READ_WRITE, "{}")
+        .unwrap()
+        .set_attributes("", r#"{"n5": "9.1.0"}"#)
+        .unwrap();
+    assert_eq!(
+        C::open(&at("plain"), READ, "{}").unwrap().version(),
+        "9.1.0"
+    );
+
+    let status = |root: &str, mode: i32, options: &str| -> capi::Failure {
+        match C::open(root, mode, options) {
+            Ok(c) => panic!("{root}: opened as {}", c.format()),
+            Err(e) => e,
+        }
+    };
+    // Missing files.
+    for mode in [READ, READ_WRITE] {
+        let e = status(&at("missing.h5"), mode, "{}");
+        assert_eq!(e.0, n5::ffi::N5_ERR_NOT_FOUND, "{e:?}");
+    }
+    // Regular files without the signature chosen as HDF5.
+    std::fs::write(dir.join("notes.h5"), b"not an HDF5 file at all").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"not an HDF5 file at all").unwrap();
+    for (root, options) in [
+        (at("notes.h5"), "{}"),
+        (format!("h5:{}", at("notes.txt")), "{}"),
+        (at("notes.txt"), r#"{"format": "hdf5"}"#),
+    ] {
+        for mode in [READ, READ_WRITE, CREATE] {
+            let e = status(&root, mode, options);
+            assert_eq!(e.0, n5::ffi::N5_ERR_INVALID_METADATA, "{root}: {e:?}");
+            assert!(e.1.contains("not an HDF5 file"), "{e:?}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(dir.join("notes.h5")).unwrap(),
+        b"not an HDF5 file at all"
+    );
+    // Remote locations chosen as HDF5, before any request.
+    for root in [
+        "s3://bucket/data.h5",
+        "h5:gs://bucket/data",
+        "hdf5:https://example.org/v.bin",
+    ] {
+        let e = status(root, READ, "{}");
+        assert_eq!(e.0, n5::ffi::N5_ERR_UNSUPPORTED, "{root}: {e:?}");
+        assert!(e.1.contains("HDF5 files are local only"), "{e:?}");
+    }
+    // Directories decide by their markers, whatever their name.
+    let n5dir = dir.join("dir.h5");
+    std::fs::create_dir_all(&n5dir).unwrap();
+    std::fs::write(n5dir.join("attributes.json"), br#"{"n5": "4.0.0"}"#).unwrap();
+    assert_eq!(
+        C::open(&at("dir.h5"), READ, r#"{"format": "hdf5"}"#)
+            .unwrap()
+            .format(),
+        "n5"
+    );
+    std::fs::create_dir_all(dir.join("empty.h5")).unwrap();
+    let e = status(&at("empty.h5"), CREATE, "{}");
+    assert_eq!(e.0, n5::ffi::N5_ERR_INVALID_ARGUMENT, "{e:?}");
+    // Options: the hdf5 section is checked, other unknown keys stay errors.
+    for options in [
+        r#"{"hdf5": {"chunks": [1]}}"#,
+        r#"{"hdf5": {"default_block_size": [-1]}}"#,
+        r#"{"hdf5": []}"#,
+        r#"{"hdf": {}}"#,
+    ] {
+        let e = status(&at("x/y/new.h5"), READ, options);
+        assert_eq!(e.0, n5::ffi::N5_ERR_INVALID_ARGUMENT, "{options}: {e:?}");
+    }
+    C::open(&at("x/y/new.h5"), READ, r#"{"hdf5": {"default_block_size": [8]}, "io_concurrency": 2, "write_empty_blocks": false}"#).unwrap();
+
+    // No temporaries: the file's directory is left alone.
+    let stale = dir.join("x/y/.n5tmp.other");
+    std::fs::write(&stale, b"x").unwrap();
+    let c = C::open(&at("x/y/new.h5"), READ_WRITE, "{}").unwrap();
+    let (mut removed, mut bytes) = (9u64, 9u64);
+    capi::ok(n5::ffi::container::n5_container_remove_stale_temporaries(
+        c.0,
+        0,
+        &mut removed,
+        &mut bytes,
+    ))
+    .unwrap();
+    assert_eq!((removed, bytes), (0, 0));
+    assert!(stale.exists());
+
+    // The Rust API: the same through Container.
+    let c = Container::open(at("x/y/new.h5"), Mode::Read).unwrap();
+    assert_eq!(c.format(), n5::format::Format::Hdf5);
+    assert_eq!(c.format().name(), "hdf5");
+    assert_eq!(c.get_attribute("", "k").unwrap(), Some(json!(1)));
+    assert_eq!(
+        c.create_group("g").unwrap_err().kind(),
+        n5::ErrorKind::ReadOnly
+    );
+    let c = Container::open(at("x/y/new.h5"), Mode::ReadWrite).unwrap();
+    let strings =
+        n5::DatasetAttributes::new(vec![4], vec![2], DataType::String, n5::Compression::Raw)
+            .unwrap();
+    let e = c.create_dataset("s", strings).unwrap_err();
+    assert_eq!(e.kind(), n5::ErrorKind::Unsupported, "{e}");
 }
