@@ -35,10 +35,12 @@ pub enum Mode {
     /// an [`ErrorKind::ReadOnly`] error. The root must exist.
     Read,
     /// Read and write an existing container. Writes the root version
-    /// `"4.0.0"` when the root has none.
+    /// `"4.0.0"` when an N5 root has none.
     ReadWrite,
     /// Read and write, creating the root directory and its attributes.json
-    /// when missing. An existing container is opened as it is.
+    /// when missing (an HDF5 file: the file, with its missing parent
+    /// directories). An existing container is opened as it is, never
+    /// truncated.
     Create,
 }
 
@@ -70,7 +72,9 @@ pub struct Options {
     /// Whether blocks that are entirely zero (the fill value) are stored.
     /// `true` (the default, as in Java) stores them like any other; `false`
     /// skips them and deletes a stored block that becomes all zeros, which
-    /// keeps sparse volumes small (missing blocks read as zeros).
+    /// keeps sparse volumes small (missing blocks read as zeros). In an
+    /// HDF5 file, which cannot free a chunk, `false` leaves a chunk that is
+    /// not allocated so when a block of the fill value is written to it.
     pub write_empty_blocks: bool,
     /// Where the bytes go: requests in flight, the block cache, and the
     /// settings and credentials of S3, GCS and HTTP locations.
@@ -106,7 +110,7 @@ impl Options {
     /// Parse options from a JSON object such as
     /// `{"threads": 4, "write_empty_blocks": false, "io_concurrency": 32,
     /// "s3": {"endpoint": "http://127.0.0.1:8333"}}` (every key is described
-    /// with [`Options`] and [`StorageOptions`]). Unknown keys are an error
+    /// with [`Options`], [`StorageOptions`] and [`FormatOptions`]). Unknown keys are an error
     /// so that typos do not pass silently; values of secrets never appear
     /// in an error.
     pub fn from_json(text: &str) -> Result<Options> {
@@ -323,7 +327,9 @@ impl Container {
         &*self.inner.tree
     }
 
-    /// The store holding the container's bytes.
+    /// The store holding the container's bytes (for a container that is
+    /// one file, such as an HDF5 file, the file's directory, in which the
+    /// file is one object).
     pub fn store(&self) -> &dyn Store {
         self.tree().store()
     }

@@ -25,9 +25,7 @@ pub(crate) struct OpenTree<'a> {
     pub new_format: Option<Format>,
     /// Whether arrays store blocks all of the fill value.
     pub write_empty: bool,
-    /// The options of the formats (HDF5's are read only where the
-    /// feature `hdf5` is built).
-    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    /// The options of the formats.
     pub options: &'a FormatOptions,
 }
 
@@ -40,7 +38,14 @@ pub(crate) fn open_tree(
     store: impl FnOnce() -> Result<Arc<dyn Store>>,
 ) -> Result<Arc<dyn Tree>> {
     if hdf5::open::chosen(location, how.new_format)? {
-        return hdf5::open::open_tree(location, how);
+        let file = hdf5::open::OpenFile {
+            location: how.location,
+            writable: how.writable,
+            create: how.create,
+            write_empty: how.write_empty,
+            options: &how.options.hdf5,
+        };
+        return hdf5::open::open_tree(location, &file);
     }
     open_in_store(store()?, location.format, how)
 }

@@ -189,7 +189,10 @@ pub(crate) fn open_store_tree(store: Arc<dyn Store>, how: OpenStore) -> Result<S
         // Chosen for a new container by the options or the name: a store
         // holds no HDF5 file.
         if caps.remote {
-            return Err(super::hdf5::open::local_only(location));
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("'{location}': HDF5 files are local only"),
+            ));
         }
         return Err(Error::invalid_argument(format!(
             "'{location}' is a directory, not an HDF5 file (HDF5 containers are files)"

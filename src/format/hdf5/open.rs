@@ -11,13 +11,29 @@
 
 use std::sync::Arc;
 
-use super::signature;
+use super::{signature, Hdf5Options};
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::open::OpenTree;
 use crate::format::tree::Tree;
 use crate::format::Format;
 use crate::storage::location::FormatHint;
 use crate::storage::Location;
+
+/// How an HDF5 file is opened (without the feature `hdf5`, only its
+/// location is read, for the message).
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+pub(crate) struct OpenFile<'a> {
+    /// The location, for messages.
+    pub location: &'a str,
+    /// Whether the file may be written.
+    pub writable: bool,
+    /// Whether a missing file is created.
+    pub create: bool,
+    /// Whether blocks all of the fill value are written where no chunk is
+    /// allocated yet.
+    pub write_empty: bool,
+    /// The options of HDF5 containers.
+    pub options: &'a Hdf5Options,
+}
 
 /// Whether `location` is an HDF5 file, `option` being the format the
 /// options name (`{"format": ...}`). Reads the first bytes of an existing
@@ -69,29 +85,27 @@ pub(crate) fn local_only(location: &str) -> Error {
 /// (and its missing parent directories) when nothing is there. Without
 /// the cargo feature `hdf5`, [`ErrorKind::Unsupported`] naming it.
 #[cfg(feature = "hdf5")]
-pub(crate) fn open_tree(location: &Location, how: &OpenTree) -> Result<Arc<dyn Tree>> {
+pub(crate) fn open_tree(location: &Location, how: &OpenFile) -> Result<Arc<dyn Tree>> {
+    use super::native::File;
     let path = location
         .local_path()
         .ok_or_else(|| local_only(how.location))?;
-    Ok(Arc::new(open_file_tree(path, how)?))
-}
-
-/// [`open_tree`] of the local file `path`.
-#[cfg(feature = "hdf5")]
-fn open_file_tree(path: &std::path::Path, how: &OpenTree) -> Result<super::tree::Hdf5Tree> {
-    use super::native::File;
     let file = if how.create {
         File::create(path)?
     } else {
         File::open(path, how.writable)?
     };
-    super::tree::Hdf5Tree::new(file, how.write_empty, &how.options.hdf5)
+    Ok(Arc::new(super::tree::Hdf5Tree::new(
+        file,
+        how.write_empty,
+        how.options,
+    )?))
 }
 
 /// Open the HDF5 file `location` names: without the cargo feature `hdf5`,
 /// always [`ErrorKind::Unsupported`] naming the feature.
 #[cfg(not(feature = "hdf5"))]
-pub(crate) fn open_tree(_location: &Location, how: &OpenTree) -> Result<Arc<dyn Tree>> {
+pub(crate) fn open_tree(_location: &Location, how: &OpenFile) -> Result<Arc<dyn Tree>> {
     Err(without_feature(how.location))
 }
 

@@ -31,9 +31,11 @@ pub(crate) struct Hdf5Tree {
     /// What its arrays share: the file's directory as a store, the file's
     /// key there, the options.
     context: ArrayContext,
-    /// Serialises the read-modify-write of attributes.
-    attributes_lock: Mutex<()>,
 }
+
+/// Serialises the read-modify-write of attributes in this process (libhdf5's
+/// file locking keeps other processes out of a file open for writing).
+static ATTRIBUTES: Mutex<()> = Mutex::new(());
 
 impl fmt::Debug for Hdf5Tree {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -67,7 +69,6 @@ impl Hdf5Tree {
                 write_empty,
                 default_block_size: options.default_block_size.clone(),
             },
-            attributes_lock: Mutex::new(()),
         })
     }
 
@@ -170,7 +171,7 @@ impl Tree for Hdf5Tree {
     /// Runs `f` on the attributes as [`Tree::read_attributes`] gives them,
     /// then stores each top-level key whose value `f` changed or added by
     /// the write mapping and removes each key it removed; a synthesized key
-    /// of a dataset may only keep its value. Updates of one container are
+    /// of a dataset may only keep its value. Updates in one process are
     /// serialised; libhdf5's file locking keeps other processes out of a
     /// file open for writing.
     fn update_attributes(
@@ -178,10 +179,7 @@ impl Tree for Hdf5Tree {
         p: &str,
         f: &mut dyn FnMut(&mut Value) -> Result<()>,
     ) -> Result<()> {
-        let _guard = self
-            .attributes_lock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = ATTRIBUTES.lock().unwrap_or_else(|e| e.into_inner());
         let kind = self.file.kind(p)?;
         if !matches!(kind, ObjectKind::Group | ObjectKind::Dataset) {
             return Err(Error::new(
