@@ -1896,6 +1896,44 @@ fn locations_modes_and_options() {
     assert_eq!((removed, bytes), (0, 0));
     assert!(stale.exists());
 
+    // N5's own blocks do not exist in HDF5; deep listings work as for N5.
+    c.create_group("deep/er").unwrap();
+    let ds = c
+        .create_dataset("deep/er/d", &[4, 4], &[2, 2], DataType::U8, "")
+        .unwrap();
+    let e = capi::ok(n5::ffi::block::n5_block_write_varlength(
+        ds.0,
+        2,
+        [0u64, 0].as_ptr(),
+        [2u64, 2].as_ptr(),
+        DataType::U8.code(),
+        [0u8; 3].as_ptr().cast(),
+        3,
+    ))
+    .unwrap_err();
+    assert_eq!(e.0, n5::ffi::N5_ERR_UNSUPPORTED, "{e:?}");
+    let mut len = 0usize;
+    capi::ok(n5::ffi::container::n5_list_recursive(
+        c.0,
+        c"deep".as_ptr(),
+        std::ptr::null_mut(),
+        0,
+        &mut len,
+    ))
+    .unwrap();
+    let mut buf = vec![0u8; len + 1];
+    capi::ok(n5::ffi::container::n5_list_recursive(
+        c.0,
+        c"deep".as_ptr(),
+        buf.as_mut_ptr().cast(),
+        buf.len(),
+        &mut len,
+    ))
+    .unwrap();
+    assert_eq!(&buf[..len], br#"["er","er/d"]"#);
+    drop(ds);
+    drop(c);
+
     // The Rust API: the same through Container.
     let c = Container::open(at("x/y/new.h5"), Mode::Read).unwrap();
     assert_eq!(c.format(), n5::format::Format::Hdf5);
@@ -1905,6 +1943,10 @@ fn locations_modes_and_options() {
         c.create_group("g").unwrap_err().kind(),
         n5::ErrorKind::ReadOnly
     );
+    // libhdf5 opens a file this process holds read-only for reading only.
+    let e = Container::open(at("x/y/new.h5"), Mode::ReadWrite).unwrap_err();
+    assert!(e.message().contains("read-only"), "{e}");
+    drop(c);
     let c = Container::open(at("x/y/new.h5"), Mode::ReadWrite).unwrap();
     let strings =
         n5::DatasetAttributes::new(vec![4], vec![2], DataType::String, n5::Compression::Raw)
