@@ -909,6 +909,12 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             }
         };
         let dataset = matches!(make, Make::Dataset { .. });
+        if dataset && format == Format::Hdf5 && dp.is_empty() {
+            return Err(CliError::usage(
+                &darg,
+                "an HDF5 file's root is a group: name the dataset inside the file (FILE.h5/NAME)",
+            ));
+        }
         let own_keys = matches!(src.format(), Format::N5 | Format::Hdf5);
         let mut attributes = carried(&doc, drop_version, dataset && own_keys);
         if let Some(names) = &names {
