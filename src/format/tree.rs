@@ -147,7 +147,9 @@ pub(crate) struct OpenStore<'a> {
 /// container) the options' or the name's. An N5 root whose `n5` version has
 /// a major version above [`MAX_MAJOR_VERSION`] is
 /// [`ErrorKind::Unsupported`]; a writable N5 root without one gets
-/// [`N5_FORMAT_VERSION`], a writable Zarr root its group document.
+/// [`N5_FORMAT_VERSION`], a writable Zarr root its group document. A new
+/// container the options or the name make HDF5 is refused: HDF5 files are
+/// local files, never held by a store.
 pub(crate) fn open_store_tree(store: Arc<dyn Store>, how: OpenStore) -> Result<StoreTree> {
     let location = how.location;
     let caps = store.capabilities();
