@@ -507,10 +507,18 @@ n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *
  * `https://` forms of both (`https://bucket.s3.REGION.amazonaws.com/prefix`,
  * `https://storage.googleapis.com/bucket/prefix`), or any other `http://`
  * or `https://` URL (read-only). Percent-escapes in URLs are decoded once.
+ * A format prefix may stand before it: `n5:`, `zarr:`, `zarr2:`, `zarr3:`,
+ * `h5:` or `hdf5:`. A local HDF5 file is a container too (a library built
+ * with HDF5 support): chosen by the prefix, an existing file with the HDF5
+ * signature, else a name ending in `.h5` or `.hdf5`, or `"format":
+ * "hdf5"`; `N5_ERR_UNSUPPORTED` for an HDF5 location on S3, GCS or
+ * HTTP(S), or in a library built without HDF5 support;
+ * `N5_ERR_INVALID_METADATA` for a file without the signature.
  *
  * `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
  * `N5_MODE_CREATE` (creates the root and its attributes.json with
- * `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
+ * `"n5": "4.0.0"` when missing, or the HDF5 file and its missing parent
+ * directories; never truncates). `options_json` may be
  * NULL or a JSON object with these keys, all optional; unknown keys are an
  * error:
  * - `"threads"`: threads for decoding and encoding blocks in multi-block
@@ -520,7 +528,11 @@ n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *
  *   calling thread only).
  * - `"write_empty_blocks"`: `true` (default, as Java) stores all-zero
  *   blocks like any other; `false` skips them and deletes a stored block
- *   that becomes all zeros (missing blocks read as zeros).
+ *   that becomes all zeros (missing blocks read as zeros; an HDF5 chunk
+ *   cannot be freed, and one not allocated stays so).
+ * - `"format"`: the format of a container that `N5_MODE_CREATE` makes:
+ *   `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"` (a prefix on `root` takes
+ *   precedence; existing containers keep their own).
  * - `"io_concurrency"`: requests (or file reads) in flight for
  *   multi-block work, independent of `threads` (default: 32 for network
  *   locations, 4 for the file system).
@@ -534,6 +546,9 @@ n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *
  * - `"http"`: `headers` (an object of header names and values).
  * - `"retry"`: `max_attempts` (default 8), `max_seconds` (60),
  *   `request_timeout_seconds` (30).
+ * - `"hdf5"`: `default_block_size`, the block size (N5 order) of HDF5
+ *   datasets that are not chunked, where an entry exists and is above 0,
+ *   else the whole dimension (default `[64, 64, 64, 1, 1]`).
  *
  * Credentials not given in the options come from the environment (S3:
  * `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
@@ -558,8 +573,9 @@ n5_container *n5_container_open(const char *root, n5_mode mode, const char *opti
 void n5_container_free(n5_container *c);
 
 /**
- * The root's `"n5"` format version (such as `"4.0.0"`) as text in `buf`;
- * `""` when the root has none. Text output convention: `buf == NULL` with
+ * The root's `"n5"` format version (such as `"4.0.0"`) as text in `buf`
+ * (of an HDF5 file, the root group's string attribute `n5`, never a reason
+ * to refuse the file); `""` when the root has none. Text output convention: `buf == NULL` with
  * `buf_cap == 0` stores only the length (without NUL) in `*out_len`; a
  * smaller buffer gives `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
  */
@@ -567,10 +583,10 @@ n5_status n5_container_version(const n5_container *c, char *buf, size_t buf_cap,
 
 /**
  * The container's format as text (same convention as
- * `n5_container_version`): `"n5"`, `"zarr2"` or `"zarr3"`, as chosen when
- * it was opened (the location's prefix, `"format"` of the options for a
- * new container, the root's documents, one level down, the name's suffix,
- * else N5).
+ * `n5_container_version`): `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"`, as
+ * chosen when it was opened (the location's prefix, an HDF5 file's
+ * signature, `"format"` of the options for a new container, the root's
+ * documents, one level down, the name's suffix, else N5).
  */
 n5_status n5_container_format(const n5_container *c, char *buf, size_t buf_cap, size_t *out_len);
 
@@ -757,9 +773,9 @@ n5_dataset *n5_dataset_create(n5_container *c,
  * container format's own metadata document, and return a handle to it:
  * for Zarr v3 a zarr.json array document (`zarr_format` and `node_type`
  * may be left out; any chunk key encoding, fill value, codec chain and
- * sharding the format allows), for Zarr v2 a .zarray document, for N5 the
- * dataset attributes (`dimensions`, `blockSize`, `dataType`,
- * `compression`). Shapes are in the document's own order (C order for
+ * sharding the format allows), for Zarr v2 a .zarray document, for N5 and
+ * HDF5 the dataset attributes (`dimensions`, `blockSize`, `dataType`,
+ * `compression`; raw or gzip in HDF5). Shapes are in the document's own order (C order for
  * Zarr). The document is checked whole before anything is written:
  * `N5_ERR_INVALID_METADATA` or `N5_ERR_UNSUPPORTED` naming what is wrong,
  * `N5_ERR_ALREADY_EXISTS` for a dataset already at `path`; user attributes
@@ -809,8 +825,10 @@ n5_status n5_dataset_shard_shape(const n5_dataset *d, size_t ndim, uint64_t *out
 
 /**
  * The dataset's own metadata document as JSON text (same convention as
- * `n5_container_version`): the array's zarr.json or .zarray as stored, or
- * an N5 dataset's attributes.json (its user attributes included).
+ * `n5_container_version`): the array's zarr.json or .zarray as stored, an
+ * N5 dataset's attributes.json (its user attributes included), or for an
+ * HDF5 dataset the N5 members with `hdf5`: `shape`, `maxshape`, `chunks`,
+ * `layout` and `filters` as HDF5 states them (C order).
  */
 n5_status n5_dataset_metadata(const n5_dataset *d, char *buf, size_t buf_cap, size_t *out_len);
 

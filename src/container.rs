@@ -3,9 +3,9 @@
 //! options, the group hierarchy (create, exists, list, deep list, remove)
 //! and attributes (whole documents, merges, and single values by N5
 //! attribute path), with atomic updates that writers on many machines can
-//! make at once. What a path holds and where its documents are is the
-//! format layer's hierarchy (`format::tree`); this file checks
-//! arguments and modes and delegates.
+//! make at once. Which format a location holds, what a path holds and
+//! where its documents are is the format layer's (`format::open`,
+//! `format::tree`); this file checks arguments and modes and delegates.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,12 +15,12 @@ use serde_json::{Map, Value};
 use crate::attrpath;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::node::as_object_mut;
-use crate::format::tree::{open_store_tree, OpenStore, Tree};
-use crate::format::Format;
+use crate::format::open::{open_in_store, open_tree, OpenTree};
+use crate::format::tree::Tree;
+use crate::format::{Format, FormatOptions};
 use crate::parallel::Pool;
 use crate::path::{self, display};
 use crate::storage::cache::CachedStore;
-use crate::storage::location::FormatHint;
 use crate::storage::{Location, StorageOptions, Store};
 
 pub use crate::format::tree::{parse_version, MAX_MAJOR_VERSION, N5_FORMAT_VERSION};
@@ -35,10 +35,12 @@ pub enum Mode {
     /// an [`ErrorKind::ReadOnly`] error. The root must exist.
     Read,
     /// Read and write an existing container. Writes the root version
-    /// `"4.0.0"` when the root has none.
+    /// `"4.0.0"` when an N5 root has none.
     ReadWrite,
     /// Read and write, creating the root directory and its attributes.json
-    /// when missing. An existing container is opened as it is.
+    /// when missing (an HDF5 file: the file, with its missing parent
+    /// directories). An existing container is opened as it is, never
+    /// truncated.
     Create,
 }
 
@@ -70,16 +72,24 @@ pub struct Options {
     /// Whether blocks that are entirely zero (the fill value) are stored.
     /// `true` (the default, as in Java) stores them like any other; `false`
     /// skips them and deletes a stored block that becomes all zeros, which
-    /// keeps sparse volumes small (missing blocks read as zeros).
+    /// keeps sparse volumes small (missing blocks read as zeros). In an
+    /// HDF5 file, which cannot free a chunk, `false` leaves a chunk that is
+    /// not allocated so when a block of the fill value is written to it.
     pub write_empty_blocks: bool,
     /// Where the bytes go: requests in flight, the block cache, and the
     /// settings and credentials of S3, GCS and HTTP locations.
     pub storage: StorageOptions,
     /// The format of a container that [`Mode::Create`] makes (`"format"`:
-    /// `"n5"`, `"zarr2"` or `"zarr3"`); a prefix on the location takes
-    /// precedence, and without either the name's suffix decides (`.zarr`:
-    /// Zarr v3), else N5. Existing containers keep their own format.
+    /// `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"`); a prefix on the location
+    /// takes precedence, and without either the name's suffix decides
+    /// (`.zarr`: Zarr v3, `.h5`: HDF5), else N5. Existing containers keep
+    /// their own format (an existing file is HDF5 when it has the HDF5
+    /// signature).
     pub format: Option<crate::format::Format>,
+    /// The options of particular formats, each under the format's name
+    /// (`"hdf5": {"default_block_size": [64, 64, 64, 1, 1]}`: see
+    /// [`crate::format::hdf5::Hdf5Options`]).
+    pub format_options: FormatOptions,
 }
 
 impl Default for Options {
@@ -91,6 +101,7 @@ impl Default for Options {
             write_empty_blocks: true,
             storage: StorageOptions::default(),
             format: None,
+            format_options: FormatOptions::default(),
         }
     }
 }
@@ -99,7 +110,7 @@ impl Options {
     /// Parse options from a JSON object such as
     /// `{"threads": 4, "write_empty_blocks": false, "io_concurrency": 32,
     /// "s3": {"endpoint": "http://127.0.0.1:8333"}}` (every key is described
-    /// with [`Options`] and [`StorageOptions`]). Unknown keys are an error
+    /// with [`Options`], [`StorageOptions`] and [`FormatOptions`]). Unknown keys are an error
     /// so that typos do not pass silently; values of secrets never appear
     /// in an error.
     pub fn from_json(text: &str) -> Result<Options> {
@@ -134,7 +145,7 @@ impl Options {
                 "format" => {
                     let name = v.as_str().ok_or_else(|| {
                         Error::invalid_argument(format!(
-                            "options: format must be \"n5\", \"zarr2\" or \"zarr3\", not {}",
+                            "options: format must be \"n5\", \"zarr2\", \"zarr3\" or \"hdf5\", not {}",
                             crate::storage::options::shown_value(v)
                         ))
                     })?;
@@ -143,10 +154,13 @@ impl Options {
                     );
                 }
                 other => {
-                    if !options.storage.parse_key(other, v)? {
+                    if !options.storage.parse_key(other, v)?
+                        && !options.format_options.parse_key(other, v)?
+                    {
                         return Err(Error::invalid_argument(format!(
                             "options: unknown key '{other}' (known: threads, write_empty_blocks, \
-                             format, io_concurrency, cache_bytes, s3, gcs, http, retry)"
+                             format, io_concurrency, cache_bytes, s3, gcs, http, retry, {})",
+                            FormatOptions::KEYS
                         )));
                     }
                 }
@@ -184,10 +198,12 @@ impl Container {
     /// `location` is a path or a URL: `/data/vol.n5`, `file:///data/vol.n5`,
     /// `s3://bucket/prefix`, `gs://bucket/prefix`, the `https://` forms of
     /// S3 and GCS, or any other `http(s)://` URL (read-only); see
-    /// [`Location`]. Fails when the root does not exist (unless `mode` is
-    /// [`Mode::Create`]), when it is not a directory, when its root
-    /// attributes are not valid JSON, or when its `"n5"` version has a major
-    /// version above 4. A missing version is accepted.
+    /// [`Location`]. A local HDF5 file (`/data/vol.h5`) is a container too
+    /// (with the cargo feature `hdf5`). Fails when the root does not exist
+    /// (unless `mode` is [`Mode::Create`]), when it is not a directory (or
+    /// an HDF5 file), when its root attributes are not valid JSON, or when
+    /// its `"n5"` version has a major version above 4. A missing version is
+    /// accepted.
     pub fn open_with(
         location: impl AsRef<Path>,
         mode: Mode,
@@ -203,8 +219,17 @@ impl Container {
                 display: location.display().to_string(),
             },
         };
-        let store = crate::storage::open(&parsed, &options.storage)?;
-        Container::open_store_as(store, parsed.display, mode, options, parsed.format)
+        let how = Container::how(&parsed.display, mode, &options);
+        let tree = open_tree(&parsed, &how, || {
+            let store = crate::storage::open(&parsed, &options.storage)?;
+            Container::prepare_store(store, &parsed.display, mode, &options)
+        })?;
+        Ok(Container::with_tree(
+            tree,
+            parsed.display.clone(),
+            mode,
+            options,
+        ))
     }
 
     /// Open the container held by `store` (any [`Store`], such as a
@@ -216,26 +241,39 @@ impl Container {
         mode: Mode,
         options: Options,
     ) -> Result<Container> {
-        Container::open_store_as(store, location, mode, options, None)
+        let location = location.into();
+        let store = Container::prepare_store(store, &location, mode, &options)?;
+        let tree = open_in_store(store, None, &Container::how(&location, mode, &options))?;
+        Ok(Container::with_tree(tree, location, mode, options))
     }
 
-    /// [`Container::open_store`] with the format the location's prefix
-    /// names, if any.
-    fn open_store_as(
+    /// How a container at `location` is opened in `mode` with `options`.
+    fn how<'a>(location: &'a str, mode: Mode, options: &'a Options) -> OpenTree<'a> {
+        OpenTree {
+            location,
+            writable: mode != Mode::Read,
+            create: mode == Mode::Create,
+            new_format: options.format,
+            write_empty: options.write_empty_blocks,
+            options: &options.format_options,
+        }
+    }
+
+    /// `store` checked for `mode` (a write mode needs a writable store) and
+    /// with the block cache the options ask for.
+    fn prepare_store(
         store: Arc<dyn Store>,
-        location: impl Into<String>,
+        location: &str,
         mode: Mode,
-        options: Options,
-        hint: Option<FormatHint>,
-    ) -> Result<Container> {
-        let location = location.into();
+        options: &Options,
+    ) -> Result<Arc<dyn Store>> {
         if mode != Mode::Read && !store.capabilities().writable {
             return Err(Error::new(
                 ErrorKind::ReadOnly,
                 format!("'{location}' can only be read (open it with the read mode)"),
             ));
         }
-        let store: Arc<dyn Store> = if options.storage.cache_bytes > 0 {
+        Ok(if options.storage.cache_bytes > 0 {
             Arc::new(CachedStore::new(
                 store,
                 options.storage.cache_bytes,
@@ -243,27 +281,20 @@ impl Container {
             ))
         } else {
             store
-        };
-        let tree = open_store_tree(
-            store,
-            OpenStore {
-                location: &location,
-                writable: mode != Mode::Read,
-                create: mode == Mode::Create,
-                hint,
-                new_format: options.format,
-                write_empty: options.write_empty_blocks,
-            },
-        )?;
-        Ok(Container {
+        })
+    }
+
+    /// The container whose hierarchy is `tree`.
+    fn with_tree(tree: Arc<dyn Tree>, location: String, mode: Mode, options: Options) -> Self {
+        Container {
             inner: Arc::new(Inner {
-                tree: Arc::new(tree),
+                tree,
                 location,
                 mode,
                 pool: Pool::new(options.threads),
                 options,
             }),
-        })
+        }
     }
 
     /// The container's location as given to [`Container::open`] (a path or
@@ -296,7 +327,9 @@ impl Container {
         &*self.inner.tree
     }
 
-    /// The store holding the container's bytes.
+    /// The store holding the container's bytes (for a container that is
+    /// one file, such as an HDF5 file, the file's directory, in which the
+    /// file is one object).
     pub fn store(&self) -> &dyn Store {
         self.tree().store()
     }
@@ -463,7 +496,7 @@ impl Container {
     /// size in bytes. [`ErrorKind::ReadOnly`] through a read-only handle.
     pub fn remove_stale_temporaries(&self, older_than: std::time::Duration) -> Result<(u64, u64)> {
         self.check_writable()?;
-        self.store().remove_stale_temporaries(older_than)
+        self.tree().remove_stale_temporaries(older_than)
     }
 
     /// The whole attributes document of the group or dataset at `path`
@@ -501,7 +534,18 @@ impl Container {
     /// at `path`, `None` when absent.
     pub fn get_attribute(&self, path: &str, key: &str) -> Result<Option<Value>> {
         let doc = self.attributes(path)?;
-        Ok(attrpath::get(&doc, key)?.cloned())
+        let found = attrpath::get(&doc, key)?.cloned();
+        if found.is_none() {
+            // A top-level key the attributes leave out may be stored in a
+            // form JSON has none of: say so rather than "absent".
+            if let Some(attrpath::Token::Key(top)) = attrpath::parse(key)?.first() {
+                if doc.get(top).is_none() {
+                    let p = path::normalize(path)?;
+                    self.tree().check_left_out(&p, top)?;
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Set the value at the N5 attribute path `key`, creating intermediate
@@ -545,7 +589,12 @@ mod tests {
         assert!(Options::from_json(r#"{"write_empty_blocks": 0}"#).is_err());
         let o = Options::from_json(r#"{"format": "zarr2"}"#).unwrap();
         assert_eq!(o.format, Some(crate::format::Format::Zarr2));
-        assert!(Options::from_json(r#"{"format": "hdf5"}"#).is_err());
+        let o = Options::from_json(r#"{"format": "hdf5", "hdf5": {"default_block_size": [8]}}"#)
+            .unwrap();
+        assert_eq!(o.format, Some(crate::format::Format::Hdf5));
+        assert_eq!(o.format_options.hdf5.default_block_size, vec![8]);
+        assert!(Options::from_json(r#"{"hdf5": {"chunks": [8]}}"#).is_err());
+        assert!(Options::from_json(r#"{"format": "h5"}"#).is_err());
         assert!(Options::from_json(r#"{"format": 3}"#).is_err());
         assert_eq!(Mode::from_code(2), Some(Mode::Create));
         assert_eq!(Mode::from_code(3), None);

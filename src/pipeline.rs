@@ -609,6 +609,7 @@ impl Fetch<'_> {
 /// size to assume for an object not fetched yet); with `early`, each I/O
 /// thread first offers the bytes it received to it. `body` takes them with
 /// [`Fetch::take`]; what it does not take is dropped when it returns.
+#[cfg(test)]
 pub(crate) fn with_fetch<'a, R>(
     store: &'a dyn Store,
     keys: &'a [Option<String>],

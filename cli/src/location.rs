@@ -4,10 +4,14 @@
 //! container there.
 //!
 //! `vol.n5/raw/s0` names the dataset `raw/s0` of the container `vol.n5`: the
-//! last path component ending in `.n5` (or `.zarr`) is the root. Without
-//! one, the root is the highest directory of the path as written
-//! (including `.`) whose attributes.json has an `"n5"` version; failing
-//! that, the path itself. URLs split by the same rule
+//! last path component ending in `.n5` (or `.zarr`, `.h5`, `.hdf5`) is the
+//! root. A local path that goes through an existing file has that file as
+//! its root (`data.h5/t00000/s00/0/cells`, `hdf5:vol.bin/raw`: an HDF5
+//! file and a path inside it), and behind `h5:` or `hdf5:` without such a
+//! name the first component that is not a directory is the file, there or
+//! not. Without either, the root is the highest
+//! directory of the path as written (including `.`) whose attributes.json
+//! has an `"n5"` version; failing that, the path itself. URLs split by the same rule
 //! (`s3://bucket/vol.n5/raw/s0` is `raw/s0` in `s3://bucket/vol.n5`);
 //! without a `.n5` or `.zarr` component, the highest prefix whose
 //! attributes.json has an `"n5"` key is found by reading it through the
@@ -88,9 +92,18 @@ impl Location {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let split = names
-            .iter()
-            .rposition(|n| is_container_name(n))
+        // A file on the way is the root: nothing is below a file but what
+        // the file itself holds. Behind `h5:` or `hdf5:` without a name
+        // that says so, the first component that is not a directory is the
+        // file, there or not.
+        let file = (0..names.len()).find(|&i| prefix(&names[..=i]).is_file());
+        let hdf5 = matches!(format, "h5:" | "hdf5:");
+        let split = file
+            .or_else(|| names.iter().rposition(|n| is_container_name(n)))
+            .or_else(|| {
+                hdf5.then(|| (0..names.len()).find(|&i| !prefix(&names[..=i]).is_dir()))
+                    .flatten()
+            })
             .or_else(|| {
                 // The highest prefix with a versioned attributes.json.
                 (0..names.len()).find(|&i| has_version(&prefix(&names[..=i])))
@@ -201,8 +214,11 @@ impl Location {
     /// Open the container in `mode` with `threads` threads for region I/O.
     pub fn open(&self, mode: Mode, threads: usize) -> CliResult<Container> {
         match &self.local {
-            Some(dir) if mode == Mode::Read && !dir.is_dir() => {
-                return Err(CliError::new(&self.arg, "no such container or directory"));
+            Some(root) if mode == Mode::Read && !root.exists() => {
+                return Err(CliError::new(
+                    &self.arg,
+                    "no such container, directory or file",
+                ));
             }
             None if mode != Mode::Read && self.is_web() => {
                 return Err(CliError::new(
@@ -277,6 +293,10 @@ impl Location {
     /// is there yet or it cannot be read.
     pub fn existing_format(&self) -> Option<n5::format::Format> {
         let c = self.open(Mode::Read, 1).ok()?;
+        if c.format() == n5::format::Format::Hdf5 {
+            // A file: its store is the directory it is in.
+            return Some(c.format());
+        }
         let store = c.store();
         let marked = [
             "attributes.json",
@@ -299,6 +319,7 @@ impl Location {
             FormatHint::N5 => Prefix::Exactly(Format::N5),
             FormatHint::Zarr2 => Prefix::Exactly(Format::Zarr2),
             FormatHint::Zarr3 => Prefix::Exactly(Format::Zarr3),
+            FormatHint::Hdf5 => Prefix::Exactly(Format::Hdf5),
             FormatHint::Zarr => Prefix::AnyZarr,
         })
     }
@@ -314,13 +335,16 @@ impl Location {
         }
     }
 
-    /// The format the root's name suggests: `.zarr` Zarr v3, `.n5` N5.
+    /// The format the root's name suggests: `.zarr` Zarr v3, `.n5` N5,
+    /// `.h5` and `.hdf5` HDF5.
     pub fn suffix_format(&self) -> Option<n5::format::Format> {
         let root = self.root.trim_end_matches('/').to_ascii_lowercase();
         if root.ends_with(".zarr") {
             Some(n5::format::Format::Zarr3)
         } else if root.ends_with(".n5") {
             Some(n5::format::Format::N5)
+        } else if root.ends_with(".h5") || root.ends_with(".hdf5") {
+            Some(n5::format::Format::Hdf5)
         } else {
             None
         }
@@ -357,10 +381,12 @@ impl Location {
     }
 
     /// How `key` (a container-relative key such as a block key) is named
-    /// in messages: its file-system path for a local container, else its
-    /// URL as `store` describes it.
+    /// in messages: its file-system path for a local container (the file
+    /// itself for a container that is one file, whose blocks are all in
+    /// it), else its URL as `store` describes it.
     pub fn describe(&self, store: &dyn Store, key: &str) -> String {
         match &self.local {
+            Some(root) if root.is_file() => root.display().to_string(),
             Some(root) => {
                 let mut p = root.clone();
                 for part in key.split('/').filter(|s| !s.is_empty()) {
@@ -416,11 +442,12 @@ fn prefix(names: &[String]) -> PathBuf {
     names.iter().collect()
 }
 
-/// Whether a directory name marks a container root: `*.n5` or `*.zarr`,
-/// any case.
+/// Whether a name marks a container root: a directory `*.n5` or `*.zarr`,
+/// or an HDF5 file `*.h5` or `*.hdf5`, any case.
 fn is_container_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
-    (name.len() > 3 && lower.ends_with(".n5")) || (name.len() > 5 && lower.ends_with(".zarr"))
+    (name.len() > 3 && (lower.ends_with(".n5") || lower.ends_with(".h5")))
+        || (name.len() > 5 && (lower.ends_with(".zarr") || lower.ends_with(".hdf5")))
 }
 
 /// Whether `dir/attributes.json` holds an `"n5"` version.
@@ -482,6 +509,33 @@ mod tests {
             Some(n5::format::Format::N5)
         );
         assert_eq!(parse("/tmp/out").suffix_format(), None);
+    }
+
+    #[test]
+    fn hdf5_files_are_roots() {
+        let l = parse("/data/vol.h5/t00000/s00/0/cells");
+        assert_eq!(l.root, "/data/vol.h5");
+        assert_eq!(l.inner, "t00000/s00/0/cells");
+        assert_eq!(l.suffix_format(), Some(n5::format::Format::Hdf5));
+        let l = parse("hdf5:/data/VOL.HDF5/raw");
+        assert_eq!(l.root, "hdf5:/data/VOL.HDF5");
+        assert_eq!(l.prefix_format(), Some(n5::format::Format::Hdf5));
+        // An existing file on the way is the root, whatever its name.
+        let dir = std::env::temp_dir().join(format!("n5-cli-file-root-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("vol.bin"), b"x").unwrap();
+        let l = parse(&format!("h5:{}/vol.bin/t00000/cells", dir.display()));
+        assert_eq!(l.root, format!("h5:{}/vol.bin", dir.display()));
+        assert_eq!(l.inner, "t00000/cells");
+        assert_eq!(
+            l.describe(&n5::storage::MemoryStore::new(), "vol.bin"),
+            format!("{}/vol.bin", dir.display())
+        );
+        // Behind h5:, the first component that is no directory.
+        let l = parse(&format!("h5:{}/new.bin/raw/s0", dir.display()));
+        assert_eq!(l.root, format!("h5:{}/new.bin", dir.display()));
+        assert_eq!(l.inner, "raw/s0");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -24,12 +24,13 @@ pub use crate::global::Global;
 use crate::global::GlobalArgs;
 
 /// Inspect, convert, copy, verify and clean N5 containers, and Zarr v2 and
-/// v3 containers (which `cp` also writes).
+/// v3 containers and local HDF5 files (which `cp` and `import` also write).
 ///
 /// PATH arguments name a container, or a group or dataset inside one:
 /// `vol.n5/raw/s0` is the dataset `raw/s0` of the container `vol.n5` (the
-/// last component ending in `.n5` or `.zarr` is the container root; a
-/// prefix `n5:`, `zarr2:`, `zarr3:` names the format). A PATH may also
+/// last component ending in `.n5`, `.zarr`, `.h5` or `.hdf5`, or an
+/// existing file on the way, is the container root; a prefix `n5:`,
+/// `zarr2:`, `zarr3:`, `h5:` or `hdf5:` names the format). A PATH may also
 /// be a URL: `s3://bucket/vol.n5/raw`, `gs://bucket/vol.n5`,
 /// `https://host/vol.n5/raw/s0` (plain HTTP(S) is read-only and cannot
 /// list), or `file:///data/vol.n5`.
@@ -38,7 +39,7 @@ use crate::global::GlobalArgs;
 #[derive(Parser, Debug)]
 #[command(name = "n5", version, propagate_version = true)]
 #[command(
-    after_help = "Examples:\n  n5 tree vol.n5\n  n5 info --stats vol.n5/raw/s0\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy\n  n5 --anonymous ls s3://janelia-cosem-datasets/jrc_hela-2/jrc_hela-2.n5\n  n5 --endpoint http://127.0.0.1:8333 cp local.n5 s3://bucket/vol.n5 -c zstd\n  n5 info https://example.org/data/vol.n5/raw/s0\n\nCredentials come from --options or the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, GOOGLE_APPLICATION_CREDENTIALS...)."
+    after_help = "Examples:\n  n5 tree vol.n5\n  n5 info --stats vol.n5/raw/s0\n  n5 cat vol.n5/raw/s0 --offset 0,0,10 --shape 512,512,1 -o slice.npy\n  n5 --anonymous ls s3://janelia-cosem-datasets/jrc_hela-2/jrc_hela-2.n5\n  n5 --endpoint http://127.0.0.1:8333 cp local.n5 s3://bucket/vol.n5 -c zstd\n  n5 info https://example.org/data/vol.n5/raw/s0\n  n5 ls data.h5\n  n5 cat hdf5:vol.bin/t00000/s00/0/cells -o cells.npy\n\nCredentials come from --options or the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, GOOGLE_APPLICATION_CREDENTIALS...)."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -71,15 +72,15 @@ enum Command {
     )]
     Cat(cmd::cat::CatArgs),
     /// Import a raw, .npy or TIFF file (or a directory of TIFF pages) into a
-    /// new dataset (N5, Zarr v2 or Zarr v3).
+    /// new dataset (N5, Zarr v2, Zarr v3 or an HDF5 file).
     #[command(
         after_help = "Examples:\n  n5 import volume.npy vol.n5/raw/s0 --block-size 64,64,64 --compression zstd\n  n5 import data.raw vol.n5/img --dtype uint16 --shape 512,512,64 --compression '{\"type\":\"gzip\",\"level\":-1}'\n  n5 import volume.npy vol.zarr/raw -b 64,64,64 --shard 1024,1024,1024 -c zstd   (sharded Zarr v3)\n  n5 import volume.npy zarr2:s3://bucket/vol.zarr/raw -c blosc\n  n5 import stack.tif vol.n5/raw -c zstd            (pages: [width, height, pages])\n  n5 import slices/ vol.zarr/raw                    (a directory of .tif pages, in natural order)"
     )]
     Import(cmd::import::ImportArgs),
     /// Copy a dataset or a group tree, optionally recompressing, re-chunking,
-    /// sharding or converting between N5, Zarr v2 and Zarr v3.
+    /// sharding or converting between N5, Zarr v2, Zarr v3 and HDF5.
     #[command(
-        after_help = "Between N5, Zarr v2 and Zarr v3 (sharded with --shard), the destination's format is --format, else its prefix (n5:, zarr2:, zarr3:), else the container already there, else its suffix (.zarr: Zarr v3, .n5: N5), else the source's.\n\nExamples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128\n  n5 cp s3://bucket/vol.n5 local.n5\n  n5 cp local.n5 gs://bucket/vol.n5 -c zstd\n  n5 cp vol.n5 vol.zarr --format zarr3 --shard 1024,1024,1024 -b 64,64,64 -c zstd\n  n5 cp vol.zarr back.n5\n  n5 cp vol.zarr zarr2:v2.zarr"
+        after_help = "Between N5, Zarr v2, Zarr v3 (sharded with --shard) and HDF5 files, the destination's format is --format, else its prefix (n5:, zarr2:, zarr3:, h5:, hdf5:), else the container already there, else its suffix (.zarr: Zarr v3, .n5: N5, .h5 and .hdf5: HDF5), else the source's. HDF5 files hold raw and gzip data: without -c, another compression becomes gzip there.\n\nExamples:\n  n5 cp in.n5/raw out.n5/raw --compression zstd\n  n5 cp in.n5 out.n5 --block-size 128,128,128\n  n5 cp s3://bucket/vol.n5 local.n5\n  n5 cp local.n5 gs://bucket/vol.n5 -c zstd\n  n5 cp vol.n5 vol.zarr --format zarr3 --shard 1024,1024,1024 -b 64,64,64 -c zstd\n  n5 cp vol.zarr back.n5\n  n5 cp vol.zarr zarr2:v2.zarr\n  n5 cp data.h5 vol.zarr --shard 1024,1024,1024 -b 64,64,64 -c zstd\n  n5 cp vol.zarr out.h5"
     )]
     Cp(cmd::cp::CpArgs),
     /// Decode every block of every dataset and report the bad ones.

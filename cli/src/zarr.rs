@@ -35,10 +35,11 @@ fn int(v: &Value, key: &str) -> Option<i64> {
 
 /// The N5 compression nearest the codecs of a Zarr array document of
 /// `format` (its chunks' compressor; checksums, transposes and byte orders
-/// have no N5 counterpart and are left out). Raw when it has none.
+/// have no N5 counterpart and are left out). Raw when it has none. N5 and
+/// HDF5 documents carry it as `compression`.
 pub fn compression_of(format: Format, doc: &Value) -> Compression {
     let n5 = match format {
-        Format::N5 => {
+        Format::N5 | Format::Hdf5 => {
             return Compression::from_json(&doc["compression"]).unwrap_or(Compression::Raw)
         }
         Format::Zarr2 => {
@@ -255,7 +256,8 @@ pub struct NewArray<'a> {
 
 /// The metadata document of a new dataset of `attrs` (N5 order, with the
 /// N5 compression to map) in a container of `format`, for
-/// [`Container::create_dataset_json`]: the compression becomes the
+/// [`Container::create_dataset_json`] (N5 and HDF5: the N5 dataset
+/// members, raw or gzip only in HDF5): the compression becomes the
 /// format's codec (an error naming it when the format has none), and a
 /// shard shape makes the Zarr v3 array `sharding_indexed` (inner chunks of
 /// the block size with that codec, index `bytes` + `crc32c` at the end),
@@ -266,7 +268,7 @@ pub fn new_document(
     new: &NewArray,
 ) -> n5::Result<Value> {
     let mut doc = Container::dataset_document(format, attrs)?;
-    if format == Format::N5 {
+    if matches!(format, Format::N5 | Format::Hdf5) {
         return Ok(doc);
     }
     doc["fill_value"] = fill_json(format, attrs.data_type, new.fill);

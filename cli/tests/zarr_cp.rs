@@ -873,9 +873,15 @@ fn impossible_copies_fail_before_writing_anything() {
         "contradicts",
     );
     fails(
+        &["cp", &ds, &t.path("out.zarr"), "--format", "hdf4"],
+        2,
+        "hdf4",
+    );
+    // An HDF5 file's root is a group: a dataset goes inside it.
+    fails(
         &["cp", &ds, &t.path("out.zarr"), "--format", "hdf5"],
         2,
-        "hdf5",
+        "inside the file",
     );
     // String data has no Zarr counterpart: named, nothing written.
     let c = Container::open(&src, Mode::ReadWrite).unwrap();

@@ -63,10 +63,18 @@ fn parse_json(text: &str, arg: &str) -> Result<Value> {
 /// `https://` forms of both (`https://bucket.s3.REGION.amazonaws.com/prefix`,
 /// `https://storage.googleapis.com/bucket/prefix`), or any other `http://`
 /// or `https://` URL (read-only). Percent-escapes in URLs are decoded once.
+/// A format prefix may stand before it: `n5:`, `zarr:`, `zarr2:`, `zarr3:`,
+/// `h5:` or `hdf5:`. A local HDF5 file is a container too (a library built
+/// with HDF5 support): chosen by the prefix, an existing file with the HDF5
+/// signature, else a name ending in `.h5` or `.hdf5`, or `"format":
+/// "hdf5"`; `N5_ERR_UNSUPPORTED` for an HDF5 location on S3, GCS or
+/// HTTP(S), or in a library built without HDF5 support;
+/// `N5_ERR_INVALID_METADATA` for a file without the signature.
 ///
 /// `mode` is `N5_MODE_READ`, `N5_MODE_READ_WRITE` (the root must exist) or
 /// `N5_MODE_CREATE` (creates the root and its attributes.json with
-/// `"n5": "4.0.0"` when missing; never truncates). `options_json` may be
+/// `"n5": "4.0.0"` when missing, or the HDF5 file and its missing parent
+/// directories; never truncates). `options_json` may be
 /// NULL or a JSON object with these keys, all optional; unknown keys are an
 /// error:
 /// - `"threads"`: threads for decoding and encoding blocks in multi-block
@@ -76,7 +84,11 @@ fn parse_json(text: &str, arg: &str) -> Result<Value> {
 ///   calling thread only).
 /// - `"write_empty_blocks"`: `true` (default, as Java) stores all-zero
 ///   blocks like any other; `false` skips them and deletes a stored block
-///   that becomes all zeros (missing blocks read as zeros).
+///   that becomes all zeros (missing blocks read as zeros; an HDF5 chunk
+///   cannot be freed, and one not allocated stays so).
+/// - `"format"`: the format of a container that `N5_MODE_CREATE` makes:
+///   `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"` (a prefix on `root` takes
+///   precedence; existing containers keep their own).
 /// - `"io_concurrency"`: requests (or file reads) in flight for
 ///   multi-block work, independent of `threads` (default: 32 for network
 ///   locations, 4 for the file system).
@@ -90,6 +102,9 @@ fn parse_json(text: &str, arg: &str) -> Result<Value> {
 /// - `"http"`: `headers` (an object of header names and values).
 /// - `"retry"`: `max_attempts` (default 8), `max_seconds` (60),
 ///   `request_timeout_seconds` (30).
+/// - `"hdf5"`: `default_block_size`, the block size (N5 order) of HDF5
+///   datasets that are not chunked, where an entry exists and is above 0,
+///   else the whole dimension (default `[64, 64, 64, 1, 1]`).
 ///
 /// Credentials not given in the options come from the environment (S3:
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
@@ -136,8 +151,9 @@ pub extern "C" fn n5_container_free(c: *mut n5_container) {
     boundary::quiet((), || handle::free(c))
 }
 
-/// The root's `"n5"` format version (such as `"4.0.0"`) as text in `buf`;
-/// `""` when the root has none. Text output convention: `buf == NULL` with
+/// The root's `"n5"` format version (such as `"4.0.0"`) as text in `buf`
+/// (of an HDF5 file, the root group's string attribute `n5`, never a reason
+/// to refuse the file); `""` when the root has none. Text output convention: `buf == NULL` with
 /// `buf_cap == 0` stores only the length (without NUL) in `*out_len`; a
 /// smaller buffer gives `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
 #[no_mangle]
@@ -156,10 +172,10 @@ pub extern "C" fn n5_container_version(
 }
 
 /// The container's format as text (same convention as
-/// `n5_container_version`): `"n5"`, `"zarr2"` or `"zarr3"`, as chosen when
-/// it was opened (the location's prefix, `"format"` of the options for a
-/// new container, the root's documents, one level down, the name's suffix,
-/// else N5).
+/// `n5_container_version`): `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"`, as
+/// chosen when it was opened (the location's prefix, an HDF5 file's
+/// signature, `"format"` of the options for a new container, the root's
+/// documents, one level down, the name's suffix, else N5).
 #[no_mangle]
 pub extern "C" fn n5_container_format(
     c: *const n5_container,

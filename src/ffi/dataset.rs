@@ -92,9 +92,9 @@ pub extern "C" fn n5_dataset_create(
 /// container format's own metadata document, and return a handle to it:
 /// for Zarr v3 a zarr.json array document (`zarr_format` and `node_type`
 /// may be left out; any chunk key encoding, fill value, codec chain and
-/// sharding the format allows), for Zarr v2 a .zarray document, for N5 the
-/// dataset attributes (`dimensions`, `blockSize`, `dataType`,
-/// `compression`). Shapes are in the document's own order (C order for
+/// sharding the format allows), for Zarr v2 a .zarray document, for N5 and
+/// HDF5 the dataset attributes (`dimensions`, `blockSize`, `dataType`,
+/// `compression`; raw or gzip in HDF5). Shapes are in the document's own order (C order for
 /// Zarr). The document is checked whole before anything is written:
 /// `N5_ERR_INVALID_METADATA` or `N5_ERR_UNSUPPORTED` naming what is wrong,
 /// `N5_ERR_ALREADY_EXISTS` for a dataset already at `path`; user attributes
@@ -199,8 +199,10 @@ pub extern "C" fn n5_dataset_shard_shape(
 }
 
 /// The dataset's own metadata document as JSON text (same convention as
-/// `n5_container_version`): the array's zarr.json or .zarray as stored, or
-/// an N5 dataset's attributes.json (its user attributes included).
+/// `n5_container_version`): the array's zarr.json or .zarray as stored, an
+/// N5 dataset's attributes.json (its user attributes included), or for an
+/// HDF5 dataset the N5 members with `hdf5`: `shape`, `maxshape`, `chunks`,
+/// `layout` and `filters` as HDF5 states them (C order).
 #[no_mangle]
 pub extern "C" fn n5_dataset_metadata(
     d: *const n5_dataset,

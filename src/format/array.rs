@@ -124,17 +124,39 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
         Err(unsupported_on(self.format(), "object blocks"))
     }
 
-    /// How region reads and writes reach the array's blocks.
+    /// How region reads reach the array's blocks.
     fn region(&self) -> RegionIo<'_>;
+
+    /// How region writes reach the array's blocks (those of reads unless
+    /// the format writes another way).
+    fn region_writes(&self) -> RegionIo<'_> {
+        self.region()
+    }
 }
 
 /// How the region code reads and writes an array's blocks.
 pub(crate) enum RegionIo<'a> {
-    /// Every block is an object of its own, fetched and written by key.
+    /// Every block is an object of its own (or a byte range of one),
+    /// fetched and written by key.
     Objects(&'a dyn ObjectBlocks),
     /// Blocks are the inner chunks of shards, found through each shard's
     /// index and written a shard at a time.
     Shards(&'a dyn ShardedBlocks),
+    /// The array reads and writes whole regions itself (a library that
+    /// owns the file does the I/O: HDF5's, built with the feature `hdf5`).
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    Whole(&'a dyn WholeRegions),
+}
+
+/// Regions an array reads and writes itself ([`RegionIo::Whole`]); offsets
+/// and shapes N5 order, buffers native order, dimension 0 fastest, already
+/// checked against the array.
+pub(crate) trait WholeRegions: Sync {
+    /// Read the region at `offset` of `shape` into `out`.
+    fn read_region(&self, offset: &[u64], shape: &[u64], out: &mut [u8]) -> Result<()>;
+
+    /// Write `data` to the region at `offset` of `shape`.
+    fn write_region(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()>;
 }
 
 /// The byte order of elements in a buffer, relative to this machine's.
@@ -164,6 +186,14 @@ pub(crate) trait ObjectBlocks: Sync {
 
     /// The key of the object of the block at `grid_pos`.
     fn key(&self, grid_pos: &[u64]) -> String;
+
+    /// Where the stored bytes of the block at `grid_pos` are: the key of
+    /// their object and, where they are a part of it, their byte range;
+    /// `None` when the block is known not to be stored. By default the
+    /// whole object at [`ObjectBlocks::key`].
+    fn source(&self, grid_pos: &[u64]) -> Result<Option<(String, Option<ByteRange>)>> {
+        Ok(Some((self.key(grid_pos), None)))
+    }
 
     /// The shape (N5 order) of the buffer a block at `grid_pos` is decoded
     /// into and encoded from: its nominal shape, or the whole chunk where a
@@ -210,6 +240,12 @@ pub(crate) trait ObjectBlocks: Sync {
         } else {
             self.store().delete(&key).map(|_| ())
         }
+    }
+
+    /// Called once a region write has put every block (a format that
+    /// writes through a library flushes its file here).
+    fn finish_writes(&self) -> Result<()> {
+        Ok(())
     }
 }
 

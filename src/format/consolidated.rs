@@ -29,7 +29,7 @@ pub(crate) fn nodes(format: Format, store: &dyn Store) -> Result<Option<BTreeSet
     let (key, names): (&str, NamesOf) = match format {
         Format::Zarr3 => (ZARR_JSON, v3_names),
         Format::Zarr2 => (ZMETADATA, v2_names),
-        Format::N5 => return Ok(None),
+        Format::N5 | Format::Hdf5 => return Ok(None),
     };
     let Some(bytes) = store.get(key)? else {
         return Ok(None);

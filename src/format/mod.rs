@@ -2,18 +2,27 @@
 //! v2 (`zarr2`), Zarr v3 with sharding (`zarr3`) and HDF5 (`hdf5`) each say
 //! where a node's metadata and user attributes are, what an array's
 //! metadata holds, which key a chunk has and how chunk bytes become
-//! elements. The API (`container`, `dataset`, `region`) works through this
-//! layer's interfaces and never with a format's keys or bytes: the
-//! hierarchy of a container (`tree`) and the one array interface
-//! (`array`), which N5 (`n5::array`) and both Zarr formats (`zarr`)
-//! implement. This layer works through the storage layer (`storage`) and
-//! never knows which backend holds the bytes.
+//! elements (an HDF5 file is a container whose hierarchy, attributes and
+//! data libhdf5 reads and writes). The API (`container`, `dataset`,
+//! `region`) works through this layer's interfaces and never with a
+//! format's keys or bytes: the hierarchy of a container (`tree`) and the
+//! one array interface (`array`), which N5 (`n5::array`), both Zarr
+//! formats (`zarr`) and HDF5 (`hdf5::array`) implement. This layer works
+//! through the storage layer (`storage`) and never knows which backend
+//! holds the bytes (HDF5 files are local paths).
+//!
+//! This file owns the choice of the format of a container in a store: the
+//! location's prefix, else the markers its root holds, else a probe one
+//! level down, else the name's suffix, else N5; and the options of the
+//! formats ([`FormatOptions`]). Which locations are HDF5 files is
+//! `hdf5::open`'s; opening a container of any format is `open`'s.
 
 pub(crate) mod array;
 pub(crate) mod consolidated;
 pub mod hdf5;
 pub mod n5;
 pub(crate) mod node;
+pub(crate) mod open;
 pub(crate) mod tree;
 pub(crate) mod zarr;
 pub(crate) mod zarr2;
@@ -32,6 +41,8 @@ pub enum Format {
     Zarr2,
     /// Zarr v3: zarr.json per node, codec chains, sharding.
     Zarr3,
+    /// HDF5: one local file, read and written through libhdf5.
+    Hdf5,
 }
 
 /// The files that mark a node of each format.
@@ -40,39 +51,67 @@ const ZARR3_MARKER: &str = "zarr.json";
 const ZARR2_MARKERS: [&str; 3] = [".zgroup", ".zarray", ".zattrs"];
 
 impl Format {
-    /// The name `n5_container_format` gives: `n5`, `zarr2` or `zarr3`.
+    /// The name `n5_container_format` gives: `n5`, `zarr2`, `zarr3` or
+    /// `hdf5`.
     pub const fn name(self) -> &'static str {
         match self {
             Format::N5 => "n5",
             Format::Zarr2 => "zarr2",
             Format::Zarr3 => "zarr3",
+            Format::Hdf5 => "hdf5",
         }
     }
 
-    /// The format called `name` (`n5`, `zarr2`, `zarr3`) in
+    /// The format called `name` (`n5`, `zarr2`, `zarr3`, `hdf5`) in
     /// `{"format": ...}` of the options.
     pub fn from_name(name: &str) -> Result<Format> {
         match name {
             "n5" => Ok(Format::N5),
             "zarr2" => Ok(Format::Zarr2),
             "zarr3" | "zarr" => Ok(Format::Zarr3),
+            "hdf5" => Ok(Format::Hdf5),
             other => Err(Error::invalid_argument(format!(
-                "format '{other}' is not one of n5, zarr2, zarr3"
+                "format '{other}' is not one of n5, zarr2, zarr3, hdf5"
             ))),
         }
     }
 
     /// The format a container name's suffix suggests (`.zarr` → Zarr v3,
-    /// `.n5` → N5).
-    fn from_suffix(name: &str) -> Option<Format> {
+    /// `.n5` → N5, `.h5` or `.hdf5` in any case → HDF5).
+    pub(crate) fn from_suffix(name: &str) -> Option<Format> {
         let name = name.trim_end_matches('/');
         if name.ends_with(".zarr") {
             Some(Format::Zarr3)
         } else if name.ends_with(".n5") {
             Some(Format::N5)
+        } else if hdf5::has_hdf5_suffix(name) {
+            Some(Format::Hdf5)
         } else {
             None
         }
+    }
+}
+
+/// The options of the formats that have any: the keys of `options_json`
+/// named after a format.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FormatOptions {
+    /// `"hdf5"`: how HDF5 files are opened.
+    pub hdf5: hdf5::Hdf5Options,
+}
+
+impl FormatOptions {
+    /// The keys [`FormatOptions::parse_key`] takes, for messages.
+    pub(crate) const KEYS: &'static str = "hdf5";
+
+    /// Parse the option `key` with value `v` if it is one of the formats'
+    /// keys; returns whether it was.
+    pub(crate) fn parse_key(&mut self, key: &str, v: &serde_json::Value) -> Result<bool> {
+        match key {
+            "hdf5" => self.hdf5 = hdf5::Hdf5Options::from_json(v)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 }
 
@@ -119,6 +158,7 @@ pub(crate) fn detect(store: &dyn Store, hint: Option<FormatHint>, name: &str) ->
         Some(FormatHint::N5) => return Ok(Format::N5),
         Some(FormatHint::Zarr2) => return Ok(Format::Zarr2),
         Some(FormatHint::Zarr3) => return Ok(Format::Zarr3),
+        Some(FormatHint::Hdf5) => return Ok(Format::Hdf5),
         Some(FormatHint::Zarr) => {
             return Ok(if store.exists(ZARR3_MARKER)? {
                 Format::Zarr3
@@ -158,7 +198,10 @@ pub(crate) fn detect(store: &dyn Store, hint: Option<FormatHint>, name: &str) ->
             }
         }
     }
-    Ok(Format::from_suffix(name).unwrap_or(Format::N5))
+    // A directory's name never makes it an HDF5 file.
+    Ok(Format::from_suffix(name)
+        .filter(|&f| f != Format::Hdf5)
+        .unwrap_or(Format::N5))
 }
 
 /// The format of a container being created: the prefix, else `format` of
@@ -168,6 +211,7 @@ pub(crate) fn for_new(hint: Option<FormatHint>, option: Option<Format>, name: &s
         Some(FormatHint::N5) => Format::N5,
         Some(FormatHint::Zarr2) => Format::Zarr2,
         Some(FormatHint::Zarr3 | FormatHint::Zarr) => Format::Zarr3,
+        Some(FormatHint::Hdf5) => Format::Hdf5,
         None => option
             .or_else(|| Format::from_suffix(name))
             .unwrap_or(Format::N5),
@@ -257,6 +301,10 @@ mod tests {
         assert_eq!(for_new(None, Some(Format::Zarr2), "x.zarr"), Format::Zarr2);
         assert_eq!(for_new(None, None, "x.zarr"), Format::Zarr3);
         assert_eq!(for_new(None, None, "x"), Format::N5);
-        assert!(Format::from_name("hdf5").is_err());
+        assert_eq!(Format::from_name("hdf5").unwrap(), Format::Hdf5);
+        assert!(Format::from_name("h5").is_err());
+        assert_eq!(for_new(None, None, "x.H5"), Format::Hdf5);
+        assert_eq!(for_new(None, None, "x.hdf5"), Format::Hdf5);
+        assert_eq!(for_new(None, Some(Format::N5), "x.h5"), Format::N5);
     }
 }

@@ -59,18 +59,29 @@ pub(crate) fn as_object_mut(doc: &mut Value) -> &mut Map<String, Value> {
     }
 }
 
+/// The error of asking where an HDF5 file keeps a node's documents in a
+/// store: nowhere (libhdf5 reads and writes the file; its hierarchy is
+/// `hdf5::tree`'s).
+fn not_in_a_store() -> Error {
+    Error::new(
+        ErrorKind::Internal,
+        "an HDF5 file keeps no node documents in a store",
+    )
+}
+
 impl Format {
     /// The key of the document that holds the user attributes of the node
     /// at the normalised `path`.
-    pub(crate) fn attributes_key(self, path: &str) -> String {
-        path::join(
+    pub(crate) fn attributes_key(self, path: &str) -> Result<String> {
+        Ok(path::join(
             path,
             match self {
                 Format::N5 => N5_ATTRIBUTES,
                 Format::Zarr3 => ZARR_JSON,
                 Format::Zarr2 => ZATTRS,
+                Format::Hdf5 => return Err(not_in_a_store()),
             },
-        )
+        ))
     }
 
     /// The parsed document at `key`, `None` when there is none.
@@ -85,16 +96,17 @@ impl Format {
     /// attributes.json, dataset metadata included, as the N5 API shows it),
     /// `None` when the document that holds them does not exist.
     pub(crate) fn user_attributes(self, store: &dyn Store, path: &str) -> Result<Option<Value>> {
-        let key = self.attributes_key(path);
+        let key = self.attributes_key(path)?;
         let Some(doc) = Format::read_doc(store, &key)? else {
             return Ok(None);
         };
-        Ok(Some(match self {
-            Format::N5 | Format::Zarr2 => doc,
-            Format::Zarr3 => match doc.get("attributes") {
+        Ok(Some(if self == Format::Zarr3 {
+            match doc.get("attributes") {
                 Some(a) => a.clone(),
                 None => Value::Object(Map::new()),
-            },
+            }
+        } else {
+            doc
         }))
     }
 
@@ -108,7 +120,7 @@ impl Format {
         path: &str,
         f: &mut dyn FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
-        let key = self.attributes_key(path);
+        let key = self.attributes_key(path)?;
         let mut result = None;
         store.update(&key, &mut |current| {
             let mut doc = match current {
@@ -142,7 +154,7 @@ impl Format {
     /// makes a group, as for the other N5 implementations.
     pub(crate) fn node_kind(self, store: &dyn Store, path: &str) -> Result<Option<NodeKind>> {
         match self {
-            Format::N5 => Ok(match Format::read_doc(store, &self.attributes_key(path)) {
+            Format::N5 => Ok(match Format::read_doc(store, &self.attributes_key(path)?) {
                 Ok(Some(doc)) if crate::format::n5::metadata::is_dataset(&doc) => {
                     Some(NodeKind::Array)
                 }
@@ -177,6 +189,7 @@ impl Format {
                     Ok(None)
                 }
             }
+            Format::Hdf5 => Err(not_in_a_store()),
         }
     }
 
@@ -208,6 +221,7 @@ impl Format {
     pub(crate) fn mark_group(self, store: &dyn Store, path: &str) -> Result<()> {
         let (key, doc) = match self {
             Format::N5 => return Ok(()),
+            Format::Hdf5 => return Err(not_in_a_store()),
             Format::Zarr3 => (path::join(path, ZARR_JSON), group_document(self)),
             Format::Zarr2 => {
                 if store.exists(&path::join(path, ZARRAY))? {

@@ -78,17 +78,38 @@ pub(crate) trait Tree: Send + Sync + fmt::Debug {
 
     /// Open the array at `p`.
     fn open_array(&self, p: &str) -> Result<Arc<dyn Array>>;
+
+    /// Check why the top-level attribute `key` of the node at `p`, which
+    /// [`Tree::read_attributes`] leaves out, is not there: an
+    /// [`ErrorKind::Unsupported`] error naming it when the format stores it
+    /// in a form JSON has none of; `Ok` when it is simply absent (by
+    /// default, always).
+    fn check_left_out(&self, _p: &str, _key: &str) -> Result<()> {
+        Ok(())
+    }
+
+    /// Delete the temporary files writers killed in the middle of a write
+    /// left in the container, last modified at least `older_than` ago: the
+    /// number of files removed and their bytes. By default the store's.
+    fn remove_stale_temporaries(&self, older_than: std::time::Duration) -> Result<(u64, u64)> {
+        self.store().remove_stale_temporaries(older_than)
+    }
 }
 
 /// The metadata document an array of `format` with `attributes` gets: the
-/// N5 dataset members, a Zarr v2 .zarray, or a Zarr v3 zarr.json array
-/// document (fill value 0, no sharding, the N5 compression mapped to the
-/// format's codec; shapes in the format's own order). A compression with
-/// no codec in the format is an [`ErrorKind::Unsupported`] error naming it.
+/// N5 dataset members (N5, and HDF5, whose datasets are created from
+/// them), a Zarr v2 .zarray, or a Zarr v3 zarr.json array document (fill
+/// value 0, no sharding, the N5 compression mapped to the format's codec;
+/// shapes in the format's own order). A compression with no codec in the
+/// format is an [`ErrorKind::Unsupported`] error naming it.
 pub(crate) fn dataset_document(format: Format, attributes: &DatasetAttributes) -> Result<Value> {
     match format {
         Format::N5 => Ok(Value::Object(attributes.to_json())),
-        _ => ZarrArray::document_for(format, attributes),
+        Format::Hdf5 => {
+            super::hdf5::check_compression(&attributes.compression)?;
+            Ok(Value::Object(attributes.to_json()))
+        }
+        Format::Zarr2 | Format::Zarr3 => ZarrArray::document_for(format, attributes),
     }
 }
 
@@ -126,7 +147,9 @@ pub(crate) struct OpenStore<'a> {
 /// container) the options' or the name's. An N5 root whose `n5` version has
 /// a major version above [`MAX_MAJOR_VERSION`] is
 /// [`ErrorKind::Unsupported`]; a writable N5 root without one gets
-/// [`N5_FORMAT_VERSION`], a writable Zarr root its group document.
+/// [`N5_FORMAT_VERSION`], a writable Zarr root its group document. A new
+/// container the options or the name make HDF5 is refused: HDF5 files are
+/// local files, never held by a store.
 pub(crate) fn open_store_tree(store: Arc<dyn Store>, how: OpenStore) -> Result<StoreTree> {
     let location = how.location;
     let caps = store.capabilities();
@@ -164,6 +187,19 @@ pub(crate) fn open_store_tree(store: Arc<dyn Store>, how: OpenStore) -> Result<S
             _ => super::detect(&*store, how.hint, location)?,
         },
     };
+    if format == Format::Hdf5 {
+        // Chosen for a new container by the options or the name: a store
+        // holds no HDF5 file.
+        if caps.remote {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("'{location}': HDF5 files are local only"),
+            ));
+        }
+        return Err(Error::invalid_argument(format!(
+            "'{location}' is a directory, not an HDF5 file (HDF5 containers are files)"
+        )));
+    }
     let tree = StoreTree {
         store,
         format,
@@ -333,7 +369,7 @@ impl Tree for StoreTree {
         let listable = store.capabilities().list;
         match format {
             Format::N5 if listable => store.is_dir(p),
-            Format::N5 => store.exists(&format.attributes_key(p)),
+            Format::N5 => store.exists(&format.attributes_key(p)?),
             _ => Ok(format.node_kind(store, p)?.is_some()
                 || (listable && store.is_dir(p)? && format.array_above(store, p)?.is_none())),
         }
@@ -466,6 +502,12 @@ impl Tree for StoreTree {
             }
             Format::Zarr2 => {
                 map.entry("zarr_format").or_insert(Value::from(2));
+            }
+            Format::Hdf5 => {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    "a store holds no HDF5 file to create a dataset in",
+                ))
             }
         }
         self.create_zarr_array(p, doc)

@@ -467,6 +467,7 @@ impl Dataset {
             RegionIo::Shards(shards) => {
                 self.read_region_sharded(&*array, shards, offset, shape, out)
             }
+            RegionIo::Whole(regions) => regions.read_region(offset, shape, out),
         }
     }
 
@@ -494,7 +495,7 @@ impl Dataset {
         check_buffer(shape, elem, data.len())?;
         self.check_numeric(&attrs)?;
         array.check_write()?;
-        match array.region() {
+        match array.region_writes() {
             RegionIo::Objects(blocks) => {
                 let grid = Grid::new(&attrs, offset, shape)?;
                 if grid.total == 1 {
@@ -508,6 +509,7 @@ impl Dataset {
             RegionIo::Shards(shards) => {
                 self.write_region_sharded(&*array, shards, offset, shape, data)
             }
+            RegionIo::Whole(regions) => regions.write_region(offset, shape, data),
         }
     }
 

@@ -9,7 +9,8 @@ use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::format::array::{Array, ObjectBlocks, Order};
 use crate::geometry::{copy_box_with, fill_with, swap_copy, swap_in_place, Placement};
-use crate::pipeline::{with_fetch, with_upload, Early, EarlyUse, Fetched, Offer, Upload};
+use crate::pipeline::{with_fetch_ranges, with_upload, Early, EarlyUse, Fetched, Offer, Upload};
+use crate::storage::ByteRange;
 
 use super::{prepare_output, unit_rows, Grid, Overlap, Part, Planes, Units};
 
@@ -50,9 +51,7 @@ impl Dataset {
         };
         let block_bytes = attrs.block_num_elements() * elem;
         let units = Units::new(grid, block_bytes);
-        let keys: Vec<Option<String>> = (0..grid.total)
-            .map(|i| Some(blocks.key(&grid.grid_pos(i))))
-            .collect();
+        let (keys, ranges) = sources(blocks, grid, |_| Ok(true))?;
         let store = blocks.store();
         let io = self.io_concurrency();
         // On a network store every block is put into the region by the I/O
@@ -109,7 +108,7 @@ impl Dataset {
             work: &use_early,
             buffers: self.container().options().threads,
         });
-        with_fetch(store, &keys, io, block_bytes, early, |fetch| {
+        with_fetch_ranges(store, &keys, &ranges, io, block_bytes, early, |fetch| {
             let init = Vec::<(Vec<u8>, Fetched)>::new;
             let result = self
                 .container()
@@ -202,12 +201,10 @@ impl Dataset {
         let units = Units::new(grid, block_bytes);
         let plane_bytes = shape[..shape.len() - 1].iter().product::<u64>() as usize * elem;
         // The stored blocks a partial cover reads back; none for the others.
-        let keys: Vec<Option<String>> = (0..grid.total)
-            .map(|i| {
-                let o = grid.overlap(i)?;
-                Ok((o.extent != o.block_shape).then(|| blocks.key(&o.grid_pos)))
-            })
-            .collect::<Result<_>>()?;
+        let (keys, ranges) = sources(blocks, grid, |i| {
+            let o = grid.overlap(i)?;
+            Ok(o.extent != o.block_shape)
+        })?;
         let store = blocks.store();
         let io = self.io_concurrency();
         let remote = store.capabilities().remote;
@@ -310,12 +307,36 @@ impl Dataset {
         };
         // Blocks the region covers whole need no fetch (and no I/O thread
         // starts when none does), and one block no I/O threads to send it.
-        with_fetch(store, &keys, io, block_bytes, None, |fetch| {
+        with_fetch_ranges(store, &keys, &ranges, io, block_bytes, None, |fetch| {
             if remote && grid.total > 1 {
                 with_upload(store, io, |upload| encode_units(fetch, Some(upload)))
             } else {
                 encode_units(fetch, None)
             }
-        })
+        })?;
+        blocks.finish_writes()
     }
+}
+
+/// The key and range to fetch for each block of `grid` that `wanted` (by
+/// the block's number) asks for; `None` where nothing is to be fetched.
+#[allow(clippy::type_complexity)]
+fn sources(
+    blocks: &dyn ObjectBlocks,
+    grid: &Grid,
+    wanted: impl Fn(usize) -> Result<bool>,
+) -> Result<(Vec<Option<String>>, Vec<Option<ByteRange>>)> {
+    let mut keys = Vec::with_capacity(grid.total);
+    let mut ranges = Vec::with_capacity(grid.total);
+    for i in 0..grid.total {
+        let source = if wanted(i)? {
+            blocks.source(&grid.grid_pos(i))?
+        } else {
+            None
+        };
+        let (key, range) = source.map_or((None, None), |(k, r)| (Some(k), r));
+        keys.push(key);
+        ranges.push(range);
+    }
+    Ok((keys, ranges))
 }

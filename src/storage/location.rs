@@ -11,8 +11,8 @@
 //! | `gs://bucket/prefix`, `https://storage.googleapis.com/bucket/prefix` | Google Cloud Storage |
 //! | any other `http://` or `https://` URL | plain HTTP(S), read-only |
 //!
-//! A format prefix (`n5:`, `zarr:`, `zarr2:`, `zarr3:`, as in N5Factory)
-//! may stand before any of them. Percent-escapes in URLs are decoded once;
+//! A format prefix (`n5:`, `zarr:`, `zarr2:`, `zarr3:`, `h5:`, `hdf5:`, as
+//! in N5Factory) may stand before any of them. Percent-escapes in URLs are decoded once;
 //! `..` in a location resolves as in paths, and a location that would go
 //! above its bucket or host root is an error.
 
@@ -32,6 +32,8 @@ pub enum FormatHint {
     Zarr2,
     /// `zarr3:`
     Zarr3,
+    /// `h5:` or `hdf5:` (an HDF5 file; local only)
+    Hdf5,
 }
 
 /// Where an S3 location points, as its string says.
@@ -124,6 +126,15 @@ impl Location {
     pub fn is_local(&self) -> bool {
         matches!(self.backend, Backend::File(_))
     }
+
+    /// The path of a location on the local file system, `None` for the
+    /// other backends.
+    pub fn local_path(&self) -> Option<&std::path::Path> {
+        match &self.backend {
+            Backend::File(path) => Some(path),
+            _ => None,
+        }
+    }
 }
 
 /// The format prefix of a location string (`zarr3:`, `n5:`...), if any,
@@ -134,6 +145,8 @@ pub fn split_format(text: &str) -> (Option<FormatHint>, &str) {
         ("zarr3:", FormatHint::Zarr3),
         ("zarr:", FormatHint::Zarr),
         ("n5:", FormatHint::N5),
+        ("hdf5:", FormatHint::Hdf5),
+        ("h5:", FormatHint::Hdf5),
     ] {
         if let Some(rest) = text.strip_prefix(prefix) {
             // `n5://...` is not a format prefix but a scheme nobody uses;
@@ -478,6 +491,16 @@ mod tests {
             Some(FormatHint::Zarr2)
         );
         assert_eq!(Location::parse("plain").unwrap().format, None);
+        for text in ["h5:vol.bin", "hdf5:vol.bin", "hdf5:file:///d/vol.bin"] {
+            let l = Location::parse(text).unwrap();
+            assert_eq!(l.format, Some(FormatHint::Hdf5), "{text}");
+            assert!(l.local_path().is_some(), "{text}");
+        }
+        assert_eq!(
+            Location::parse("h5:s3://b/v.h5").unwrap().format,
+            Some(FormatHint::Hdf5)
+        );
+        assert_eq!(Location::parse("s3://b/v.h5").unwrap().local_path(), None);
     }
 
     #[test]

@@ -137,3 +137,21 @@ pub fn files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The peers' Python (`N5_PEER_PYTHON`, with h5py, hdf5plugin, zarr and
+/// tensorstore from tests/peers/requirements.txt), or `None` when it is not
+/// set: then the test says so and passes, unless `N5_REQUIRE_PEERS=1` (set
+/// by tests/run.sh), which makes it fail.
+pub fn peer_python(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("N5_PEER_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            assert!(
+                std::env::var("N5_REQUIRE_PEERS").as_deref() != Ok("1"),
+                "N5_REQUIRE_PEERS=1 but N5_PEER_PYTHON is not set: {test} needs the peers' Python"
+            );
+            eprintln!("{test}: skipped: N5_PEER_PYTHON is not set; run ./tests/run.sh");
+            None
+        }
+    }
+}

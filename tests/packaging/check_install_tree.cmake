@@ -1,10 +1,9 @@
 # The install tree: every file in place, the shared library as a real file with
 # its SONAME and development symlinks, and no absolute path of the source,
 # build or staging tree in the package files (they must stay relocatable).
-# With HDF5 support (HDF5=ON) the package files name libhdf5 for static
-# links, and the shared library, as soon as it calls into libhdf5 (the
-# linker drops a library nothing calls), depends on it; without HDF5
-# support none of them names it.
+# With HDF5 support (HDF5=ON) the shared library calls into libhdf5 (HDF5
+# files as containers) and depends on it, and the package files name it for
+# static links; without HDF5 support none of them names it.
 # Variables: PREFIX, STAGE, SOURCE_DIR, LIBDIR, INCLUDEDIR, CMAKEDIR, PCDIR,
 # SHARED_FILE, SONAME, READELF, HDF5.
 include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
@@ -49,7 +48,10 @@ file(STRINGS "${PREFIX}/${PCDIR}/n5.pc" libs_private REGEX "^Libs.private:")
 file(READ "${PREFIX}/${CMAKEDIR}/n5Targets.cmake" targets)
 string(FIND "${targets}" "hdf5" targets_hdf5)
 if(HDF5)
-  if(hdf5_calls GREATER 0 AND NOT hdf5_needed)
+  if(hdf5_calls EQUAL 0)
+    message(FATAL_ERROR "built with HDF5 support, ${SHARED_FILE} calls no libhdf5 function")
+  endif()
+  if(NOT hdf5_needed)
     message(FATAL_ERROR "${SHARED_FILE} calls ${hdf5_calls} libhdf5 functions but does not NEED "
                         "libhdf5: ${needed}")
   endif()

@@ -1,6 +1,6 @@
 //! `n5 clean`: delete the temporary files (`.n5tmp.*`) that writers killed
 //! in the middle of a write left in a container of any format (N5, Zarr v2,
-//! Zarr v3). Readers and listings ignore them; this reclaims their space. Only temporaries older than
+//! Zarr v3; an HDF5 file, which libhdf5 writes in place, has none). Readers and listings ignore them; this reclaims their space. Only temporaries older than
 //! `--older-than` go, so that writes in progress elsewhere keep theirs, and
 //! only in a directory that is recognisably a container. Object stores
 //! (S3, GCS) write each object in one atomic request and plain HTTP(S)
@@ -46,6 +46,22 @@ pub fn clean(a: &CleanArgs, g: &Global) -> CliResult<u8> {
             out.line(&format!(
                 "nothing to clean: {} is on a store whose writes leave no temporary files",
                 c.location()
+            ))?;
+        }
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
+    if loc.local.as_ref().is_some_and(|root| root.is_file()) {
+        // A container that is one file (HDF5): libhdf5 writes it in place.
+        let c = loc.open(Mode::Read, 1)?;
+        let mut out = Out::new();
+        if a.json {
+            out.json(&json!({"removed": 0, "bytes": 0}))?;
+        } else {
+            out.line(&format!(
+                "nothing to clean: {} is a {} file, written in place without temporary files",
+                c.location(),
+                c.format().name()
             ))?;
         }
         out.flush()?;

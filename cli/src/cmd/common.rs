@@ -22,12 +22,16 @@ pub enum Node {
     Group,
     /// A dataset with valid metadata.
     Dataset(DatasetAttributes),
+    /// A dataset of a kind the N5 API does not open (an HDF5 dataset of
+    /// strings, compound elements, ...): the library's reason.
+    Unsupported(String),
     /// Something whose attributes.json or dataset metadata cannot be read.
     Broken(String),
 }
 
 /// What `path` in `c` holds. A Zarr array's attributes carry the N5
-/// compression nearest its codecs (see [`crate::zarr::compression_of`]).
+/// compression nearest its codecs (see [`crate::zarr::compression_of`]);
+/// an HDF5 dataset's the compression the library reports for its filters.
 pub fn node(c: &Container, path: &str) -> Node {
     if c.format() != Format::N5 {
         return match c.dataset_exists(path) {
@@ -37,6 +41,9 @@ pub fn node(c: &Container, path: &str) -> Node {
                 Ok(_) => Node::Group,
             },
             Ok(true) => match c.open_dataset(path).and_then(|d| Ok((d.metadata()?, d))) {
+                Err(e) if e.kind() == n5::ErrorKind::Unsupported && c.format() == Format::Hdf5 => {
+                    Node::Unsupported(e.message().to_string())
+                }
                 Err(e) => Node::Broken(e.message().to_string()),
                 Ok((doc, d)) => {
                     let mut a = (*d.attributes()).clone();

@@ -1,7 +1,7 @@
 //! `n5 cp`: copy a dataset or a group tree (groups, attributes, datasets)
 //! into another place or container, optionally with another compression or
 //! block size (re-chunking), and between formats (N5, Zarr v2, Zarr v3,
-//! sharded with `--shard`), in parallel. Between N5 datasets of one block
+//! sharded with `--shard`, and local HDF5 files), in parallel. Between N5 datasets of one block
 //! grid, block by block (varlength, string and object blocks too);
 //! otherwise by regions of the destination's shards (chunks, blocks), each
 //! read whole from the source and written once. Resumable: a block or
@@ -306,8 +306,8 @@ fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>
 
 /// The attributes of `doc` (the node's attributes as the source's
 /// container gives them) that a copy carries over: all of them but, for a
-/// dataset of an N5 source, the N5 dataset keys (its metadata there, not
-/// user attributes), and but the `"n5"` version when the copy is the
+/// dataset of an N5 or HDF5 source, the N5 dataset keys (its metadata
+/// there, not user attributes), and but the `"n5"` version when the copy is the
 /// destination's root (whose version the destination keeps) or the
 /// source's N5 root goes to another format.
 fn carried(doc: &Value, drop_version: bool, n5_dataset: bool) -> Map<String, Value> {
@@ -599,7 +599,7 @@ fn check_destination(dst: &Container, dloc: &Location, nodes: &[Planned]) -> Cli
                 attrs, document, ..
             } => {
                 let existing = dst.open_dataset(&dp).at(&darg)?;
-                let same = if dst.format() == Format::N5 {
+                let same = if matches!(dst.format(), Format::N5 | Format::Hdf5) {
                     *existing.attributes() == *attrs
                 } else {
                     same_document(&existing.metadata().at(&darg)?, document)
@@ -666,12 +666,23 @@ fn plan_dataset(
         return Err(CliError::new(
             sarg,
             format!(
-                "{} datasets cannot be stored in {} (Zarr arrays are numeric; string, object and varlength blocks are N5's)",
+                "{} datasets cannot be stored in {} (its arrays are numeric; string, object and varlength blocks are N5's)",
                 sa.data_type,
                 r.format.name()
             ),
         ));
     }
+    // HDF5 chunks are at most the dataset's dimensions: the library clamps
+    // them so, and the copy plans with what it makes.
+    let block: Vec<u32> = if r.format == Format::Hdf5 {
+        block
+            .iter()
+            .zip(&sa.dimensions)
+            .map(|(&b, &d)| u64::from(b).clamp(1, d.max(1)) as u32)
+            .collect()
+    } else {
+        block
+    };
     if r.format != Format::N5 && r.src.format() == Format::N5 {
         check_no_varlength(&r.src.open_dataset(sp).at(sarg)?, sarg, r.format, r.g)?;
     }
@@ -687,15 +698,19 @@ fn plan_dataset(
         Some(s) => Some(checked_shard(s, &block, sarg)?),
         None => inherited_shard(r.src, sp, sarg, r.format, &block)?,
     };
-    let attrs = DatasetAttributes::new(
-        sa.dimensions.clone(),
-        block,
-        sa.data_type,
-        r.compression
-            .cloned()
-            .unwrap_or_else(|| sa.compression.clone()),
-    )
-    .map_err(|e| CliError::usage(darg, e.message()))?;
+    let compression = match r.compression {
+        Some(c) => c.clone(),
+        // HDF5 files get raw or gzip (deflate) only: a source compressed
+        // otherwise is written with gzip unless -c says what.
+        None if r.format == Format::Hdf5
+            && !matches!(sa.compression, Compression::Raw | Compression::Gzip { .. }) =>
+        {
+            Compression::from_json(&json!({"type": "gzip"})).at(darg)?
+        }
+        None => sa.compression.clone(),
+    };
+    let attrs = DatasetAttributes::new(sa.dimensions.clone(), block, sa.data_type, compression)
+        .map_err(|e| CliError::usage(darg, e.message()))?;
     // A Zarr source keeps its fill value and dimension names in Zarr; N5
     // has zeros.
     let source = (r.src.format() != Format::N5)
@@ -733,7 +748,15 @@ fn plan_dataset(
             hdf5_shards,
         },
     )
-    .at(darg)?;
+    .map_err(|e| {
+        // A compression HDF5 files do not hold is the command line's to
+        // change.
+        if r.format == Format::Hdf5 {
+            CliError::usage(darg, e.message())
+        } else {
+            CliError::new(darg, e.message())
+        }
+    })?;
     if r.format != Format::N5 {
         check_document(r.format, dp, &document, darg)?;
     }
@@ -819,7 +842,17 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let sloc = Location::parse(&a.src, g)?;
     let dloc = Location::parse(&a.dst, g)?;
     let threads = work::threads(g.threads);
-    let src = sloc.open(Mode::Read, threads)?;
+    // A copy inside one file (HDF5) opens it for writing first: libhdf5
+    // opens a file this process holds read-only for reading only.
+    let one_file = same_container(&sloc, &dloc) && sloc.local.as_ref().is_some_and(|p| p.is_file());
+    let src = sloc.open(
+        if one_file {
+            Mode::ReadWrite
+        } else {
+            Mode::Read
+        },
+        threads,
+    )?;
     if !src.exists(&sloc.inner).at(&sloc.arg)? {
         return Err(CliError::new(&sloc.arg, "no such group or dataset"));
     }
@@ -840,7 +873,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     }
     let mut rels = vec![String::new()];
     match node(&src, &sloc.inner) {
-        Node::Broken(m) => return Err(CliError::new(&sloc.arg, m)),
+        Node::Broken(m) | Node::Unsupported(m) => return Err(CliError::new(&sloc.arg, m)),
         Node::Dataset(_) => {}
         Node::Group if !crate::cmd::common::can_list_nodes(&src) => return Err(cannot_list(&sloc)),
         Node::Group => rels.extend(src.deep_list(&sloc.inner).at(&sloc.arg)?),
@@ -868,7 +901,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         let drop_version =
             dp.is_empty() || (src.format() == Format::N5 && sp.is_empty() && format != Format::N5);
         let make = match node(&src, &sp) {
-            Node::Broken(m) => return Err(CliError::new(&sarg, m)),
+            Node::Broken(m) | Node::Unsupported(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
             Node::Dataset(sa) => {
                 names = dimension_names(&src, &sp, &doc, sa.ndim(), format).at(&sarg)?;
@@ -876,12 +909,24 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             }
         };
         let dataset = matches!(make, Make::Dataset { .. });
-        let mut attributes = carried(&doc, drop_version, dataset && src.format() == Format::N5);
+        if dataset && format == Format::Hdf5 && dp.is_empty() {
+            return Err(CliError::usage(
+                &darg,
+                "an HDF5 file's root is a group: name the dataset inside the file (FILE.h5/NAME)",
+            ));
+        }
+        let own_keys = matches!(src.format(), Format::N5 | Format::Hdf5);
+        let mut attributes = carried(&doc, drop_version, dataset && own_keys);
         if let Some(names) = &names {
             rename_dimensions(&mut attributes, names, src.format(), format, &darg)?;
         }
         if format == Format::N5 {
             check_n5_attributes(&attributes, dataset, &darg)?;
+        }
+        if format == Format::Hdf5 && dataset {
+            // An HDF5 dataset's attributes show its metadata under the N5
+            // dataset keys, which cannot be stored.
+            check_n5_attributes(&attributes, true, &darg)?;
         }
         nodes.push(Planned {
             rel: rel.clone(),

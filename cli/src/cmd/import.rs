@@ -276,8 +276,8 @@ fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
     Some(Value::Array(names.into_iter().map(Value::String).collect()))
 }
 
-/// The attributes an import gives a dataset of described axes. N5, in
-/// N5 order as its shape: `axes` (names), and when an axis has a size,
+/// The attributes an import gives a dataset of described axes. N5 (and
+/// HDF5, as n5-hdf5 reads them), in N5 order as its shape: `axes` (names), and when an axis has a size,
 /// `resolution` and `units` (one per axis; 1 and "" where none is given),
 /// as neuroglancer and tensorstore read them, and `pixelResolution`
 /// (`{"dimensions", "unit"}`, as n5-viewer and BigDataViewer read it) when
@@ -289,7 +289,8 @@ fn axis_names(d: &Described, c_order: bool) -> Option<Value> {
 fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
     let mut m = Map::new();
     let sized = d.axes.iter().any(|a| a.scale.is_some());
-    if format != Format::N5 {
+    // HDF5 datasets get N5's attributes, as n5-hdf5 writes them.
+    if !matches!(format, Format::N5 | Format::Hdf5) {
         if format == Format::Zarr2 {
             if let Some(names) = axis_names(d, true) {
                 m.insert("_ARRAY_DIMENSIONS".into(), names);
@@ -483,7 +484,15 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             hdf5_shards: a.made.hdf5_shards,
         },
     )
-    .at(&loc.arg)?;
+    .map_err(|e| {
+        // A compression HDF5 files do not hold is the command line's to
+        // change.
+        if format == Format::Hdf5 {
+            CliError::usage(&loc.arg, e.message())
+        } else {
+            CliError::new(&loc.arg, e.message())
+        }
+    })?;
     if format != Format::N5 {
         check_document(format, &loc.inner, &document, &loc.arg)?;
     }

@@ -10,7 +10,10 @@
 //! shape, data type, codec chain or compressor, fill value, dimension
 //! names, chunk key encoding, the native metadata document (`--json`),
 //! and chunks and shards stored; a Zarr group by its document, children
-//! and attributes.
+//! and attributes. An HDF5 dataset is described as HDF5 states it (shape,
+//! maximum shape, layout, chunks, filters, fill value, C order beside N5
+//! order) with its allocated chunks; an HDF5 group by its children and
+//! attributes.
 
 use clap::Args;
 use n5::{BlockMode, Container, DataType, Dataset, Mode};
@@ -18,8 +21,8 @@ use serde_json::{json, Value};
 
 use crate::cmd::common::{
     blocks_of, blocks_to_visit, can_list, count_json, count_text, dataset_json, grid_count, node,
-    open_dataset, read_shard_slabs, shard_grid, stored_blocks, stored_shards, stored_size,
-    user_attributes, workers, Blocks, Node, Shard,
+    open_dataset, read_shard_slabs, read_slabs, shard_grid, stored_blocks, stored_shards,
+    stored_size, user_attributes, workers, Blocks, Node, Shard,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
@@ -269,13 +272,20 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
     let c = loc.open(Mode::Read, 1)?;
     let threads = workers(g, &c);
+    let hdf5 = c.format() == n5::format::Format::Hdf5;
     if c.format() != n5::format::Format::N5
         && matches!(node(&c, &loc.inner), Node::Group)
         && c.exists(&loc.inner).at(&loc.arg)?
     {
+        if hdf5 {
+            return hdf5_group_info(a, &loc, &c);
+        }
         return zarr_group_info(a, &loc, &c);
     }
     let ds = open_dataset(&c, &loc)?;
+    if hdf5 {
+        return hdf5_info(a, &loc, &ds);
+    }
     if c.format() != n5::format::Format::N5 {
         return zarr_info(a, g, &loc, &ds);
     }
@@ -535,6 +545,213 @@ fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8>
     for (k, v) in rows {
         out.line(&format!("{k:<width$}  {v}"))?;
     }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+/// `n5 info` of an HDF5 group: its children (groups, datasets, datasets
+/// the N5 API does not open) and its attributes.
+fn hdf5_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8> {
+    let attributes = c.attributes(&loc.inner).at(&loc.arg)?;
+    let (mut groups, mut datasets, mut unsupported) = (0usize, 0usize, 0usize);
+    for child in c.list(&loc.inner).at(&loc.arg)? {
+        match node(c, &join(&loc.inner, &child)) {
+            Node::Dataset(_) => datasets += 1,
+            Node::Unsupported(_) => unsupported += 1,
+            _ => groups += 1,
+        }
+    }
+    let mut out = Out::new();
+    if a.json {
+        out.json(&json!({
+            "path": loc.inner,
+            "container": loc.root,
+            "format": "hdf5",
+            "nodeType": "group",
+            "children": {"groups": groups, "datasets": datasets, "unsupported": unsupported},
+            "attributes": attributes,
+        }))?;
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
+    let mut children = format!(
+        "{}, {}",
+        count_of(groups, "group"),
+        count_of(datasets, "dataset")
+    );
+    if unsupported > 0 {
+        children.push_str(&format!(
+            ", and {} the N5 API does not open",
+            count_of(unsupported, "dataset")
+        ));
+    }
+    let mut rows: Vec<(String, String)> = vec![
+        (
+            "group".into(),
+            format!("{} in {}", n5_display(&loc.inner), loc.root),
+        ),
+        ("format".into(), "hdf5".into()),
+        ("children".into(), children),
+    ];
+    if attributes.as_object().is_some_and(|m| !m.is_empty()) {
+        rows.push(("attributes".into(), attributes.to_string()));
+    }
+    print_rows(&mut out, rows, None)?;
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+/// A filter of an HDF5 dataset's pipeline as one line: `name(cd_values)`.
+fn filter_line(f: &Value) -> String {
+    let name = match f["name"].as_str() {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => format!("filter {}", f["id"]),
+    };
+    match f["cd_values"].as_array() {
+        Some(cd) if !cd.is_empty() => {
+            let values: Vec<String> = cd.iter().map(Value::to_string).collect();
+            format!("{name}({})", values.join(", "))
+        }
+        _ => name,
+    }
+}
+
+/// `n5 info` of an HDF5 dataset `ds` at `loc`: its metadata as HDF5 states
+/// it and in N5's terms, the chunks allocated, user attributes, and with
+/// `--stats` the elements' statistics (read through regions; chunks not
+/// allocated read as the fill value).
+fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
+    let c = ds.container();
+    let attrs = ds.attributes();
+    let doc = ds.metadata().at(&loc.arg)?;
+    let h5 = &doc["hdf5"];
+    let user = user_attributes(&c.attributes(&loc.inner).at(&loc.arg)?);
+    let block: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
+    let grid = attrs.grid_shape();
+    let (stored, _) = stored_blocks(ds, &loc.arg)?;
+    let fill = zarr::fill_json(n5::format::Format::Hdf5, attrs.data_type, &ds.fill_value());
+    let filters: Vec<String> = h5["filters"]
+        .as_array()
+        .map(|f| f.iter().map(filter_line).collect())
+        .unwrap_or_default();
+    let c_order = |v: &[u64]| v.iter().rev().copied().collect::<Vec<u64>>();
+    let stats = if a.stats {
+        let mut s = Stats::new();
+        let zero = vec![0u64; attrs.ndim()];
+        read_slabs(ds, &zero, &attrs.dimensions, |_, slab| {
+            s.merge(&Stats::of(attrs.data_type, slab));
+            true
+        })
+        .at(&loc.arg)?;
+        Some(s.to_json(attrs.data_type))
+    } else {
+        None
+    };
+    let mut out = Out::new();
+    if a.json {
+        let mut v = json!({
+            "path": loc.inner,
+            "container": loc.root,
+            "format": "hdf5",
+            "dataType": attrs.data_type.name(),
+            "dimensions": attrs.dimensions,
+            "blockSize": block,
+            "shape": h5["shape"],
+            "maxShape": h5["maxshape"],
+            "chunkShape": h5["chunks"],
+            "layout": h5["layout"],
+            "filters": h5["filters"],
+            "compression": attrs.compression.to_json(),
+            "fillValue": fill,
+            "gridShape": grid,
+            "blocks": {"expected": count_json(grid_count(&grid)), "stored": stored.len()},
+            "metadata": doc,
+            "attributes": user,
+        });
+        if let Some(s) = stats {
+            v["stats"] = s;
+        }
+        out.json(&v)?;
+        out.flush()?;
+        return Ok(EXIT_OK);
+    }
+    let shape = |v: &Value| {
+        v.as_array().map_or_else(String::new, |items| {
+            let parts: Vec<String> = items
+                .iter()
+                .map(|x| x.as_u64().map_or("unlimited".into(), |n| n.to_string()))
+                .collect();
+            format!("[{}]", parts.join(", "))
+        })
+    };
+    let chunked = h5["chunks"].is_array();
+    let mut rows: Vec<(String, String)> = vec![
+        (
+            "dataset".into(),
+            format!("{} in {}", n5_display(&loc.inner), loc.root),
+        ),
+        ("format".into(), "hdf5".into()),
+        ("dataType".into(), attrs.data_type.name().into()),
+        (
+            "dimensions".into(),
+            format!(
+                "{} (N5 order; shape {} in C order, at most {})",
+                dims(&attrs.dimensions),
+                dims(&c_order(&attrs.dimensions)),
+                shape(&h5["maxshape"])
+            ),
+        ),
+        (
+            "blockSize".into(),
+            if chunked {
+                format!(
+                    "{} (N5 order; chunk shape {} in C order)",
+                    dims(&block),
+                    shape(&h5["chunks"])
+                )
+            } else {
+                format!(
+                    "{} (N5 order; the dataset is {}, not chunked: blocks from hdf5.default_block_size)",
+                    dims(&block),
+                    h5["layout"].as_str().unwrap_or("?")
+                )
+            },
+        ),
+        (
+            "filters".into(),
+            if filters.is_empty() {
+                "none".into()
+            } else {
+                filters.join(" | ")
+            },
+        ),
+        ("compression".into(), compression(&attrs.compression)),
+        ("fill value".into(), fill.to_string()),
+        (
+            "grid".into(),
+            format!("{} ({} blocks)", dims(&grid), count_text(grid_count(&grid))),
+        ),
+        (
+            "blocks".into(),
+            format!(
+                "{} of {} stored ({})",
+                stored.len(),
+                count_text(grid_count(&grid)),
+                if chunked {
+                    "allocated chunks"
+                } else {
+                    "all, where the dataset's storage is allocated"
+                }
+            ),
+        ),
+    ];
+    if !user.is_empty() {
+        rows.push((
+            "attributes".into(),
+            serde_json::to_string(&Value::Object(user)).unwrap_or_default(),
+        ));
+    }
+    print_rows(&mut out, rows, stats.as_ref())?;
     out.flush()?;
     Ok(EXIT_OK)
 }

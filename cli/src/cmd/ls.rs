@@ -67,6 +67,10 @@ fn entry_json(path: &str, n: &Node) -> Value {
             m.insert("type".into(), json!("dataset"));
             m.extend(dataset_json(a));
         }
+        Node::Unsupported(e) => {
+            m.insert("type".into(), json!("unsupported"));
+            m.insert("error".into(), json!(e));
+        }
         Node::Broken(e) => {
             m.insert("type".into(), json!("unreadable"));
             m.insert("error".into(), json!(e));
@@ -84,6 +88,13 @@ fn cells(n: &Node) -> Vec<String> {
             dims(&a.dimensions),
             format!("block {}", dims(&a.block_size)),
             compression(&a.compression),
+        ],
+        // The reason last, so that it widens no column of the datasets.
+        Node::Unsupported(e) => vec![
+            "unsupported".into(),
+            String::new(),
+            String::new(),
+            e.clone(),
         ],
         Node::Broken(e) => vec!["unreadable".into(), e.clone()],
     }

@@ -16,10 +16,11 @@ use crate::error::{At, CliError, CliResult};
 /// The options of what `cp` and `import` create.
 #[derive(clap::Args, Debug)]
 pub struct MadeArgs {
-    /// The format of the datasets made: n5, zarr2 or zarr3. Default: the
-    /// destination's prefix (n5:, zarr2:, zarr3:), else the format of the
-    /// container already there, else its suffix (.zarr: zarr3, .n5: n5),
-    /// else the source's format (n5 for an import).
+    /// The format of the datasets made: n5, zarr2, zarr3 or hdf5. Default:
+    /// the destination's prefix (n5:, zarr2:, zarr3:, h5:, hdf5:), else the
+    /// format of the container already there, else its suffix (.zarr:
+    /// zarr3, .n5: n5, .h5 and .hdf5: hdf5), else the source's format (n5
+    /// for an import).
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
     /// Make every dataset made a sharded Zarr v3 array
@@ -64,17 +65,21 @@ pub fn destination_format(
         "n5" => Format::N5,
         "zarr2" => Format::Zarr2,
         "zarr3" | "zarr" => Format::Zarr3,
+        "hdf5" | "h5" => Format::Hdf5,
         other => {
             return Err(CliError::usage(
                 "--format",
-                format!("'{other}' is not one of n5, zarr2, zarr3"),
+                format!("'{other}' is not one of n5, zarr2, zarr3, hdf5"),
             ))
         }
     };
-    if any_zarr && wanted == Format::N5 {
+    if any_zarr && matches!(wanted, Format::N5 | Format::Hdf5) {
         return Err(CliError::usage(
             &dloc.arg,
-            "--format n5 contradicts the location's zarr: prefix",
+            format!(
+                "--format {} contradicts the location's zarr: prefix",
+                wanted.name()
+            ),
         ));
     }
     if let Some(e) = existing.filter(|&e| e != wanted) {
@@ -164,11 +169,15 @@ pub fn check_hdf5_shards(hdf5: bool, format: Format, sharded: bool, darg: &str) 
 
 /// Check the Zarr array document `document` of the new dataset `dp` as
 /// the library checks it when it is created, by creating it in an empty
-/// in-memory container of `format`: what it refuses (a shard or chunk of
+/// in-memory container of `format` (N5 and HDF5 datasets, whose metadata
+/// [`n5::Container::dataset_document`] checks, need no more): what it refuses (a shard or chunk of
 /// more than 2 GiB decoded, among others) then stops the copy or import
 /// before anything is written. An array whose shards are to be HDF5
 /// files too with codecs they cannot hold (`-c gzip`) is a usage error.
 pub fn check_document(format: Format, dp: &str, document: &Value, darg: &str) -> CliResult<()> {
+    if matches!(format, Format::N5 | Format::Hdf5) {
+        return Ok(());
+    }
     let scratch = Container::open_store(
         Arc::new(MemoryStore::new()),
         "planning",

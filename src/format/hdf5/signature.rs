@@ -6,10 +6,6 @@
 //! whether an existing regular file is HDF5 (format detection), and the
 //! libhdf5 layer refuses files without it before libhdf5 sees them.
 
-// Format detection (the choice of a location's format) calls `find`; until
-// HDF5 locations are wired in, only the libhdf5 layer and the tests do.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;

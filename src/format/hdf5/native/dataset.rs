@@ -43,6 +43,15 @@ pub(crate) const MAX_RANK: usize = 32;
 /// The largest chunk HDF5 allows (4 GiB less one byte).
 const MAX_CHUNK_BYTES: u64 = u32::MAX as u64;
 
+/// The `H5Dread` calls [`Dataset::read`] has made in this process.
+static LIBRARY_READS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times [`Dataset::read`] has asked libhdf5 to read elements
+/// (`H5Dread`) in this process.
+pub(crate) fn library_reads() -> u64 {
+    LIBRARY_READS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The byte order of stored elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ByteOrder {
@@ -714,6 +723,7 @@ impl Dataset {
             return Ok(());
         };
         let context = self.context();
+        LIBRARY_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: the spaces select exactly `out.len()` bytes of elements of
         // the memory type; under the lock.
         let ret = locked(|| unsafe {
@@ -758,6 +768,19 @@ impl Dataset {
     /// Writes `data` (elements in native byte order, C order) to the box at
     /// `offset` of `shape` through `H5Dwrite`, then flushes the file.
     pub(crate) fn write(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
+        self.write_box(offset, shape, data)?;
+        self.file.flush()
+    }
+
+    /// Writes libhdf5's buffered metadata and data of the dataset's file to
+    /// the file.
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.file.flush()
+    }
+
+    /// [`write`](Self::write) without the flush: the caller flushes once
+    /// after a series of writes.
+    pub(crate) fn write_box(&self, offset: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         self.file.check_writable(&self.path)?;
         let data_type = self.data_type()?;
         let Some((fspace, mspace)) = self.selection(offset, shape, data.len())? else {
@@ -780,8 +803,7 @@ impl Dataset {
             ErrorKind::Io,
             &context,
             &format!("writing the box at {offset:?} of shape {shape:?}"),
-        )?;
-        self.file.flush()
+        )
     }
 
     /// Changes the dimensions (C order) with `H5Dset_extent`; shrinking
@@ -1089,6 +1111,8 @@ impl Dataset {
     /// Writes encoded chunks (from [`Description::chunk_encoder`], all
     /// filters applied) with `H5Dwrite_chunk`: each pair is a grid position
     /// (C order) and the stored bytes. Flushes the file once at the end.
+    /// Only the tests write this way: region writes go through `H5Dwrite`.
+    #[cfg(test)]
     pub(crate) fn write_encoded_chunks(&self, chunks: &[(Vec<u64>, Vec<u8>)]) -> Result<()> {
         self.file.check_writable(&self.path)?;
         let context = self.context();

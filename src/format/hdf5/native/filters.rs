@@ -273,6 +273,18 @@ impl ChunkDecoder {
             .map_err(|e| e.context(format!("{}: chunk {grid_pos:?}", self.context)))
     }
 
+    /// Whether the chunk at `grid_pos` (C order) stored with `filter_mask`
+    /// is stored as its plain elements (no filter applied to it), in the
+    /// stored byte order ([`ChunkDecoder::swaps`]).
+    pub(crate) fn stores_plain(&self, filter_mask: u32, grid_pos: &[u64]) -> bool {
+        self.geometry.active(filter_mask, grid_pos).is_empty()
+    }
+
+    /// Whether the stored byte order of elements is not this machine's.
+    pub(crate) fn swaps(&self) -> bool {
+        self.geometry.swap
+    }
+
     /// Names the dataset (`"HDF5 file '...', object '...'"`) in the
     /// messages of errors.
     pub(crate) fn with_context(mut self, context: &str) -> ChunkDecoder {
@@ -432,7 +444,8 @@ impl ChunkEncoder {
             })
     }
 
-    /// The bytes of one whole chunk.
+    /// The bytes of one whole chunk (for the tests).
+    #[cfg(test)]
     pub(crate) fn chunk_bytes(&self) -> usize {
         self.geometry.chunk_bytes
     }
