@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
+use super::filters::{ChunkDecoder, ChunkEncoder};
 use super::native::dataset::{Dataset, Layout};
-use super::native::filters::{ChunkDecoder, ChunkEncoder};
 use super::native::File;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::{Array, ObjectBlocks, Order, RegionIo, WholeRegions};

@@ -7,8 +7,11 @@
 //! HDF5 containers ([`Hdf5Options`]) and what of N5's metadata an HDF5
 //! dataset can be created with. Under the cargo feature `hdf5`, HDF5 files
 //! opened through libhdf5 (`native`) as a container's hierarchy (`tree`)
-//! and arrays (`array`).
+//! and arrays (`array`), whose chunks are decoded and encoded in Rust
+//! (`filters`, which needs no libhdf5 itself).
 
+#[cfg(feature = "hdf5")]
+pub(crate) mod filters;
 pub(crate) mod lookup3;
 pub(crate) mod open;
 pub(crate) mod shard_file;

@@ -21,7 +21,6 @@ use hdf5_metno::globals::{
     H5T_STD_U64LE, H5T_STD_U8LE,
 };
 
-use super::filters::{ChunkDecoder, ChunkEncoder};
 use super::sys;
 use super::sys::h5::{haddr_t, hsize_t, HADDR_UNDEF};
 use super::sys::h5d::{H5D_alloc_time_t, H5D_fill_value_t, H5D_layout_t, H5D_space_status_t};
@@ -36,6 +35,7 @@ use super::{
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::hdf5::filters::{ByteOrder, ChunkDecoder, ChunkEncoder, Filter};
 
 /// The most dimensions an HDF5 dataspace has.
 pub(crate) const MAX_RANK: usize = 32;
@@ -50,15 +50,6 @@ static LIBRARY_READS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 /// (`H5Dread`) in this process.
 pub(crate) fn library_reads() -> u64 {
     LIBRARY_READS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// The byte order of stored elements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ByteOrder {
-    /// Little-endian.
-    Little,
-    /// Big-endian.
-    Big,
 }
 
 /// How a dataset's data is stored.
@@ -84,20 +75,6 @@ impl Layout {
             Layout::Virtual => "virtual",
         }
     }
-}
-
-/// One filter of a dataset's pipeline, as the file states it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Filter {
-    /// The filter identifier (1 deflate, 2 shuffle, 3 fletcher32, 32015
-    /// zstd, ...).
-    pub(crate) id: i32,
-    /// Its name (may be empty for filters libhdf5 does not know).
-    pub(crate) name: String,
-    /// Its client data values.
-    pub(crate) cd_values: Vec<u32>,
-    /// Its flags (1: optional).
-    pub(crate) flags: u32,
 }
 
 /// A dataset's element type.
@@ -156,11 +133,12 @@ impl Description {
             .filters
             .iter()
             .filter(|f| {
-                f.id != super::filters::id::SHUFFLE && f.id != super::filters::id::FLETCHER32
+                f.id != crate::format::hdf5::filters::id::SHUFFLE
+                    && f.id != crate::format::hdf5::filters::id::FLETCHER32
             })
             .collect();
         match rest.as_slice() {
-            [f] if f.id == super::filters::id::DEFLATE => Compression::Gzip {
+            [f] if f.id == crate::format::hdf5::filters::id::DEFLATE => Compression::Gzip {
                 level: f.cd_values.first().map_or(6, |&l| l.min(9) as i32),
                 use_zlib: true,
             },

@@ -26,7 +26,6 @@
 
 pub(crate) mod attrs;
 pub(crate) mod dataset;
-pub(crate) mod filters;
 
 #[cfg(test)]
 mod tests;

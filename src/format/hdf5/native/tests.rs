@@ -15,11 +15,12 @@ use std::process::Command;
 
 use serde_json::{json, Map, Value};
 
-use super::dataset::{ByteOrder, Element, Layout, NewDataset};
+use super::dataset::{Element, Layout, NewDataset};
 use super::{File, ObjectKind};
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::ErrorKind;
+use crate::format::hdf5::filters::ByteOrder;
 
 /// A scratch directory, removed on drop.
 struct Scratch(PathBuf);

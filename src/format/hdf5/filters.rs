@@ -11,7 +11,28 @@
 use crate::codec::Compression;
 use crate::error::{Error, Result};
 
-use super::dataset::{ByteOrder, Filter};
+/// The byte order of stored elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ByteOrder {
+    /// Little-endian.
+    Little,
+    /// Big-endian.
+    Big,
+}
+
+/// One filter of a dataset's pipeline, as the file states it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Filter {
+    /// The filter identifier (1 deflate, 2 shuffle, 3 fletcher32, 32015
+    /// zstd, ...).
+    pub(crate) id: i32,
+    /// Its name (may be empty for filters libhdf5 does not know).
+    pub(crate) name: String,
+    /// Its client data values.
+    pub(crate) cd_values: Vec<u32>,
+    /// Its flags (1: optional).
+    pub(crate) flags: u32,
+}
 
 /// HDF5's filter identifiers.
 pub(crate) mod id {
