@@ -8,6 +8,8 @@
 //! Encoding covers deflate, shuffle and fletcher32. Both leave the
 //! parallelism to the caller: nothing here takes a lock.
 
+use std::cell::RefCell;
+
 use crate::codec::Compression;
 use crate::error::{Error, Result};
 
@@ -117,17 +119,35 @@ pub(crate) fn fletcher32(data: &[u8]) -> u32 {
 /// Undoes shuffle: byte `b` of element `i` was at `b * n + i` (`n`
 /// elements of `size` bytes); the bytes after the last whole element stay
 /// where they are.
+#[cfg(test)]
 fn unshuffle(data: &[u8], size: usize) -> Vec<u8> {
-    let mut out = data.to_vec();
-    if size > 1 {
-        let n = data.len() / size;
-        for b in 0..size {
-            for i in 0..n {
-                out[i * size + b] = data[b * n + i];
+    let mut out = vec![0u8; data.len()];
+    unshuffle_into(data, &mut out, size);
+    out
+}
+
+/// [`unshuffle`] of `data` into `out` (of the same length).
+fn unshuffle_into(data: &[u8], out: &mut [u8], size: usize) {
+    let n = if size > 1 { data.len() / size } else { 0 };
+    let whole = n * size;
+    match size {
+        _ if n == 0 => {}
+        2 => {
+            let (lo, hi) = data[..whole].split_at(n);
+            for ((d, &l), &h) in out[..whole].chunks_exact_mut(2).zip(lo).zip(hi) {
+                d[0] = l;
+                d[1] = h;
+            }
+        }
+        _ => {
+            for (i, d) in out[..whole].chunks_exact_mut(size).enumerate() {
+                for (b, byte) in d.iter_mut().enumerate() {
+                    *byte = data[b * n + i];
+                }
             }
         }
     }
-    out
+    out[whole..].copy_from_slice(&data[whole..]);
 }
 
 /// Shuffles: byte `b` of element `i` goes to `b * n + i`.
@@ -332,91 +352,194 @@ impl ChunkDecoder {
             ));
         }
         let active = g.active(filter_mask, grid_pos);
-        let mut data: Option<Vec<u8>> = None;
-        for &(step, size) in active.iter().rev() {
-            let input: &[u8] = data.as_deref().unwrap_or(stored);
-            let next = match step {
-                Step::Deflate(_) | Step::Zstd | Step::Blosc => {
-                    let Some(size) = size else {
-                        return Err(Error::codec(format!(
-                            "{} filter: follows another compressor, so the size it decodes to is \
-                             unknown",
-                            step_name(step)
-                        )));
-                    };
-                    let codec = match step {
-                        Step::Deflate(_) => Compression::Gzip {
-                            level: 6,
-                            use_zlib: true,
-                        },
-                        Step::Zstd => Compression::Zstd { level: 3 },
-                        _ => Compression::Blosc {
-                            cname: "blosclz".into(),
-                            clevel: 5,
-                            shuffle: 0,
-                            blocksize: 0,
-                        },
-                    };
-                    let mut buf = vec![0u8; size];
-                    codec
-                        .decode(input, &mut buf)
-                        .map_err(|e| e.context(format!("{} filter", step_name(step))))?;
-                    buf
+        SCRATCH.with_borrow_mut(|(a, b)| {
+            let result = undo_steps(&active, stored, a, b, out);
+            // A scratch buffer that grew beyond a chunk of this size
+            // (a huge chunk) is not kept for the thread's lifetime.
+            for buf in [a, b] {
+                if buf.capacity() > KEEP_SCRATCH {
+                    *buf = Vec::new();
                 }
-                Step::Shuffle(n) => {
-                    if size.is_some_and(|s| s != input.len()) {
-                        return Err(Error::codec(format!(
-                            "shuffle filter: {} bytes where {} belong",
-                            input.len(),
-                            size.unwrap_or(0)
-                        )));
-                    }
-                    unshuffle(input, *n)
-                }
-                Step::Fletcher32 => {
-                    let body_len = input
-                        .len()
-                        .checked_sub(4)
-                        .filter(|&b| size.is_none_or(|s| s == b));
-                    let Some(body_len) = body_len else {
-                        return Err(Error::codec(format!(
-                            "fletcher32 filter: {} bytes where {} belong",
-                            input.len(),
-                            size.map_or("at least 4".to_string(), |s| (s + 4).to_string())
-                        )));
-                    };
-                    let (body, sum) = input.split_at(body_len);
-                    let stored_sum = u32::from_le_bytes([sum[0], sum[1], sum[2], sum[3]]);
-                    let computed = fletcher32(body);
-                    // HDF5 before 1.6.3 wrote the two halves byte-swapped.
-                    let old = ((computed & 0x00ff_00ff) << 8) | ((computed >> 8) & 0x00ff_00ff);
-                    if stored_sum != computed && stored_sum != old {
-                        return Err(Error::codec(format!(
-                            "fletcher32 filter: checksum {stored_sum:#010x} stored, {computed:#010x} \
-                             computed: the chunk is damaged"
-                        )));
-                    }
-                    body.to_vec()
-                }
-            };
-            data = Some(next);
-        }
-        let data: &[u8] = data.as_deref().unwrap_or(stored);
-        match data.get(..g.chunk_bytes) {
-            Some(d) if data.len() == g.chunk_bytes || active.is_empty() => out.copy_from_slice(d),
-            _ => {
-                return Err(Error::codec(format!(
-                    "the chunk has {} bytes, {} expected",
-                    data.len(),
-                    g.chunk_bytes
-                )))
             }
-        }
+            result
+        })?;
         if g.swap {
-            swap_elements(out, g.elem_size);
+            crate::geometry::swap_in_place(out, g.elem_size);
         }
         Ok(())
     }
+}
+
+thread_local! {
+    /// Two buffers for the steps of this thread's chunk decoding that do not
+    /// write the chunk's elements themselves, reused from chunk to chunk.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// A [`SCRATCH`] buffer that grew beyond this is released after its chunk.
+const KEEP_SCRATCH: usize = 64 << 20;
+
+/// Where the data of a step is: the stored bytes, a scratch buffer, or
+/// the caller's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    Stored,
+    A,
+    B,
+    Out,
+}
+
+/// The scratch buffer a step writes to when its input is at `at`.
+fn other(at: At) -> At {
+    if at == At::A {
+        At::B
+    } else {
+        At::A
+    }
+}
+
+/// The places a step's data can be in.
+struct Places<'x> {
+    stored: &'x [u8],
+    a: &'x mut Vec<u8>,
+    b: &'x mut Vec<u8>,
+    out: &'x mut [u8],
+}
+
+impl Places<'_> {
+    /// The input (`from`, its first `len` bytes) and the output (`to`,
+    /// resized to `to_len` when a scratch buffer) of one step.
+    fn pair(&mut self, from: At, len: usize, to: At, to_len: usize) -> (&[u8], &mut [u8]) {
+        fn grow(v: &mut Vec<u8>, to_len: usize) -> &mut [u8] {
+            if v.len() < to_len {
+                v.resize(to_len, 0);
+            }
+            &mut v[..to_len]
+        }
+        match (from, to) {
+            (At::Stored, At::A) => (&self.stored[..len], grow(self.a, to_len)),
+            (At::Stored, At::B) => (&self.stored[..len], grow(self.b, to_len)),
+            (At::Stored, At::Out) => (&self.stored[..len], &mut self.out[..to_len]),
+            (At::A, At::B) => (&self.a[..len], grow(self.b, to_len)),
+            (At::A, At::Out) => (&self.a[..len], &mut self.out[..to_len]),
+            (At::B, At::A) => (&self.b[..len], grow(self.a, to_len)),
+            (At::B, At::Out) => (&self.b[..len], &mut self.out[..to_len]),
+            _ => unreachable!("a step writes to another place than its input"),
+        }
+    }
+
+    /// The data at `at`.
+    fn at(&self, at: At) -> &[u8] {
+        match at {
+            At::Stored => self.stored,
+            At::A => self.a,
+            At::B => self.b,
+            At::Out => self.out,
+        }
+    }
+}
+
+/// Undoes `active` (the steps as applied when writing, each with the size
+/// of its input then) on `stored`, last first, the last step writing
+/// straight into `out` where it gives exactly its bytes; the checksum of
+/// fletcher32 is checked and dropped without a copy.
+fn undo_steps(
+    active: &[(&Step, Option<usize>)],
+    stored: &[u8],
+    a: &mut Vec<u8>,
+    b: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<()> {
+    let out_len = out.len();
+    let mut places = Places { stored, a, b, out };
+    let (mut at, mut len) = (At::Stored, stored.len());
+    for (k, &(step, size)) in active.iter().rev().enumerate() {
+        let last = k + 1 == active.len();
+        match step {
+            Step::Deflate(_) | Step::Zstd | Step::Blosc => {
+                let Some(size) = size else {
+                    return Err(Error::codec(format!(
+                        "{} filter: follows another compressor, so the size it decodes to is \
+                         unknown",
+                        step_name(step)
+                    )));
+                };
+                let codec = match step {
+                    Step::Deflate(_) => Compression::Gzip {
+                        level: 6,
+                        use_zlib: true,
+                    },
+                    Step::Zstd => Compression::Zstd { level: 3 },
+                    _ => Compression::Blosc {
+                        cname: "blosclz".into(),
+                        clevel: 5,
+                        shuffle: 0,
+                        blocksize: 0,
+                    },
+                };
+                let to = if last && size == out_len {
+                    At::Out
+                } else {
+                    other(at)
+                };
+                let (input, output) = places.pair(at, len, to, size);
+                codec
+                    .decode(input, output)
+                    .map_err(|e| e.context(format!("{} filter", step_name(step))))?;
+                (at, len) = (to, size);
+            }
+            Step::Shuffle(n) => {
+                if size.is_some_and(|s| s != len) {
+                    return Err(Error::codec(format!(
+                        "shuffle filter: {len} bytes where {} belong",
+                        size.unwrap_or(0)
+                    )));
+                }
+                let to = if last && len == out_len {
+                    At::Out
+                } else {
+                    other(at)
+                };
+                let (input, output) = places.pair(at, len, to, len);
+                unshuffle_into(input, output, *n);
+                at = to;
+            }
+            Step::Fletcher32 => {
+                let body_len = len.checked_sub(4).filter(|&b| size.is_none_or(|s| s == b));
+                let Some(body_len) = body_len else {
+                    return Err(Error::codec(format!(
+                        "fletcher32 filter: {len} bytes where {} belong",
+                        size.map_or("at least 4".to_string(), |s| (s + 4).to_string())
+                    )));
+                };
+                let (body, sum) = places.at(at)[..len].split_at(body_len);
+                let stored_sum = u32::from_le_bytes([sum[0], sum[1], sum[2], sum[3]]);
+                let computed = fletcher32(body);
+                // HDF5 before 1.6.3 wrote the two halves byte-swapped.
+                let old = ((computed & 0x00ff_00ff) << 8) | ((computed >> 8) & 0x00ff_00ff);
+                if stored_sum != computed && stored_sum != old {
+                    return Err(Error::codec(format!(
+                        "fletcher32 filter: checksum {stored_sum:#010x} stored, {computed:#010x} \
+                         computed: the chunk is damaged"
+                    )));
+                }
+                len = body_len;
+            }
+        }
+    }
+    if at == At::Out {
+        return Ok(());
+    }
+    // Unfiltered chunks may be stored longer than the chunk; filtered ones
+    // decode to exactly its bytes.
+    if len == out_len || (active.is_empty() && len > out_len) {
+        let (data, out) = places.pair(at, out_len, At::Out, out_len);
+        out.copy_from_slice(data);
+        return Ok(());
+    }
+    Err(Error::codec(format!(
+        "the chunk has {len} bytes, {out_len} expected"
+    )))
 }
 
 /// The name of a step, for messages.
