@@ -1,62 +1,17 @@
-//! The `hdf5_shards` member of a Zarr v3 array (hdf5.md A1–A2): an array
-//! that carries it has every shard libn5 writes made an HDF5 file as well
-//! (`format::hdf5::shard_file`). This file owns what the member allows —
-//! the codecs an HDF5 chunk can hold, refused with the reason otherwise —
-//! and the HDF5 description of one shard of such an array: its dataset
-//! clipped to the array, its datatype and fill value in the `bytes`
-//! codec's byte order, and the filter its inner compressor becomes.
+//! What the `hdf5_shards` member of a Zarr v3 array allows (hdf5.md A2):
+//! an array that carries it (`metadata` reads it) has every shard libn5
+//! writes made an HDF5 file as well (`shard` lays the file out with
+//! `format::hdf5::shard_file`), when its codecs are ones an HDF5 chunk can
+//! hold; otherwise every write to it is refused with the reason, which
+//! this file gives.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::hdf5::shard_file::{Filter, IndexAt, ShardFile, MAX_RANK};
+use crate::format::hdf5::shard_file::MAX_RANK;
 
-use super::chain::{native, swap_in_place};
-use super::metadata::{ArrayMetadata, CodecSpec, Endian, IndexLocation, Shuffle};
-use super::shard::ShardLayout;
-
-/// The member's name in zarr.json.
-pub(crate) const MEMBER: &str = "hdf5_shards";
-
-/// The shards of an array with the member are HDF5 files: what the top
-/// `sharding_indexed` codec of such an array carries.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Hdf5Shards {
-    /// The array's shape (C order): the dataset of a shard at the array's
-    /// end is clipped to it.
-    pub array_shape: Vec<u64>,
-}
-
-impl Hdf5Shards {
-    /// The region (C order) of the shard of shape `shard` at the shard-grid
-    /// position `at` (C order) inside the array; the whole shard when `at`
-    /// is `None` (a shard the caller knows to be inside the array).
-    pub(crate) fn extent(&self, shard: &[u64], at: Option<&[u64]>) -> Vec<u64> {
-        match at {
-            None => shard.to_vec(),
-            Some(at) => (0..shard.len())
-                .map(|d| {
-                    let start = at.get(d).map_or(0, |&p| p.saturating_mul(shard[d]));
-                    let size = self.array_shape.get(d).copied().unwrap_or(u64::MAX);
-                    size.saturating_sub(start).min(shard[d])
-                })
-                .collect(),
-        }
-    }
-}
-
-/// The member's value in `map`: `None` when absent; an error when it is
-/// not an object (what zarr-python and tensorstore refuse too).
-pub(crate) fn member(map: &Map<String, Value>) -> Result<Option<&Map<String, Value>>> {
-    match map.get(MEMBER) {
-        None => Ok(None),
-        Some(Value::Object(o)) => Ok(Some(o)),
-        Some(other) => Err(Error::invalid_metadata(format!(
-            "'{MEMBER}' is {other}, not an object (write {{\"must_understand\": false}})"
-        ))),
-    }
-}
+use super::metadata::{hdf5_shards_member, ArrayMetadata, CodecSpec, Endian, HDF5_SHARDS};
 
 /// Why HDF5 shards cannot be written for an array of `dtype` whose chunk
 /// grid is `grid` (the shard shape, C order) and whose codecs are `codecs`
@@ -140,13 +95,13 @@ pub(crate) fn check_write(document: &Value) -> Result<()> {
     let Some(map) = document.as_object() else {
         return Ok(());
     };
-    if member(map)?.is_none() {
+    if hdf5_shards_member(map)?.is_none() {
         return Ok(());
     }
     let unsupported = |why: String| {
         Err(Error::new(
             ErrorKind::Unsupported,
-            format!("'{MEMBER}' cannot be honoured: {why}"),
+            format!("'{HDF5_SHARDS}' cannot be honoured: {why}"),
         ))
     };
     if map.get("zarr_format").and_then(Value::as_u64) != Some(3) {
@@ -159,83 +114,6 @@ pub(crate) fn check_write(document: &Value) -> Result<()> {
     }
 }
 
-/// The HDF5 file of a shard of `layout` (whose codecs [`refusal`] accepts)
-/// with the region `extent` (C order) in the array.
-pub(crate) fn shard_file(layout: &ShardLayout, extent: &[u64]) -> Result<ShardFile> {
-    let inner = &layout.inner;
-    let internal = || {
-        Error::new(
-            ErrorKind::Internal,
-            format!("HDF5 shards with inner codecs {:?}", inner.specs),
-        )
-    };
-    let (endian, compressor) = match inner.specs.as_slice() {
-        [CodecSpec::Bytes { endian }] => (endian, None),
-        [CodecSpec::Bytes { endian }, c] => (endian, Some(c)),
-        _ => return Err(internal()),
-    };
-    let filter = match compressor {
-        None => Filter::None,
-        Some(CodecSpec::Zstd { level, .. }) => Filter::Zstd { level: *level },
-        Some(CodecSpec::Blosc {
-            cname,
-            clevel,
-            shuffle,
-            typesize,
-            ..
-        }) => Filter::Blosc {
-            typesize: *typesize,
-            clevel: *clevel,
-            shuffle: match shuffle {
-                Shuffle::None => 0,
-                Shuffle::Byte => 1,
-                Shuffle::Bit => 2,
-            },
-            compressor: match cname.as_str() {
-                "blosclz" => 0,
-                "lz4" => 1,
-                "lz4hc" => 2,
-                "snappy" => 3,
-                "zlib" => 4,
-                "zstd" => 5,
-                _ => return Err(internal()),
-            },
-        },
-        Some(_) => return Err(internal()),
-    };
-    let big_endian = *endian == Some(Endian::Big);
-    let mut fill = inner.fill.clone();
-    let file_order = if big_endian {
-        Endian::Big
-    } else {
-        Endian::Little
-    };
-    if file_order != native() {
-        let elem = fill.len();
-        swap_in_place(&mut fill, elem);
-    }
-    let shard: Vec<u64> = layout
-        .per_shard
-        .iter()
-        .zip(&inner.shape)
-        .map(|(p, c)| p * c)
-        .collect();
-    ShardFile::new(
-        inner.dtype,
-        big_endian,
-        extent,
-        &shard,
-        &inner.shape,
-        &fill,
-        filter,
-        match layout.location {
-            IndexLocation::Start => IndexAt::Start,
-            IndexLocation::End => IndexAt::End,
-        },
-        layout.index_bytes() as u64,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -243,7 +121,8 @@ mod tests {
     use super::*;
     use crate::format::hdf5::inspect_shard;
     use crate::format::zarr3::chain::Chain;
-    use crate::format::zarr3::shard::decode_whole;
+    use crate::format::zarr3::metadata::Hdf5Shards;
+    use crate::format::zarr3::shard::{decode_whole, ShardLayout};
 
     fn le() -> Value {
         json!({"name": "bytes", "configuration": {"endian": "little"}})
@@ -323,12 +202,8 @@ mod tests {
             let e = check_write(&doc).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Unsupported, "{codecs}: {e}");
             assert!(e.message().contains(says), "{codecs}: {e}");
-            // The array still opens (for reading), without HDF5 shards.
-            let m = ArrayMetadata::from_json(&doc).unwrap();
-            assert!(!matches!(
-                m.codecs.as_slice(),
-                [CodecSpec::Sharding { hdf5: Some(_), .. }]
-            ));
+            // The array still opens (for reading); writes are refused above.
+            ArrayMetadata::from_json(&doc).unwrap();
         }
         for codecs in [json!([le()]), json!([le(), zstd]), json!([le(), blosc])] {
             for index in [json!([le()]), json!([le(), crc])] {

@@ -1,7 +1,8 @@
 //! Zarr v3 metadata: the zarr.json document of an array (shape, data type,
 //! regular chunk grid, chunk key encoding, fill value, codec chain,
-//! dimension names, attributes) parsed and checked before anything is
-//! read, and written back in the form the specification gives. Shapes stay
+//! dimension names, attributes, the `hdf5_shards` member) parsed and
+//! checked before anything is read, and written back in the form the
+//! specification gives. Shapes stay
 //! in the document's order (C order, last dimension fastest); the API's N5
 //! order is their reverse.
 
@@ -13,7 +14,49 @@ use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::uint_list;
 
-use super::hdf5_shards::{self, Hdf5Shards};
+/// The name in zarr.json of the member that makes every shard libn5
+/// writes an HDF5 file too (hdf5.md A1; what it allows is
+/// `hdf5_shards`'s).
+pub(crate) const HDF5_SHARDS: &str = "hdf5_shards";
+
+/// The shards of an array with the member are HDF5 files: what the top
+/// `sharding_indexed` codec of such an array carries.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Hdf5Shards {
+    /// The array's shape (C order): the dataset of a shard at the array's
+    /// end is clipped to it.
+    pub array_shape: Vec<u64>,
+}
+
+impl Hdf5Shards {
+    /// The region (C order) of the shard of shape `shard` at the shard-grid
+    /// position `at` (C order) inside the array; the whole shard when `at`
+    /// is `None` (a shard the caller knows to be inside the array).
+    pub(crate) fn extent(&self, shard: &[u64], at: Option<&[u64]>) -> Vec<u64> {
+        match at {
+            None => shard.to_vec(),
+            Some(at) => (0..shard.len())
+                .map(|d| {
+                    let start = at.get(d).map_or(0, |&p| p.saturating_mul(shard[d]));
+                    let size = self.array_shape.get(d).copied().unwrap_or(u64::MAX);
+                    size.saturating_sub(start).min(shard[d])
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The value of the [`HDF5_SHARDS`] member in `map`: `None` when absent; an error when it is
+/// not an object (what zarr-python and tensorstore refuse too).
+pub(crate) fn hdf5_shards_member(map: &Map<String, Value>) -> Result<Option<&Map<String, Value>>> {
+    match map.get(HDF5_SHARDS) {
+        None => Ok(None),
+        Some(Value::Object(o)) => Ok(Some(o)),
+        Some(other) => Err(Error::invalid_metadata(format!(
+            "'{HDF5_SHARDS}' is {other}, not an object (write {{\"must_understand\": false}})"
+        ))),
+    }
+}
 
 /// The largest rank an array may have (as for N5 datasets).
 pub(crate) const MAX_RANK: usize = crate::format::n5::metadata::MAX_RANK;
@@ -570,7 +613,7 @@ impl ArrayMetadata {
                     | "dimension_names"
                     | "storage_transformers"
                     | "consolidated_metadata"
-                    | hdf5_shards::MEMBER
+                    | HDF5_SHARDS
             );
             let ignorable = value
                 .as_object()
@@ -651,11 +694,9 @@ impl ArrayMetadata {
             None => return Err(Error::invalid_metadata("'fill_value' is missing")),
         };
         let mut codecs = parse_chain(map.get("codecs"), data_type, &chunk_shape, 0)?;
-        // HDF5 shards, where the codecs allow them; writes to an array
-        // whose codecs do not are refused (`hdf5_shards::check_write`).
-        if hdf5_shards::member(map)?.is_some()
-            && hdf5_shards::refusal(data_type, &chunk_shape, &codecs).is_none()
-        {
+        // HDF5 shards; writes to an array whose codecs cannot hold them are
+        // refused (`hdf5_shards::check_write`).
+        if hdf5_shards_member(map)?.is_some() {
             if let [CodecSpec::Sharding { hdf5, .. }] = codecs.as_mut_slice() {
                 *hdf5 = Some(Hdf5Shards {
                     array_shape: shape.clone(),
@@ -725,10 +766,7 @@ impl ArrayMetadata {
         );
         doc.insert("attributes".into(), Value::Object(self.attributes.clone()));
         if let [CodecSpec::Sharding { hdf5: Some(_), .. }] = self.codecs.as_slice() {
-            doc.insert(
-                hdf5_shards::MEMBER.into(),
-                json!({"must_understand": false}),
-            );
+            doc.insert(HDF5_SHARDS.into(), json!({"must_understand": false}));
         }
         if let Some(names) = &self.dimension_names {
             doc.insert("dimension_names".into(), names.clone());

@@ -2,8 +2,10 @@
 //! with the inner chain, and an index of `(offset, nbytes)` per inner chunk
 //! (C order; both `2^64-1` for an empty one), encoded with the index chain
 //! and stored at the start or the end. This file reads and checks indexes
-//! and decodes and encodes whole shards, in the plain layout or as HDF5
-//! files (`hdf5_shards`).
+//! and decodes and encodes whole shards, in the plain layout or, for an
+//! array with the `hdf5_shards` member, as HDF5 files: the dataset of the
+//! shard clipped to the array, its datatype and fill value in the `bytes`
+//! codec's byte order, the filter its inner compressor becomes.
 //!
 //! Every index entry is checked against the shard's length before any inner
 //! chunk is read: an entry past the end, an absurd size or a partial
@@ -12,12 +14,13 @@
 
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::hdf5::shard_file::{Filter, IndexAt, ShardFile};
+use crate::geometry::swap_in_place;
 use crate::geometry::{copy_box, Placement};
 use crate::storage::ByteRange;
 
-use super::chain::Chain;
-use super::hdf5_shards::{self, Hdf5Shards};
-use super::metadata::{CodecSpec, IndexLocation};
+use super::chain::{native, Chain};
+use super::metadata::{CodecSpec, Endian, Hdf5Shards, IndexLocation, Shuffle};
 
 /// An empty entry's offset and size.
 pub(crate) const EMPTY: u64 = u64::MAX;
@@ -333,6 +336,87 @@ pub(crate) fn decode_whole(
 
 /// Encodes the shard `data` (native, C order of `shape`) and appends it to
 /// `out`: inner chunks equal to the fill value are left out.
+impl ShardLayout {
+    /// The HDF5 file of a shard of this layout (whose codecs
+    /// `hdf5_shards::refusal` accepts) with the region `extent` (C order)
+    /// in the array.
+    fn hdf5_file(&self, extent: &[u64]) -> Result<ShardFile> {
+        let layout = self;
+        let inner = &layout.inner;
+        let internal = || {
+            Error::new(
+                ErrorKind::Internal,
+                format!("HDF5 shards with inner codecs {:?}", inner.specs),
+            )
+        };
+        let (endian, compressor) = match inner.specs.as_slice() {
+            [CodecSpec::Bytes { endian }] => (endian, None),
+            [CodecSpec::Bytes { endian }, c] => (endian, Some(c)),
+            _ => return Err(internal()),
+        };
+        let filter = match compressor {
+            None => Filter::None,
+            Some(CodecSpec::Zstd { level, .. }) => Filter::Zstd { level: *level },
+            Some(CodecSpec::Blosc {
+                cname,
+                clevel,
+                shuffle,
+                typesize,
+                ..
+            }) => Filter::Blosc {
+                typesize: *typesize,
+                clevel: *clevel,
+                shuffle: match shuffle {
+                    Shuffle::None => 0,
+                    Shuffle::Byte => 1,
+                    Shuffle::Bit => 2,
+                },
+                compressor: match cname.as_str() {
+                    "blosclz" => 0,
+                    "lz4" => 1,
+                    "lz4hc" => 2,
+                    "snappy" => 3,
+                    "zlib" => 4,
+                    "zstd" => 5,
+                    _ => return Err(internal()),
+                },
+            },
+            Some(_) => return Err(internal()),
+        };
+        let big_endian = *endian == Some(Endian::Big);
+        let mut fill = inner.fill.clone();
+        let file_order = if big_endian {
+            Endian::Big
+        } else {
+            Endian::Little
+        };
+        if file_order != native() {
+            let elem = fill.len();
+            swap_in_place(&mut fill, elem);
+        }
+        let shard: Vec<u64> = layout
+            .per_shard
+            .iter()
+            .zip(&inner.shape)
+            .map(|(p, c)| p * c)
+            .collect();
+        ShardFile::new(
+            inner.dtype,
+            big_endian,
+            extent,
+            &shard,
+            &inner.shape,
+            &fill,
+            filter,
+            match layout.location {
+                IndexLocation::Start => IndexAt::Start,
+                IndexLocation::End => IndexAt::End,
+            },
+            layout.index_bytes() as u64,
+        )
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn encode_whole(
     spec: &CodecSpec,
@@ -452,7 +536,7 @@ impl ShardLayout {
         out: &mut Vec<u8>,
         mut gather: impl FnMut(&[u64], &mut [u8]),
     ) -> Result<usize> {
-        let file = hdf5_shards::shard_file(self, extent)?;
+        let file = self.hdf5_file(extent)?;
         let shard_start = out.len();
         let head = file.head_len() as usize;
         out.resize(shard_start + head, 0);
