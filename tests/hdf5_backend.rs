@@ -1704,9 +1704,9 @@ fn damaged_files_give_errors_not_crashes() {
         &outside,
         Some(n5::ffi::N5_ERR_INVALID_METADATA),
     );
-    // Cyclic object headers and a dense group whose name index counts more
-    // links than it holds (from the script), and damaged chunks whose
-    // checksum or deflate stream fails.
+    // Cyclic object headers and dense links and attributes whose name
+    // index counts more than it holds (from the script), and damaged chunks
+    // whose checksum or deflate stream fails.
     if let Some(python) = common::peer_python("damaged_files_give_errors_not_crashes") {
         let made = dir.join("made");
         let manifest = make_files(&python, &made);

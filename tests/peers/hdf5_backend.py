@@ -37,8 +37,9 @@ carries, would write layout v5, which libhdf5 1.10 cannot read):
 * userblock512.h5, userblock4096.h5: files with a user block.
 * cyclic_self.h5, cyclic_chunk.h5 (the manifest's "damaged"): a group's
   version 1 object header whose continuation leads back to itself.
-* dense_overcounted.h5 (also "damaged"): a group in dense link storage
-  whose name B-tree counts more records than it holds.
+* dense_overcounted.h5, dense_attributes_overcounted.h5 (also "damaged"):
+  a group's links, and a group's attributes, in dense storage whose name
+  B-tree counts more records than it holds.
 """
 
 import json
@@ -434,38 +435,49 @@ def lookup3(data, initval=0):
 
 
 def make_dense_overcounted(outdir):
-    """A group whose links are in dense storage (a fractal heap and a v2
-    B-tree of names: libver v108, more links than fit in its header) whose
-    B-tree header counts 5 records more than the tree holds, its checksum
-    made right again. libhdf5 1.10 answers a listing of such a group in
-    name order from a table it sizes by that count and never fills
-    entirely, then sorts and frees the entries it never filled: h5ls -r
-    crashes on it. Listing in libhdf5's native order walks the tree
-    instead. Returns [{"what", "path"}]."""
-    path = os.path.join(outdir, "dense_overcounted.h5")
-    with h5py.File(path, "w", libver=("v108", "v110")) as f:
-        g = f.create_group("g")
-        for i in range(12):
-            g.create_group("member%02d" % i)
-        g.create_dataset("data", data=np.arange(12, dtype="u2"))
-    data = bytearray(open(path, "rb").read())
-    # The v2 B-tree header: "BTHD", version, type (5: link names), node
-    # size (4), record size (2), depth (2), split and merge percents,
-    # root node address (8), records in the root node (2), records in the
-    # tree (8), checksum of everything before it.
-    at = data.find(b"BTHD")
-    assert at >= 0 and data.find(b"BTHD", at + 4) < 0 and data[at + 5] == 5, \
-        "not one v2 B-tree of link names"
-    total = at + 26
-    count = struct.unpack_from("<Q", data, total)[0]
-    assert lookup3(data[at:at + 34]) == struct.unpack_from("<I", data, at + 34)[0], \
-        "the B-tree header's checksum is not lookup3 over its fields"
-    struct.pack_into("<Q", data, total, count + 5)
-    struct.pack_into("<I", data, at + 34, lookup3(data[at:at + 34]))
-    with open(path, "wb") as fh:
-        fh.write(data)
-    return [{"what": "dense group whose name index counts more links than it holds",
-             "path": path}]
+    """Dense storage (a fractal heap and a v2 B-tree of names: libver v108,
+    more than fit in the object header) whose name B-tree header counts 5
+    records more than the tree holds, its checksum made right again: a
+    group's links (dense_overcounted.h5) and a group's attributes
+    (dense_attributes_overcounted.h5). libhdf5 1.10 answers a listing of
+    either in name order from a table it sizes by that count and never
+    fills entirely, then sorts the entries it never filled (and frees them,
+    for links): h5ls -r crashes on the first, h5dump -A on the second.
+    Listing in libhdf5's native order walks the tree instead. Returns
+    [{"what", "path"}]."""
+    out = []
+    for name, btree_type, what in [
+            ("dense_overcounted.h5", 5, "dense group whose name index counts more links than it holds"),
+            ("dense_attributes_overcounted.h5", 8,
+             "dense attributes whose name index counts more than it holds")]:
+        path = os.path.join(outdir, name)
+        with h5py.File(path, "w", libver=("v108", "v110")) as f:
+            g = f.create_group("g")
+            if btree_type == 5:
+                for i in range(12):
+                    g.create_group("member%02d" % i)
+                g.create_dataset("data", data=np.arange(12, dtype="u2"))
+            else:
+                for i in range(20):
+                    g.attrs["a%02d" % i] = i
+        data = bytearray(open(path, "rb").read())
+        # The v2 B-tree header: "BTHD", version, type (5: link names, 8:
+        # attribute names), node size (4), record size (2), depth (2),
+        # split and merge percents, root node address (8), records in the
+        # root node (2), records in the tree (8), checksum of everything
+        # before it.
+        at = data.find(b"BTHD")
+        assert at >= 0 and data.find(b"BTHD", at + 4) < 0 and data[at + 5] == btree_type, \
+            "not one v2 B-tree of names"
+        assert lookup3(data[at:at + 34]) == struct.unpack_from("<I", data, at + 34)[0], \
+            "the B-tree header's checksum is not lookup3 over its fields"
+        count = struct.unpack_from("<Q", data, at + 26)[0]
+        struct.pack_into("<Q", data, at + 26, count + 5)
+        struct.pack_into("<I", data, at + 34, lookup3(data[at:at + 34]))
+        with open(path, "wb") as fh:
+            fh.write(data)
+        out.append({"what": what, "path": path})
+    return out
 
 
 def filters_of(dcpl):

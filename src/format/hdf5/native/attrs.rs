@@ -59,8 +59,9 @@ enum Read {
 /// (libhdf5's name order). They are listed in the order libhdf5 stores
 /// them, and sorted here: libhdf5 1.10 answers any other order of dense
 /// attribute storage from a table it sizes by the name B-tree's record
-/// count and fills by walking the tree, and sorts and frees entries it
-/// never filled when a damaged tree holds fewer records than it counts.
+/// count and fills by walking the tree, and sorts the empty entries it
+/// never filled (a crash) when a damaged tree holds fewer records than it
+/// counts.
 fn attribute_names(obj: hid_t, context: &str) -> Result<Vec<CString>> {
     unsafe extern "C" fn collect(
         _location: hid_t,

@@ -600,8 +600,8 @@ fn files_h5py_wrote_read_as_h5py_reads_them() {
         let after = std::fs::read(path).unwrap();
         assert!(after.len() >= before.len(), "{} shrank", path.display());
     }
-    // Cyclic object headers, a dense group whose name index counts more
-    // links than it holds, and every file cut short, read in a child
+    // Cyclic object headers, dense links and attributes whose name index
+    // counts more than it holds, and every file cut short, read in a child
     // process: errors (or, for a cycle libhdf5 notices, a good read), never
     // a crash or a hang.
     let mut damaged: Vec<(String, PathBuf)> = manifest["damaged"]
