@@ -3,7 +3,7 @@
 #
 # Seeds each target from the peer corpus (fuzz/seeds.py, ../shared/corpus),
 # then runs cargo fuzz (libFuzzer with AddressSanitizer) on every target in
-# fuzz/fuzz_targets, or on the ones named, for SECONDS each. A crash, a
+# fuzz/fuzz_targets but hdf5_open, or on the ones named, for SECONDS each. A crash, a
 # panic, a timeout of 10 s on one input, or a single allocation over 32 MiB
 # (the largest block the targets use is 16 KiB, but a compressed varlength
 # block may decode to 16 MiB) stops the run and fails it, leaving the input in fuzz/artifacts/<target>/. The inputs kept
@@ -24,11 +24,17 @@ fi
 export RUSTC_BOOTSTRAP=1
 # A benign leak report from threads finishing their exit (see lsan.supp).
 export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-python3 seeds.py
+# Targets run only when named: hdf5_open hands libhdf5 damaged files, and
+# libhdf5 1.10.8 crashes on some within seconds (fuzz/README.md), so a run
+# of every target would fail by chance.
+BY_NAME_ONLY=(hdf5_open)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    mapfile -t targets < <(cargo fuzz list)
+    mapfile -t targets < <(cargo fuzz list | grep -vxF -f <(printf '%s\n' "${BY_NAME_ONLY[@]}"))
 fi
+# seeds.py makes the HDF5 files of hdf5_open only when it runs.
+export FUZZ_TARGETS="${targets[*]}"
+python3 seeds.py
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t" artifacts
     log="artifacts/$t.log"

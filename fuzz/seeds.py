@@ -7,6 +7,8 @@ every attributes.json for the metadata target (and, behind a few attribute
 paths, for the attributes target), location strings and options for the
 location target, and S3 and GCS answers for the remote_answers target. The same block files, their N5 header
 taken off and the length they decode to put in front, seed codec_frames.
+Also chunks and pipelines for hdf5_chunks, and HDF5 files for hdf5_open
+(only when FUZZ_TARGETS, which run.sh sets, names it or is not set).
 Writes fuzz/corpus/<target>/.
 """
 import hashlib
@@ -14,6 +16,7 @@ import json
 import os
 import struct
 import sys
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "shared", "corpus")
@@ -92,11 +95,164 @@ ANSWERS = [
 ]
 
 
+# HDF5's filter identifiers.
+DEFLATE, SHUFFLE, FLETCHER32, ZSTD, BLOSC = 1, 2, 3, 32015, 32001
+
+
+def hdf5_chunk_seed(flags, elem, dims, pos, filters, mask, payload):
+    """An input of fuzz_targets/hdf5_chunks.rs: `flags` (rank - 1 in bits
+    0-1, then encoded, damaged, big-endian, partial edge chunks unfiltered),
+    the element size's selector, (chunk, shape) per dimension, the grid
+    position, the filters as (selector, cd_values), the filter mask, the
+    damage's position and pattern, and the payload."""
+    out = bytes([flags | (len(dims) - 1), elem])
+    for chunk, shape in dims:
+        out += bytes([chunk - 1, shape])
+    out += bytes(pos) + bytes([len(filters)])
+    for sel, cd in filters:
+        out += bytes([sel, len(cd)])
+        for v in cd:
+            out += bytes([v]) if v < 255 else b"\xff" + struct.pack("<I", v)
+    out += bytes([mask]) + b"\x07\x00\x01" + payload
+    return out
+
+
+def shuffle(data, size):
+    """HDF5's shuffle of `data`, elements of `size` bytes."""
+    n = len(data) // size
+    if size <= 1 or n <= 1:
+        return data
+    body = bytes(data[i * size + b] for b in range(size) for i in range(n))
+    return body + data[n * size:]
+
+
+def fletcher32(data):
+    """HDF5's Fletcher-32 (H5_checksum_fletcher32)."""
+    sum1 = sum2 = 0
+    words = len(data) // 2
+    at = 0
+    while words:
+        n = min(words, 360)
+        words -= n
+        for _ in range(n):
+            sum1 += data[at] << 8 | data[at + 1]
+            sum2 += sum1
+            at += 2
+        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    if len(data) % 2:
+        sum1 += data[-1] << 8
+        sum2 += sum1
+        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+    sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    return sum2 << 16 | sum1
+
+
+def hdf5_chunk_seeds():
+    """Seeds of hdf5_chunks: pipelines as h5py and HDF5 tools write them
+    (shuffle and deflate, fletcher32, zstd, blosc, in usual and unusual
+    orders, with filter masks and partial edge chunks) over elements the
+    target encodes itself, and chunks stored as HDF5 stores them (deflate
+    streams of shuffled elements, plain chunks) decoded as they are."""
+    enc, big, partial = 4, 16, 32
+    pattern = bytes((i * 37 + 11) % 256 for i in range(96))
+    # Filter selectors: 0 deflate, 1 shuffle, 2 fletcher32, 3 zstd, 4 blosc.
+    pipelines = [
+        [],
+        [(1, [2]), (0, [6])],
+        [(0, [4])],
+        [(2, [])],
+        [(1, [4]), (0, [9]), (2, [])],
+        [(2, []), (0, [1])],
+        [(3, [3])],
+        [(4, [2, 2, 2, 96, 5, 1, 1])],
+        [(1, [8]), (3, [])],
+        [(0, [6]), (1, [2])],
+        [(3, []), (2, [])],
+        [(250, []), (0, [6])],
+    ]
+    count = 0
+    for i, filters in enumerate(pipelines):
+        for elem, dims, pos, flags, mask in [
+            (1, [(8, 20), (4, 7)], [1, 1], enc | partial, 0),
+            (0, [(16, 16)], [0], enc, 0),
+            (2, [(4, 9), (2, 2), (3, 3)], [2, 0, 0], enc | big, 0),
+            (3, [(2, 5), (6, 6)], [0, 0], enc | big | partial, 1),
+            (1, [(12, 30)], [2], enc | partial, 2),
+        ]:
+            seed = hdf5_chunk_seed(flags, elem, dims, pos, filters, mask, pattern[: 40 + i])
+            save("hdf5_chunks", seed)
+            count += 1
+    # Stored chunks decoded as they are: 8x6 int16 shuffled and deflated,
+    # with and without fletcher32, and plain.
+    elements = bytes((i * 7) % 256 for i in range(96))
+    stored = zlib.compress(shuffle(elements, 2), 6)
+    checked = stored + struct.pack("<I", fletcher32(stored))
+    for filters, payload in [
+        ([(1, [2]), (0, [6])], stored),
+        ([(1, [2]), (0, [6]), (2, [])], checked),
+        ([], elements),
+        ([(1, [2]), (0, [6])], elements),
+    ]:
+        mask = 0 if payload is not elements or not filters else 3
+        save("hdf5_chunks", hdf5_chunk_seed(0, 1, [(8, 8), (6, 6)], [0, 0], filters, mask, payload))
+        count += 1
+    print(f"seeds.py: {count} chunks for hdf5_chunks")
+
+
+# HDF5 files of at most this size seed hdf5_open.
+MAX_HDF5_SEED = 128 << 10
+
+
+def hdf5_open_seeds():
+    """Seeds of hdf5_open: HDF5 files of at most 128 KiB, as h5py writes
+    them (tests/peers/hdf5_backend.py make, with a Python that has h5py:
+    N5_PEER_PYTHON, else ../.venv/bin/python) and as the n5 tool writes
+    them (N5_TOOL, else ../target/release/n5 or ../target/debug/n5, built
+    with HDF5 support: small groups of the peer corpus copied into HDF5
+    files, raw and gzip). Each source is skipped when it is not there."""
+    import subprocess
+    import tempfile
+    root = os.path.join(HERE, "..")
+    count = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        made = []
+        python = os.environ.get("N5_PEER_PYTHON") or os.path.join(root, ".venv", "bin", "python")
+        if os.path.exists(python):
+            out = os.path.join(tmp, "h5py")
+            script = os.path.join(root, "tests", "peers", "hdf5_backend.py")
+            if subprocess.run([python, script, "make", out], stdout=subprocess.DEVNULL).returncode == 0:
+                made += [os.path.join(out, n) for n in sorted(os.listdir(out)) if n.endswith(".h5")]
+        tool = os.environ.get("N5_TOOL") or next(
+            (t for t in (os.path.join(root, "target", b, "n5") for b in ("release", "debug"))
+             if os.path.exists(t)), None)
+        corpus = os.path.join(SOURCE, "java-n5.n5")
+        if tool and os.path.isdir(corpus):
+            for group, name, extra in [("dtype", "dtype_gzip.h5", ["-c", "gzip"]),
+                                       ("compression/gzip", "gzip.h5", []),
+                                       ("attrpaths", "attrpaths.h5", [])]:
+                dst = os.path.join(tmp, name)
+                cmd = [tool, "cp", os.path.join(corpus, group), dst] + extra
+                if subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                    made.append(dst)
+        for path in made:
+            data = open(path, "rb").read()
+            if len(data) <= MAX_HDF5_SEED:
+                save("hdf5_open", data)
+                count += 1
+    print(f"seeds.py: {count} HDF5 files for hdf5_open")
+
+
 def main():
+    if "hdf5_open" in os.environ.get("FUZZ_TARGETS", "hdf5_open").split():
+        hdf5_open_seeds()
     for location in LOCATIONS:
         save("location", location.encode())
     for answer in ANSWERS:
         save("remote_answers", answer)
+    hdf5_chunk_seeds()
     if not os.path.isdir(SOURCE):
         print(f"seeds.py: no corpus at {SOURCE}; the targets start from nothing")
         return

@@ -37,6 +37,9 @@ carries, would write layout v5, which libhdf5 1.10 cannot read):
 * userblock512.h5, userblock4096.h5: files with a user block.
 * cyclic_self.h5, cyclic_chunk.h5 (the manifest's "damaged"): a group's
   version 1 object header whose continuation leads back to itself.
+* dense_overcounted.h5, dense_attributes_overcounted.h5 (also "damaged"):
+  a group's links, and a group's attributes, in dense storage whose name
+  B-tree counts more records than it holds.
 """
 
 import json
@@ -397,6 +400,86 @@ def make_cyclic(outdir):
     return files
 
 
+def lookup3(data, initval=0):
+    """Bob Jenkins' lookup3 hashlittle, the checksum of HDF5's newer
+    metadata (H5_checksum_lookup3)."""
+    m = 0xFFFFFFFF
+
+    def rot(x, k):
+        return ((x << k) | (x >> (32 - k))) & m
+
+    a = b = c = (0xDEADBEEF + len(data) + initval) & m
+    rest = bytes(data)
+    while len(rest) > 12:
+        x, y, z = struct.unpack_from("<III", rest)
+        a, b, c = (a + x) & m, (b + y) & m, (c + z) & m
+        a = (a - c) & m; a ^= rot(c, 4); c = (c + b) & m
+        b = (b - a) & m; b ^= rot(a, 6); a = (a + c) & m
+        c = (c - b) & m; c ^= rot(b, 8); b = (b + a) & m
+        a = (a - c) & m; a ^= rot(c, 16); c = (c + b) & m
+        b = (b - a) & m; b ^= rot(a, 19); a = (a + c) & m
+        c = (c - b) & m; c ^= rot(b, 4); b = (b + a) & m
+        rest = rest[12:]
+    if not rest:
+        return c
+    x, y, z = struct.unpack("<III", rest + bytes(12 - len(rest)))
+    a, b, c = (a + x) & m, (b + y) & m, (c + z) & m
+    c ^= b; c = (c - rot(b, 14)) & m
+    a ^= c; a = (a - rot(c, 11)) & m
+    b ^= a; b = (b - rot(a, 25)) & m
+    c ^= b; c = (c - rot(b, 16)) & m
+    a ^= c; a = (a - rot(c, 4)) & m
+    b ^= a; b = (b - rot(a, 14)) & m
+    c ^= b; c = (c - rot(b, 24)) & m
+    return c
+
+
+def make_dense_overcounted(outdir):
+    """Dense storage (a fractal heap and a v2 B-tree of names: libver v108,
+    more than fit in the object header) whose name B-tree header counts 5
+    records more than the tree holds, its checksum made right again: a
+    group's links (dense_overcounted.h5) and a group's attributes
+    (dense_attributes_overcounted.h5). libhdf5 1.10 answers a listing of
+    either in name order from a table it sizes by that count and never
+    fills entirely, then sorts the entries it never filled (and frees them,
+    for links): h5ls -r crashes on the first, h5dump -A on the second.
+    Listing in libhdf5's native order walks the tree instead. Returns
+    [{"what", "path"}]."""
+    out = []
+    for name, btree_type, what in [
+            ("dense_overcounted.h5", 5, "dense group whose name index counts more links than it holds"),
+            ("dense_attributes_overcounted.h5", 8,
+             "dense attributes whose name index counts more than it holds")]:
+        path = os.path.join(outdir, name)
+        with h5py.File(path, "w", libver=("v108", "v110")) as f:
+            g = f.create_group("g")
+            if btree_type == 5:
+                for i in range(12):
+                    g.create_group("member%02d" % i)
+                g.create_dataset("data", data=np.arange(12, dtype="u2"))
+            else:
+                for i in range(20):
+                    g.attrs["a%02d" % i] = i
+        data = bytearray(open(path, "rb").read())
+        # The v2 B-tree header: "BTHD", version, type (5: link names, 8:
+        # attribute names), node size (4), record size (2), depth (2),
+        # split and merge percents, root node address (8), records in the
+        # root node (2), records in the tree (8), checksum of everything
+        # before it.
+        at = data.find(b"BTHD")
+        assert at >= 0 and data.find(b"BTHD", at + 4) < 0 and data[at + 5] == btree_type, \
+            "not one v2 B-tree of names"
+        assert lookup3(data[at:at + 34]) == struct.unpack_from("<I", data, at + 34)[0], \
+            "the B-tree header's checksum is not lookup3 over its fields"
+        count = struct.unpack_from("<Q", data, at + 26)[0]
+        struct.pack_into("<Q", data, at + 26, count + 5)
+        struct.pack_into("<I", data, at + 34, lookup3(data[at:at + 34]))
+        with open(path, "wb") as fh:
+            fh.write(data)
+        out.append({"what": what, "path": path})
+    return out
+
+
 def filters_of(dcpl):
     out = []
     for i in range(dcpl.get_nfilters()):
@@ -481,7 +564,7 @@ def make(outdir):
         e = Expect()
         maker(path, e)
         files.append(describe_file(path, e, os.path.join(outdir, "bin"), counter))
-    damaged = make_cyclic(outdir)
+    damaged = make_cyclic(outdir) + make_dense_overcounted(outdir)
     json.dump({"h5py": h5py.__version__, "hdf5": h5py.version.hdf5_version,
                "hdf5plugin": hdf5plugin.version, "files": files, "damaged": damaged}, sys.stdout)
 

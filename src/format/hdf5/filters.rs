@@ -153,8 +153,8 @@ fn unshuffle_into(data: &[u8], out: &mut [u8], size: usize) {
 /// Shuffles: byte `b` of element `i` goes to `b * n + i`.
 fn shuffle(data: &[u8], size: usize) -> Vec<u8> {
     let mut out = data.to_vec();
-    if size > 1 {
-        let n = data.len() / size;
+    let n = data.len() / size.max(1);
+    if size > 1 && n > 1 {
         for b in 0..size {
             for i in 0..n {
                 out[b * n + i] = data[i * size + b];
@@ -542,6 +542,100 @@ fn undo_steps(
     )))
 }
 
+/// A chunked HDF5 dataset's chunk storage as its file states it, and the
+/// decoding of its chunks' stored bytes as libn5 does it in Rust when it
+/// reads chunks of an HDF5 file itself (region reads of chunked datasets
+/// whose filters it runs, with bytes straight from the file). Public so
+/// that the fuzz targets reach that decoder with hostile pipelines and
+/// chunks, as [`inspect_shard`](super::inspect_shard) is for the shard
+/// writer; applications read HDF5 files through
+/// [`Dataset`](crate::Dataset).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkPipeline {
+    /// The filters in the order they are applied when writing, each as
+    /// its identifier (1 deflate, 2 shuffle, 3 fletcher32, 32015 zstd,
+    /// 32001 blosc, any other) and client data values.
+    pub filters: Vec<(i32, Vec<u32>)>,
+    /// The bytes of one stored element.
+    pub elem_size: usize,
+    /// The elements are stored big-endian (else little-endian).
+    pub big_endian: bool,
+    /// The chunk shape (C order).
+    pub chunk: Vec<u64>,
+    /// The dataset's current shape (C order).
+    pub shape: Vec<u64>,
+    /// The layout flag "don't filter partial edge chunks": chunks reaching
+    /// beyond `shape` are stored without filters.
+    pub partial_edge_chunks_unfiltered: bool,
+}
+
+impl ChunkPipeline {
+    /// The decoder libn5 reads these chunks with, if it decodes them.
+    fn decoder(&self) -> Option<ChunkDecoder> {
+        let filters: Vec<Filter> = self
+            .filters
+            .iter()
+            .map(|(id, cd_values)| Filter {
+                id: *id,
+                name: String::new(),
+                cd_values: cd_values.clone(),
+                flags: 0,
+            })
+            .collect();
+        let order = if self.big_endian {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        ChunkDecoder::new(
+            &filters,
+            self.elem_size,
+            order,
+            &self.chunk,
+            &self.shape,
+            self.partial_edge_chunks_unfiltered,
+        )
+    }
+
+    /// The bytes one chunk decodes to (a whole chunk, also at the edges);
+    /// `None` when libn5 does not decode these chunks in Rust (and
+    /// libhdf5 reads them): a filter other than deflate, shuffle,
+    /// fletcher32, zstd and blosc, a compressor after another, or a chunk
+    /// whose size does not fit in memory.
+    pub fn chunk_bytes(&self) -> Option<usize> {
+        self.decoder().map(|d| d.chunk_bytes())
+    }
+
+    /// Decodes `stored`, the stored bytes of the chunk at `grid_pos` (C
+    /// order) written with `filter_mask` (bit i set: filter i was not
+    /// applied), into `out`, exactly [`chunk_bytes`](Self::chunk_bytes)
+    /// long: the chunk's elements in native byte order. Errors:
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) when
+    /// `chunk_bytes` is `None`,
+    /// [`ErrorKind::BufferSize`](crate::ErrorKind::BufferSize) for an `out`
+    /// of another length, [`ErrorKind::Codec`](crate::ErrorKind::Codec) for
+    /// damaged or short data and failed checksums. Allocates no more than
+    /// the larger of `stored` and the chunk, plus what a codec keeps.
+    pub fn decode(
+        &self,
+        stored: &[u8],
+        filter_mask: u32,
+        grid_pos: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let decoder = self.decoder().ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorKind::Unsupported,
+                format!(
+                    "an HDF5 pipeline of filters {:?} is not decoded in Rust",
+                    self.filters.iter().map(|f| f.0).collect::<Vec<_>>()
+                ),
+            )
+        })?;
+        decoder.decode(stored, filter_mask, grid_pos, out)
+    }
+}
+
 /// The name of a step, for messages.
 fn step_name(step: &Step) -> &'static str {
     match step {
@@ -697,6 +791,12 @@ mod tests {
         }
         let s = shuffle(&[1, 2, 3, 4, 5], 2);
         assert_eq!(s, vec![1, 3, 2, 4, 5]);
+        // An element size a file may state beyond the chunk: nothing to
+        // shuffle, and nothing done per byte of that size.
+        let started = std::time::Instant::now();
+        assert_eq!(unshuffle(&data, u32::MAX as usize), data);
+        assert_eq!(shuffle(&data, u32::MAX as usize), data);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! dataset can be created with. Under the cargo feature `hdf5`, HDF5 files
 //! opened through libhdf5 (`native`) as a container's hierarchy (`tree`)
 //! and arrays (`array`), whose chunks are decoded and encoded in Rust
-//! (`filters`, which needs no libhdf5 itself).
+//! (`filters`, which needs no libhdf5 itself; `ChunkPipeline` is its
+//! decoder for the fuzz targets).
 
 #[cfg(feature = "hdf5")]
 pub(crate) mod filters;
@@ -24,6 +25,8 @@ pub(crate) mod native;
 #[cfg(feature = "hdf5")]
 pub(crate) mod tree;
 
+#[cfg(feature = "hdf5")]
+pub use filters::ChunkPipeline;
 pub use shard_file::{inspect_shard, ShardFileInfo, BLOSC_FILTER, SIGNATURE, ZSTD_FILTER};
 
 use serde_json::Value;

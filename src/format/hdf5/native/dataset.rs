@@ -115,7 +115,7 @@ pub(crate) struct Description {
     /// The filter pipeline, in the order filters are applied when writing.
     pub(crate) filters: Vec<Filter>,
     /// One element of the fill value, native byte order (zeros when no
-    /// fill value is defined or the type is not numeric).
+    /// fill value is defined; empty when the type is not numeric).
     pub(crate) fill_value: Vec<u8>,
     /// Partial edge chunks are stored without filters (the layout flag
     /// `H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS`).
@@ -514,7 +514,9 @@ fn describe(id: hid_t, context: &str) -> Result<Description> {
             flags,
         });
     }
-    let mut fill_value = vec![0u8; elem_size];
+    // Nothing for types that are not numeric: their size is whatever the
+    // file states (up to 4 GiB), and nothing reads their fill value.
+    let mut fill_value = Vec::new();
     if let Element::Numeric { data_type, .. } = element {
         fill_value = vec![0u8; data_type.size()];
         let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;

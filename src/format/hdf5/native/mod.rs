@@ -290,6 +290,58 @@ fn link_type(group: hid_t, name: &CStr, context: &str) -> Result<c_int> {
     Ok(info.type_)
 }
 
+/// The names of the links in the open group `group`, in the order libhdf5
+/// stores them. Iterating in that native order walks the group's own index
+/// (symbol table, link messages, or the name B-tree of dense storage):
+/// libhdf5 1.10 answers any other order of a dense group from a table it
+/// sizes by the B-tree's record count and fills by walking the tree, and
+/// frees entries it never filled when a damaged tree holds fewer records
+/// than it counts (a crash in `H5G__link_release_table`).
+fn link_names(group: hid_t, context: &str) -> Result<Vec<Vec<u8>>> {
+    unsafe extern "C" fn collect(
+        _group: hid_t,
+        name: *const c_char,
+        _info: *const sys::h5l::H5L_info_t,
+        data: *mut std::ffi::c_void,
+    ) -> herr_t {
+        let result = std::panic::catch_unwind(|| {
+            // SAFETY: `data` is the `Vec<Vec<u8>>` passed to H5Literate
+            // below and `name` a NUL-terminated string libhdf5 owns for the
+            // duration of the callback.
+            unsafe {
+                let names = &mut *data.cast::<Vec<Vec<u8>>>();
+                names.push(CStr::from_ptr(name).to_bytes().to_vec());
+            }
+        });
+        if result.is_ok() {
+            0
+        } else {
+            -1
+        }
+    }
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut index: hsize_t = 0;
+    // SAFETY: `group` is an open group; the callback only pushes to
+    // `names`, which outlives the call; under the lock.
+    let ret = locked(|| unsafe {
+        sys::h5l::H5Literate(
+            group,
+            H5_index_t::H5_INDEX_NAME,
+            H5_iter_order_t::H5_ITER_NATIVE,
+            &mut index,
+            Some(collect),
+            (&mut names as *mut Vec<Vec<u8>>).cast(),
+        )
+    });
+    check(
+        ret,
+        ErrorKind::InvalidMetadata,
+        context,
+        "listing the group",
+    )?;
+    Ok(names)
+}
+
 /// What the link `name` in the open group `group` leads to (hard and soft
 /// links followed, external and user-defined ones not).
 fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
@@ -335,6 +387,79 @@ fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
         Ok((hid, H5I_type_t::H5I_GROUP)) => Ok(Resolved::Group(hid)),
         Ok((hid, H5I_type_t::H5I_DATASET)) => Ok(Resolved::Dataset(hid)),
         Ok(_) => Ok(Resolved::Other),
+    }
+}
+
+/// What the link `name` in the open group `group` leads to (hard and soft
+/// links followed, external and user-defined ones not), without opening
+/// the object: libhdf5 tells the kind from which messages its header
+/// holds, decoding none of them, where opening a dataset decodes its
+/// type, layout and filters and opening a named datatype its type
+/// (decoders that libhdf5 1.10 runs unchecked on damaged headers).
+fn child_kind(group: hid_t, name: &str, context: &str) -> Result<ObjectKind> {
+    let cname = cstring(name, "name")?;
+    // SAFETY: `group` is an open group, `cname` a C string; under the lock.
+    let exists = locked(|| unsafe { sys::h5l::H5Lexists(group, cname.as_ptr(), H5P_DEFAULT) });
+    if !check_tri(
+        exists,
+        ErrorKind::InvalidMetadata,
+        context,
+        "looking up the link",
+    )? {
+        return Ok(ObjectKind::None);
+    }
+    let ty = link_type(group, &cname, context)?;
+    const HARD: c_int = 0;
+    const SOFT: c_int = 1;
+    if ty != HARD && ty != SOFT {
+        return Ok(ObjectKind::Other);
+    }
+    let object = locked(|| {
+        #[cfg(not(n5_hdf5_1_12))]
+        {
+            let mut info = std::mem::MaybeUninit::<sys::h5o::H5O_info1_t>::zeroed();
+            // SAFETY: as above; `info` is written on success (all zeros, a
+            // valid value, before); H5O_INFO_BASIC reads the header only.
+            let ret = unsafe {
+                sys::h5o::H5Oget_info_by_name2(
+                    group,
+                    cname.as_ptr(),
+                    info.as_mut_ptr(),
+                    sys::h5o::H5O_INFO_BASIC,
+                    H5P_DEFAULT,
+                )
+            };
+            // SAFETY: zeroed, then written by libhdf5.
+            (ret, unsafe { info.assume_init() }.type_)
+        }
+        #[cfg(n5_hdf5_1_12)]
+        {
+            let mut info = std::mem::MaybeUninit::<sys::h5o::H5O_info2_t>::zeroed();
+            // SAFETY: as above.
+            let ret = unsafe {
+                sys::h5o::H5Oget_info_by_name3(
+                    group,
+                    cname.as_ptr(),
+                    info.as_mut_ptr(),
+                    sys::h5o::H5O_INFO_BASIC,
+                    H5P_DEFAULT,
+                )
+            };
+            // SAFETY: zeroed, then written by libhdf5.
+            (ret, unsafe { info.assume_init() }.type_)
+        }
+    });
+    match object {
+        // A soft link whose target is missing or unreadable.
+        (ret, _) if ret < 0 && ty == SOFT => Ok(ObjectKind::Other),
+        (ret, _) if ret < 0 => Err(failed(
+            ErrorKind::InvalidMetadata,
+            context,
+            "reading the object header",
+        )),
+        (_, sys::h5o::H5O_type_t::H5O_TYPE_GROUP) => Ok(ObjectKind::Group),
+        (_, sys::h5o::H5O_type_t::H5O_TYPE_DATASET) => Ok(ObjectKind::Dataset),
+        _ => Ok(ObjectKind::Other),
     }
 }
 
@@ -593,9 +718,18 @@ impl File {
         self.inner.flush()
     }
 
-    /// What is at `path`.
+    /// What is at `path` (the object itself is not opened: see
+    /// `child_kind`).
     pub(crate) fn kind(&self, path: &str) -> Result<ObjectKind> {
-        Ok(self.inner.resolve(path)?.kind())
+        let comps = components(path)?;
+        let Some((last, parents)) = comps.split_last() else {
+            return Ok(self.inner.resolve(path)?.kind());
+        };
+        let context = self.inner.context(&absolute(&comps));
+        match self.inner.resolve(&parents.join("/"))? {
+            Resolved::Group(group) => child_kind(group.id(), last, &context),
+            _ => Ok(ObjectKind::None),
+        }
     }
 
     /// The names of the groups and datasets in the group at `path` (hard
@@ -616,63 +750,14 @@ impl File {
                 ))
             }
         };
-        let count = locked(|| {
-            let mut info = std::mem::MaybeUninit::<sys::h5g::H5G_info_t>::zeroed();
-            // SAFETY: `group` is an open group; `info` is written on success.
-            let ret = unsafe { sys::h5g::H5Gget_info(group.id(), info.as_mut_ptr()) };
-            check(
-                ret,
-                ErrorKind::InvalidMetadata,
-                &context,
-                "reading the group",
-            )?;
-            // SAFETY: written by the successful call.
-            Ok(unsafe { info.assume_init() }.nlinks)
-        })?;
-        let dot = cstring(".", "name")?;
+        let names_found = link_names(group.id(), &context)?;
         let mut names = Vec::new();
-        for index in 0..count {
-            let name = locked(|| {
-                let by_idx = |buf: *mut c_char, size: usize| {
-                    // SAFETY: `group` is open; `buf` is NULL (size 0) or
-                    // `size` writable bytes.
-                    unsafe {
-                        sys::h5l::H5Lget_name_by_idx(
-                            group.id(),
-                            dot.as_ptr(),
-                            H5_index_t::H5_INDEX_NAME,
-                            H5_iter_order_t::H5_ITER_INC,
-                            index,
-                            buf,
-                            size,
-                            H5P_DEFAULT,
-                        )
-                    }
-                };
-                let len = by_idx(std::ptr::null_mut(), 0);
-                if len < 0 {
-                    return Err(failed(
-                        ErrorKind::InvalidMetadata,
-                        &context,
-                        &format!("reading the name of link {index}"),
-                    ));
-                }
-                let mut buf = vec![0u8; len as usize + 1];
-                if by_idx(buf.as_mut_ptr().cast(), buf.len()) < 0 {
-                    return Err(failed(
-                        ErrorKind::InvalidMetadata,
-                        &context,
-                        &format!("reading the name of link {index}"),
-                    ));
-                }
-                buf.truncate(len as usize);
-                Ok(buf)
-            })?;
+        for name in names_found {
             let Ok(name) = String::from_utf8(name) else {
                 continue;
             };
             if matches!(
-                resolve_child(group.id(), &name, &context)?.kind(),
+                child_kind(group.id(), &name, &context)?,
                 ObjectKind::Group | ObjectKind::Dataset
             ) {
                 names.push(name);

@@ -600,7 +600,8 @@ fn files_h5py_wrote_read_as_h5py_reads_them() {
         let after = std::fs::read(path).unwrap();
         assert!(after.len() >= before.len(), "{} shrank", path.display());
     }
-    // Cyclic object headers, and every file cut short, read in a child
+    // Cyclic object headers, dense links and attributes whose name index
+    // counts more than it holds, and every file cut short, read in a child
     // process: errors (or, for a cycle libhdf5 notices, a good read), never
     // a crash or a hang.
     let mut damaged: Vec<(String, PathBuf)> = manifest["damaged"]
@@ -614,6 +615,7 @@ fn files_h5py_wrote_read_as_h5py_reads_them() {
             )
         })
         .collect();
+    let made_damaged = damaged.len();
     let cut_dir = dir.join("cut");
     std::fs::create_dir_all(&cut_dir).unwrap();
     for f in manifest["files"].as_array().unwrap() {
@@ -639,7 +641,7 @@ fn files_h5py_wrote_read_as_h5py_reads_them() {
     let cut_errors = errors.iter().filter(|p| p.starts_with(&cut_dir)).count();
     assert_eq!(
         cut_errors,
-        damaged.len() - 2,
+        damaged.len() - made_damaged,
         "every file cut short is an error"
     );
 
@@ -1534,6 +1536,9 @@ fn read_in_a_child(files: &[(String, PathBuf)]) -> Vec<PathBuf> {
             "--test-threads=1",
         ])
         .env("N5_HDF5_HOSTILE", names.join("\n"))
+        // glibc fills what malloc returns with this byte: libhdf5 using
+        // memory it never initialised then fails the same way every run.
+        .env("MALLOC_PERTURB_", "165")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
