@@ -6,8 +6,9 @@
 #
 # Installs what it needs with tests/setup.sh (the project's Python venv
 # .venv with tensorstore and z5py, the peers, as ./tests/run.sh does; with
-# --format zarr3-sharded or all also .venv-zarr3 with zarr-python 3), then
-# runs `cargo run --release -p n5-bench -- "$@"` from the repository root.
+# --format zarr3-sharded or all also .venv-zarr3 with zarr-python 3; with
+# --storage s3 or all the test servers, SeaweedFS), then runs
+# `cargo run --release -p n5-bench -- "$@"` from the repository root.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +19,9 @@ prev=""
 for arg in "$@"; do
     if [ "$prev" = "--format" ] && { [ "$arg" = zarr3-sharded ] || [ "$arg" = all ]; }; then
         "$ROOT/tests/setup.sh" zarr3py
+    fi
+    if [ "$prev" = "--storage" ] && { [ "$arg" = s3 ] || [ "$arg" = all ]; }; then
+        "$ROOT/tests/setup.sh" servers
     fi
     prev="$arg"
 done
