@@ -337,6 +337,14 @@ pub fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The 1-minute load average (NaN when unknown).
+pub fn load1() -> f64 {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
 /// The current UTC time as `YYYY-MM-DD HH:MM UTC`.
 pub fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
