@@ -68,6 +68,10 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --storage WHERE    fs (default: the local disk), s3 (S3 on SeaweedFS on
                      127.0.0.1 behind a latency proxy; lz4 left out) or all
   --latency LIST     ms added per request on S3, comma-separated (default 0,20)
+  --quiet CORES      before each measuring process, wait (at most 5 minutes)
+                     until the machine keeps fewer than CORES cores busy
+                     (sampled over 0.5 s while the benchmark is idle); the
+                     value seen is reported with each measurement
   --no-peers         skip the peers (tensorstore, z5py, zarr-python)
   --python PATH      Python with the peers (default: <repo>/.venv/bin/python,
                      made by ./tests/run.sh or bench/run.sh)
@@ -106,6 +110,9 @@ struct Config {
     storage_fs: bool,
     storage_s3: bool,
     latencies: Vec<u64>,
+    /// `--quiet`: the most cores the machine may keep busy when a
+    /// measuring process starts.
+    quiet: Option<f64>,
 }
 
 /// Parses a comma-separated list with `item`.
@@ -137,6 +144,7 @@ impl Config {
             storage_fs: true,
             storage_s3: false,
             latencies: vec![0, 20],
+            quiet: None,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -185,6 +193,15 @@ impl Config {
                 }
                 "--latency" => {
                     c.latencies = list(&value()?, |s| s.parse().ok().filter(|&ms| ms <= 1000))?
+                }
+                "--quiet" => {
+                    c.quiet = Some(
+                        value()?
+                            .parse()
+                            .ok()
+                            .filter(|&n: &f64| n > 0.0)
+                            .ok_or("--quiet needs a positive number of cores")?,
+                    )
                 }
                 "--no-peers" => c.peers = false,
                 "--python" => c.python = value()?.into(),
@@ -287,8 +304,21 @@ fn run_rounds(config: &Config, jobs: &[Job], results: &mut HashMap<report::Key, 
     }
 }
 
+/// How long `--quiet` waits for a quiet machine before measuring anyway.
+const QUIET_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Runs `job` in a fresh process (this binary or peers.py) and logs it.
 fn run_job(config: &Config, job: &Job) -> Outcome {
+    // --quiet: the machine's other work below the limit first.
+    let busy = config.quiet.map(|max| {
+        let (busy, waited) = sys::wait_quiet(max, QUIET_PATIENCE);
+        if waited >= QUIET_PATIENCE {
+            say!("the machine kept {busy:.2} cores busy for {QUIET_PATIENCE:?}: measuring anyway");
+        } else if waited.as_secs() >= 5 {
+            say!("waited {:.0} s for a quiet machine", waited.as_secs_f64());
+        }
+        busy
+    });
     // Every measuring process finds as much memory backed by the host as
     // the largest buffer it fills (see sys::prime_memory).
     sys::prime_memory((job.dims.iter().product::<u64>() * Job::ELEM) as usize);
@@ -314,14 +344,16 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     };
     if let Outcome::Ok(r) = &mut outcome {
         r.load = vec![load; r.times.len()];
+        r.busy = busy.map_or_else(Vec::new, |b| vec![b; r.times.len()]);
     }
     let result = match &outcome {
         Outcome::Ok(r) => format!(
-            "{:.1} ms (median of {}), CPU {:.1} ms, peak RSS {} MiB, load {load:.2}",
+            "{:.1} ms (median of {}), CPU {:.1} ms, peak RSS {} MiB, load {load:.2}{}",
             r.median() * 1000.0,
             r.times.len(),
             r.median_cpu() * 1000.0,
-            r.maxrss_kib / 1024
+            r.maxrss_kib / 1024,
+            busy.map_or_else(String::new, |b| format!(", {b:.2} cores busy before"))
         ),
         Outcome::NotApplicable(why) => format!("n/a: {why}"),
         Outcome::Failed(msg) => format!("ERROR: {msg}"),

@@ -217,6 +217,9 @@ pub struct Hdf5Compare {
     /// Lowest and highest 1-minute load average when the processes of
     /// both started.
     pub load: Option<(f64, f64)>,
+    /// Lowest and highest number of cores the machine kept busy right
+    /// before they started (`--quiet`).
+    pub busy: Option<(f64, f64)>,
 }
 
 impl Hdf5Compare {
@@ -226,6 +229,7 @@ impl Hdf5Compare {
         let cpu_hdf5 = spread(&hdf5.cpu);
         let (p, h) = (spread(&plain.times)?, spread(&hdf5.times)?);
         let load: Vec<f64> = plain.load.iter().chain(&hdf5.load).copied().collect();
+        let busy: Vec<f64> = plain.busy.iter().chain(&hdf5.busy).copied().collect();
         Some(Hdf5Compare {
             plain: p,
             hdf5: h,
@@ -236,6 +240,7 @@ impl Hdf5Compare {
             cpu_ratio: cpu_plain.zip(cpu_hdf5).map(|(p, h)| h.0 / p.0),
             cpu_rounds: round_ratios(&hdf5.cpu, &plain.cpu),
             load: spread(&load).map(|(_, lo, hi)| (lo, hi)),
+            busy: spread(&busy).map(|(_, lo, hi)| (lo, hi)),
         })
     }
 
@@ -266,6 +271,7 @@ impl Hdf5Compare {
             "cpu_ratio": self.cpu_ratio,
             "cpu_round_ratios": pair(self.cpu_rounds),
             "load": pair(self.load),
+            "busy_cores_before": pair(self.busy),
             "target": HDF5_TARGET,
             "verdict": self.verdict().text(),
         })
@@ -346,8 +352,12 @@ pub fn hdf5_table(rows: &[Hdf5Row]) -> String {
             c.cpu_hdf5.map_or_else(dash, ms_spread),
             c.cpu_ratio
                 .map_or_else(dash, |r| ratio_spread(r, c.cpu_rounds)),
-            c.load
-                .map_or_else(dash, |(lo, hi)| format!("{lo:.2}–{hi:.2}")),
+            match (c.load, c.busy) {
+                (Some((lo, hi)), Some((blo, bhi))) =>
+                    format!("{lo:.2}–{hi:.2}; busy {blo:.2}–{bhi:.2}"),
+                (Some((lo, hi)), None) => format!("{lo:.2}–{hi:.2}"),
+                _ => dash(),
+            },
         );
     }
     // Why cells say n/a (libn5's refusal; the first one).
@@ -386,7 +396,7 @@ pub fn hdf5_json(rows: &[Hdf5Row]) -> Value {
 }
 
 /// The text before the HDF5-shard tables.
-pub const HDF5_INTRO: &str = "The same array written (and read, as a check) by libn5 with `\"hdf5_shards\": {\"must_understand\": false}` in its zarr.json, every shard an HDF5 file too, into a container of its own, timed in the same rounds right after plain libn5 (gzip: libn5 refuses it with HDF5 shards, n/a). Times and CPU times in ms: median (fastest–slowest round). Ratios: of the medians (in parentheses the smallest and largest per-round ratio, each round's HDF5 measurement over its plain one). Load: the 1-minute load average when the measuring processes started (lowest–highest). Target: writes take at most 1.05× plain: met when the ratio of the medians is at most 1.05; met (within spread) when it is above but the target lies within the per-round ratios and the CPU time ratio is at most 1.05; missed otherwise.";
+pub const HDF5_INTRO: &str = "The same array written (and read, as a check) by libn5 with `\"hdf5_shards\": {\"must_understand\": false}` in its zarr.json, every shard an HDF5 file too, into a container of its own, timed in the same rounds right after plain libn5 (gzip: libn5 refuses it with HDF5 shards, n/a). Times and CPU times in ms: median (fastest–slowest round). Ratios: of the medians (in parentheses the smallest and largest per-round ratio, each round's HDF5 measurement over its plain one). Load: the 1-minute load average when the measuring processes started (lowest–highest; with `--quiet` also the cores the machine kept busy right before, the benchmark idle). Target: writes take at most 1.05× plain: met when the ratio of the medians is at most 1.05; met (within spread) when it is above but the target lies within the per-round ratios and the CPU time ratio is at most 1.05; missed otherwise.";
 
 impl Run {
     /// The outcome of one measurement, if it ran.

@@ -542,6 +542,9 @@ pub struct Report {
     /// The 1-minute load average when the process of each repeat started
     /// (taken by the benchmark, not the child).
     pub load: Vec<f64>,
+    /// The cores the machine kept busy right before the process of each
+    /// repeat started, the benchmark idle (with `--quiet` only).
+    pub busy: Vec<f64>,
 }
 
 impl Report {
@@ -565,6 +568,7 @@ impl Report {
             "baseline_kib": self.baseline_kib,
             "resident_after_evict": if self.resident_after_evict.is_nan() { Value::Null } else { json!(self.resident_after_evict) },
             "load": self.load,
+            "busy_cores_before": self.busy,
         })
     }
 
@@ -578,12 +582,14 @@ impl Report {
             .map(|t| t.as_f64().ok_or("report: a time is not a number"))
             .collect::<Result<Vec<_>, _>>()?;
         let kib = |key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let numbers = |key: &str| -> Vec<f64> {
+            v.get(key)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default()
+        };
         // Older reports and peers without it: no CPU times.
-        let cpu = v
-            .get("cpu")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default();
+        let cpu = numbers("cpu");
         Ok(Report {
             times,
             cpu,
@@ -593,11 +599,8 @@ impl Report {
                 .get("resident_after_evict")
                 .and_then(Value::as_f64)
                 .unwrap_or(f64::NAN),
-            load: v
-                .get("load")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default(),
+            load: numbers("load"),
+            busy: numbers("busy_cores_before"),
         })
     }
 }
@@ -858,6 +861,7 @@ impl Outcome {
                 a.times.extend(b.times);
                 a.cpu.extend(b.cpu);
                 a.load.extend(b.load);
+                a.busy.extend(b.busy);
                 a.maxrss_kib = a.maxrss_kib.max(b.maxrss_kib);
                 a.baseline_kib = a.baseline_kib.max(b.baseline_kib);
                 a.resident_after_evict = a.resident_after_evict.max(b.resident_after_evict);
