@@ -10,7 +10,8 @@
 //! I/O) and with the peers tensorstore and z5py (bench/peers.py in the
 //! project's venv). `--format zarr3-sharded` (or `all`) measures a sharded
 //! Zarr v3 array the same way, against tensorstore's zarr3 driver and
-//! zarr-python 3 (bench/peers_zarr3.py in `.venv-zarr3`). `--help` lists
+//! zarr-python 3 (bench/peers_zarr3.py in `.venv-zarr3`), and libn5 writing
+//! it with HDF5 shards (`hdf5_shards`) against plain libn5. `--help` lists
 //! the options.
 //!
 //! This file owns the command line, the working directory and the order of
@@ -53,8 +54,10 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --threads LIST     thread counts, comma-separated (default 1,2)
   --format WHAT      n5 (default: N5 datasets in 64³ blocks), zarr3-sharded (a
                      Zarr v3 array of shards of half the volume per dimension
-                     holding 64³ inner chunks; lz4 left out; peers
-                     tensorstore's zarr3 driver and zarr-python 3) or all
+                     holding 64³ inner chunks; lz4 left out; libn5 also
+                     with hdf5_shards, every shard an HDF5 file, against
+                     plain libn5; peers tensorstore's zarr3 driver and
+                     zarr-python 3) or all
   --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
   --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
   --cache MODE       page cache before reads: fadvise (default: fsync and
@@ -65,6 +68,10 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --storage WHERE    fs (default: the local disk), s3 (S3 on SeaweedFS on
                      127.0.0.1 behind a latency proxy; lz4 left out) or all
   --latency LIST     ms added per request on S3, comma-separated (default 0,20)
+  --quiet CORES      before each measuring process, wait (at most 5 minutes)
+                     until the machine keeps fewer than CORES cores busy
+                     (sampled over 0.5 s while the benchmark is idle); the
+                     value seen is reported with each measurement
   --no-peers         skip the peers (tensorstore, z5py, zarr-python)
   --python PATH      Python with the peers (default: <repo>/.venv/bin/python,
                      made by ./tests/run.sh or bench/run.sh)
@@ -103,6 +110,9 @@ struct Config {
     storage_fs: bool,
     storage_s3: bool,
     latencies: Vec<u64>,
+    /// `--quiet`: the most cores the machine may keep busy when a
+    /// measuring process starts.
+    quiet: Option<f64>,
 }
 
 /// Parses a comma-separated list with `item`.
@@ -134,6 +144,7 @@ impl Config {
             storage_fs: true,
             storage_s3: false,
             latencies: vec![0, 20],
+            quiet: None,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -182,6 +193,15 @@ impl Config {
                 }
                 "--latency" => {
                     c.latencies = list(&value()?, |s| s.parse().ok().filter(|&ms| ms <= 1000))?
+                }
+                "--quiet" => {
+                    c.quiet = Some(
+                        value()?
+                            .parse()
+                            .ok()
+                            .filter(|&n: &f64| n > 0.0)
+                            .ok_or("--quiet needs a positive number of cores")?,
+                    )
                 }
                 "--no-peers" => c.peers = false,
                 "--python" => c.python = value()?.into(),
@@ -238,23 +258,23 @@ fn main() -> ExitCode {
 
 /// The hidden child mode: runs one job, prints its JSON report on stdout.
 fn child(job_json: &str) -> ExitCode {
-    let result = serde_json::from_str(job_json)
+    let outcome = match serde_json::from_str(job_json)
         .map_err(|e| format!("job: {e}"))
         .and_then(|v| Job::from_json(&v))
-        .and_then(|job| match job.imp {
-            Impl::Libn5 => workload::run_libn5(&job),
-            Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => floor::run_floor(&job),
-            _ => Err("peers run in bench/peers.py".into()),
-        });
-    match result {
-        Ok(report) => {
-            println!("{}", report.to_json());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            println!("{}", serde_json::json!({"status": "error", "message": e}));
-            ExitCode::FAILURE
-        }
+    {
+        Err(e) => Outcome::Failed(e),
+        Ok(job) => match job.imp {
+            Impl::Libn5 | Impl::Libn5Hdf5 => workload::run_libn5(&job),
+            Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => {
+                floor::run_floor(&job).map_or_else(Outcome::Failed, Outcome::Ok)
+            }
+            _ => Outcome::Failed("peers run in bench/peers.py".into()),
+        },
+    };
+    println!("{}", outcome.to_json());
+    match outcome {
+        Outcome::Failed(_) => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -284,12 +304,26 @@ fn run_rounds(config: &Config, jobs: &[Job], results: &mut HashMap<report::Key, 
     }
 }
 
+/// How long `--quiet` waits for a quiet machine before measuring anyway.
+const QUIET_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Runs `job` in a fresh process (this binary or peers.py) and logs it.
 fn run_job(config: &Config, job: &Job) -> Outcome {
+    // --quiet: the machine's other work below the limit first.
+    let busy = config.quiet.map(|max| {
+        let (busy, waited) = sys::wait_quiet(max, QUIET_PATIENCE);
+        if waited >= QUIET_PATIENCE {
+            say!("the machine kept {busy:.2} cores busy for {QUIET_PATIENCE:?}: measuring anyway");
+        } else if waited.as_secs() >= 5 {
+            say!("waited {:.0} s for a quiet machine", waited.as_secs_f64());
+        }
+        busy
+    });
     // Every measuring process finds as much memory backed by the host as
     // the largest buffer it fills (see sys::prime_memory).
     sys::prime_memory((job.dims.iter().product::<u64>() * Job::ELEM) as usize);
-    let outcome = if job.imp == Impl::ZarrPython {
+    let load = sys::load1();
+    let mut outcome = if job.imp == Impl::ZarrPython {
         peers::run(&config.python_zarr3, job)
     } else if job.imp.is_peer() {
         peers::run(&config.python, job)
@@ -308,13 +342,18 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
             Err(e) => Outcome::Failed(format!("cannot start a child: {e}")),
         }
     };
+    if let Outcome::Ok(r) = &mut outcome {
+        r.load = vec![load; r.times.len()];
+        r.busy = busy.map_or_else(Vec::new, |b| vec![b; r.times.len()]);
+    }
     let result = match &outcome {
         Outcome::Ok(r) => format!(
-            "{:.1} ms (median of {}), CPU {:.1} ms, peak RSS {} MiB",
+            "{:.1} ms (median of {}), CPU {:.1} ms, peak RSS {} MiB, load {load:.2}{}",
             r.median() * 1000.0,
             r.times.len(),
             r.median_cpu() * 1000.0,
-            r.maxrss_kib / 1024
+            r.maxrss_kib / 1024,
+            busy.map_or_else(String::new, |b| format!(", {b:.2} cores busy before"))
         ),
         Outcome::NotApplicable(why) => format!("n/a: {why}"),
         Outcome::Failed(msg) => format!("ERROR: {msg}"),
@@ -403,6 +442,7 @@ fn write_volume(dims: [u64; 3], raw: &Path) -> Result<f64, String> {
 fn container_of(work: &Path, imp: Impl, codec: Codec, layout: Layout) -> PathBuf {
     let owner = match imp {
         Impl::Libn5 | Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => "libn5",
+        // Libn5Hdf5 and the peers: a container of their own.
         other => other.name(),
     };
     work.join(format!("{owner}-{}.{}", codec.name(), layout.suffix()))
@@ -531,10 +571,15 @@ fn peer_versions(config: &Config) -> Result<serde_json::Value, String> {
     versions
 }
 
-/// The implementations to measure in `layout`: libn5, the floors and the
-/// installed peers of the layout.
+/// The implementations to measure in `layout`: libn5 (in the sharded
+/// layout also with HDF5 shards, right after it in every round), the
+/// floors and the installed peers of the layout.
 fn implementations(versions: &Result<serde_json::Value, String>, layout: Layout) -> Vec<Impl> {
-    let mut imps = vec![Impl::Libn5, Impl::FloorIo, Impl::FloorCodec, Impl::FloorOut];
+    let mut imps = vec![Impl::Libn5];
+    if layout == Layout::Zarr3Sharded {
+        imps.push(Impl::Libn5Hdf5);
+    }
+    imps.extend([Impl::FloorIo, Impl::FloorCodec, Impl::FloorOut]);
     let peers: &[(Impl, &str)] = match layout {
         Layout::N5 => &[(Impl::Tensorstore, "tensorstore"), (Impl::Z5py, "z5py")],
         Layout::Zarr3Sharded => &[
@@ -557,8 +602,23 @@ fn implementations(versions: &Result<serde_json::Value, String>, layout: Layout)
 struct CodecExtras {
     /// libn5's dataset size over the raw volume's.
     ratio: Option<f64>,
+    /// The size of libn5's array with HDF5 shards over its plain one's.
+    hdf5_ratio: Option<f64>,
     /// The I/O floor's whole read of the raw container, cold and warm.
     warm_check: Option<(f64, f64)>,
+}
+
+/// Why libn5 refused to write the array with HDF5 shards, if its write of
+/// `codec` was not applicable: its reads then are not either.
+fn hdf5_refusal(results: &HashMap<report::Key, Outcome>, codec: Codec) -> Option<String> {
+    results.iter().find_map(|((imp, w, c, _), o)| match o {
+        Outcome::NotApplicable(why)
+            if *imp == Impl::Libn5Hdf5 && *w == Workload::Write && *c == codec =>
+        {
+            Some(why.clone())
+        }
+        _ => None,
+    })
 }
 
 /// Every workload with `codec`: the writes (which make the containers),
@@ -576,28 +636,52 @@ fn measure_codec(
         .copied()
         .filter(|&w| w != Workload::Write)
         .collect();
+    let mut refused = None;
     if config.workloads.contains(&Workload::Write) {
         run_rounds(config, &setup.jobs(imps, Workload::Write, codec), results);
+        refused = hdf5_refusal(results, codec);
     } else if !reads.is_empty() {
         // Untimed: the containers the reads need.
         for &imp in imps {
-            if matches!(
-                imp,
-                Impl::Libn5 | Impl::Tensorstore | Impl::Z5py | Impl::ZarrPython
-            ) {
-                run_job(
+            if imp.is_libn5() || imp.is_peer() {
+                let outcome = run_job(
                     config,
                     &setup.job(imp, Workload::Write, codec, config.threads[0]),
+                );
+                if let (Impl::Libn5Hdf5, Outcome::NotApplicable(why)) = (imp, outcome) {
+                    refused = Some(why);
+                }
+            }
+        }
+    }
+    // No array with HDF5 shards, no reads of it.
+    if let Some(why) = refused {
+        for &w in &reads {
+            for &t in &config.threads {
+                results.insert(
+                    (Impl::Libn5Hdf5, w, codec, t),
+                    Outcome::NotApplicable(why.clone()),
                 );
             }
         }
     }
     let vol_bytes = setup.dims.iter().product::<u64>() * Job::ELEM;
-    let dataset =
-        container_of(setup.work, Impl::Libn5, codec, setup.layout).join(workload::DATASET);
-    let ratio = sys::bytes_below(&dataset)
+    let size = |imp| {
+        sys::bytes_below(
+            &container_of(setup.work, imp, codec, setup.layout).join(workload::DATASET),
+        )
         .ok()
-        .map(|b| b as f64 / vol_bytes as f64);
+    };
+    let plain = size(Impl::Libn5);
+    let ratio = plain.map(|b| b as f64 / vol_bytes as f64);
+    let hdf5_ratio = match (
+        imps.contains(&Impl::Libn5Hdf5),
+        size(Impl::Libn5Hdf5),
+        plain,
+    ) {
+        (true, Some(h), Some(p)) if h > 0 && p > 0 => Some(h as f64 / p as f64),
+        _ => None,
+    };
     for &w in &reads {
         run_rounds(config, &setup.jobs(imps, w, codec), results);
     }
@@ -616,12 +700,22 @@ fn measure_codec(
         }
     }
     if !config.keep {
-        for imp in [Impl::Libn5, Impl::Tensorstore, Impl::Z5py, Impl::ZarrPython] {
+        for imp in [
+            Impl::Libn5,
+            Impl::Libn5Hdf5,
+            Impl::Tensorstore,
+            Impl::Z5py,
+            Impl::ZarrPython,
+        ] {
             workload::remove_tree(&container_of(setup.work, imp, codec, setup.layout))?;
         }
         workload::remove_tree(&setup.work.join(format!("floor-{}", codec.name())))?;
     }
-    Ok(CodecExtras { ratio, warm_check })
+    Ok(CodecExtras {
+        ratio,
+        hdf5_ratio,
+        warm_check,
+    })
 }
 
 /// The benchmark in the working directory `work`: checks, data, every
@@ -693,6 +787,7 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         let mut cache = cache_text.clone();
         let mut results = HashMap::new();
         let mut ratios = Vec::new();
+        let mut hdf5_ratios = Vec::new();
         let codecs: Vec<Codec> = config
             .codecs
             .iter()
@@ -702,6 +797,7 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         for &codec in &codecs {
             let extras = measure_codec(&setup, &imps, codec, &mut results)?;
             ratios.extend(extras.ratio.map(|r| (codec, r)));
+            hdf5_ratios.extend(extras.hdf5_ratio.map(|r| (codec, r)));
             if let Some((cold, warm)) = extras.warm_check {
                 cache.push_str(&format!(
                     "; the I/O floor reads the whole raw volume in {:.1} ms cold, {:.1} ms warm ({} thread(s))",
@@ -750,6 +846,7 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
             region: setup.region,
             foreground,
             ratios,
+            hdf5_ratios,
             repeats: config.repeats,
             threads: config.threads.clone(),
             codecs,
@@ -796,6 +893,7 @@ fn run_in(config: &Config, command: String, work: &Path) -> Result<(), String> {
         for (run, cells) in &runs {
             let mut part = run.to_json();
             part["object_store"] = remote::to_json(cells);
+            part["object_store_hdf5_shards"] = remote::hdf5_to_json(config, cells);
             if doc.is_null() {
                 doc = part;
             } else {

@@ -29,6 +29,7 @@ use n5_testkit::client::Request;
 use n5_testkit::{Proxy, S3Server};
 use serde_json::{json, Value};
 
+use crate::report;
 use crate::sharded::Needed;
 use crate::workload::{Codec, Impl, Job, Layout, Outcome, Workload};
 use crate::{run_job, Config, Setup};
@@ -208,6 +209,8 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                     Impl::Tensorstore | Impl::ZarrPython if workload == Workload::Write => {
                         imp.name()
                     }
+                    // Writes and reads its own array of HDF5 shards.
+                    Impl::Libn5Hdf5 => imp.name(),
                     _ => "libn5",
                 };
                 let mut j = setup.job(imp, workload, codec, threads);
@@ -218,13 +221,21 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
             };
 
             let mut workloads = config.workloads.clone();
+            // Why libn5 refused the array with HDF5 shards, if it did: its
+            // reads are not applicable then either.
+            let mut hdf5_refused = None;
             if !workloads.contains(&Workload::Write) {
-                // Untimed: the container the reads need.
-                room("the untimed write");
-                run_job(
-                    config,
-                    &job(Impl::Libn5, Workload::Write, config.threads[0]),
-                );
+                // Untimed: the containers the reads need.
+                for imp in [Impl::Libn5, Impl::Libn5Hdf5] {
+                    if imps.contains(&imp) {
+                        room("the untimed write");
+                        let outcome =
+                            run_job(config, &job(imp, Workload::Write, config.threads[0]));
+                        if let (Impl::Libn5Hdf5, Outcome::NotApplicable(why)) = (imp, outcome) {
+                            hdf5_refused = Some(why);
+                        }
+                    }
+                }
             } else {
                 // The writes first: they make the containers.
                 workloads.retain(|&w| w != Workload::Write);
@@ -239,6 +250,14 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                     .collect();
                 type Counted = (Outcome, Option<(u64, u64, u64)>);
                 let mut results: HashMap<(Impl, usize), Counted> = HashMap::new();
+                if let (Some(why), true) = (&hdf5_refused, workload != Workload::Write) {
+                    for &t in &config.threads {
+                        results.insert(
+                            (Impl::Libn5Hdf5, t),
+                            (Outcome::NotApplicable(why.clone()), None),
+                        );
+                    }
+                }
                 for round in 0..config.repeats {
                     if config.repeats > 1 {
                         say!("round {}/{}", round + 1, config.repeats);
@@ -272,6 +291,11 @@ pub fn run(config: &Config, setup: &Setup, imps: &[Impl]) -> Result<Vec<Cell>, S
                     let (outcome, requests) = results
                         .remove(&(j.imp, j.threads))
                         .unwrap_or((Outcome::Failed("not run".into()), None));
+                    if let (Impl::Libn5Hdf5, Workload::Write, Outcome::NotApplicable(why)) =
+                        (j.imp, workload, &outcome)
+                    {
+                        hdf5_refused = Some(why.clone());
+                    }
                     // Requests of a measurement that did not run mean nothing.
                     let counted = requests.filter(|_| outcome.report().is_some());
                     let need = (setup.layout == Layout::Zarr3Sharded
@@ -487,6 +511,15 @@ pub fn markdown(config: &Config, layout: Layout, cells: &[Cell]) -> String {
             }
         }
         if layout == Layout::Zarr3Sharded {
+            let rows = hdf5_rows(config, latency, cells);
+            if rows.iter().any(|r| r.hdf5.is_some()) {
+                let _ = writeln!(
+                    s,
+                    "\nHDF5 shards on S3 at {latency} ms: libn5 with `hdf5_shards` over plain libn5. {}\n",
+                    report::HDF5_INTRO
+                );
+                s.push_str(&report::hdf5_table(&rows));
+            }
             requests_table(&mut s, config, latency, cells);
         }
         if latency > 0 && config.workloads.contains(&Workload::ReadAll) {
@@ -574,6 +607,47 @@ fn requests_table(s: &mut String, config: &Config, latency: u64, cells: &[Cell])
             }
         }
     }
+}
+
+/// The rows of the HDF5-shard comparison at `latency`.
+fn hdf5_rows<'a>(config: &Config, latency: u64, cells: &'a [Cell]) -> Vec<report::Hdf5Row<'a>> {
+    let mut rows = Vec::new();
+    for &w in &config.workloads {
+        for c in codecs(config) {
+            for &t in &config.threads {
+                let outcome = |imp| find(cells, latency, imp, w, c, t).map(|cell| &cell.outcome);
+                rows.push(report::Hdf5Row {
+                    label: w.name().to_string(),
+                    workload: w,
+                    codec: c,
+                    threads: t,
+                    plain: outcome(Impl::Libn5),
+                    hdf5: outcome(Impl::Libn5Hdf5),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// The HDF5-shard comparison of every latency as JSON (`[]` without
+/// libn5's HDF5 cells).
+pub fn hdf5_to_json(config: &Config, cells: &[Cell]) -> Value {
+    if !cells.iter().any(|c| c.imp == Impl::Libn5Hdf5) {
+        return json!([]);
+    }
+    Value::Array(
+        config
+            .latencies
+            .iter()
+            .map(|&latency| {
+                json!({
+                    "latency_ms": latency,
+                    "cells": report::hdf5_json(&hdf5_rows(config, latency, cells)),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// The cells as JSON.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use crate::sys::Machine;
-use crate::workload::{Codec, Impl, Job, Layout, Outcome, Region, Workload};
+use crate::workload::{Codec, Impl, Job, Layout, Outcome, Region, Report, Workload};
 
 /// Which measurement: implementation, workload, codec, threads.
 pub type Key = (Impl, Workload, Codec, usize);
@@ -74,6 +74,9 @@ pub struct Run {
     pub foreground: f64,
     /// Size of libn5's dataset over the raw volume size, per codec.
     pub ratios: Vec<(Codec, f64)>,
+    /// Size of libn5's array with HDF5 shards over its plain one's, per
+    /// codec (sharded layout).
+    pub hdf5_ratios: Vec<(Codec, f64)>,
     /// Repeats per measurement.
     pub repeats: usize,
     /// Thread counts.
@@ -132,6 +135,269 @@ fn dims_text(d: [u64; 3]) -> String {
     }
 }
 
+/// The target for HDF5 shards: libn5 writing an array with `hdf5_shards`
+/// takes at most this many times as long as writing plain shards.
+pub const HDF5_TARGET: f64 = 1.05;
+
+/// Median, smallest and largest of `values` (`None` for none).
+fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.is_empty() {
+        return None;
+    }
+    let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut t = finite;
+    t.sort_by(f64::total_cmp);
+    let n = t.len();
+    let median = if n % 2 == 1 {
+        t[n / 2]
+    } else {
+        (t[n / 2 - 1] + t[n / 2]) / 2.0
+    };
+    Some((median, min, max))
+}
+
+/// Smallest and largest of `a[i] / b[i]` over the rounds both ran in (one
+/// timed repeat each per round, in the same order); `None` when they did
+/// not run the same rounds.
+fn round_ratios(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    if a.len() != b.len() || a.is_empty() {
+        return None;
+    }
+    let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    spread(&r).map(|(_, lo, hi)| (lo, hi))
+}
+
+/// Whether a cell of libn5 with HDF5 shards meets [`HDF5_TARGET`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The ratio of the median times is at most the target.
+    Met,
+    /// Above the target, but the target lies within the spread of the
+    /// per-round ratios (some round was at most the target) and the ratio
+    /// of the median CPU times is at most the target: the gap is the
+    /// machine's noise.
+    WithinSpread,
+    /// Above the target, outside the spread or at a higher CPU time.
+    Missed,
+}
+
+impl Verdict {
+    /// The verdict in a table cell and in JSON.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::WithinSpread => "met (within spread)",
+            Verdict::Missed => "missed",
+        }
+    }
+}
+
+/// libn5 with HDF5 shards against plain libn5 in one cell, from the rounds
+/// both ran in. Times in seconds: (median, fastest, slowest round).
+#[derive(Clone, Copy, Debug)]
+pub struct Hdf5Compare {
+    /// Plain libn5's wall time.
+    pub plain: (f64, f64, f64),
+    /// libn5 with HDF5 shards' wall time.
+    pub hdf5: (f64, f64, f64),
+    /// Plain libn5's CPU time.
+    pub cpu_plain: Option<(f64, f64, f64)>,
+    /// libn5 with HDF5 shards' CPU time.
+    pub cpu_hdf5: Option<(f64, f64, f64)>,
+    /// The ratio of the median wall times, HDF5 over plain.
+    pub ratio: f64,
+    /// Smallest and largest per-round ratio of the wall times.
+    pub rounds: Option<(f64, f64)>,
+    /// The ratio of the median CPU times.
+    pub cpu_ratio: Option<f64>,
+    /// Smallest and largest per-round ratio of the CPU times.
+    pub cpu_rounds: Option<(f64, f64)>,
+    /// Lowest and highest 1-minute load average when the processes of
+    /// both started.
+    pub load: Option<(f64, f64)>,
+    /// Lowest and highest number of cores the machine kept busy right
+    /// before they started (`--quiet`).
+    pub busy: Option<(f64, f64)>,
+}
+
+impl Hdf5Compare {
+    /// The comparison of two measured reports.
+    pub fn new(plain: &Report, hdf5: &Report) -> Option<Hdf5Compare> {
+        let cpu_plain = spread(&plain.cpu);
+        let cpu_hdf5 = spread(&hdf5.cpu);
+        let (p, h) = (spread(&plain.times)?, spread(&hdf5.times)?);
+        let load: Vec<f64> = plain.load.iter().chain(&hdf5.load).copied().collect();
+        let busy: Vec<f64> = plain.busy.iter().chain(&hdf5.busy).copied().collect();
+        Some(Hdf5Compare {
+            plain: p,
+            hdf5: h,
+            cpu_plain,
+            cpu_hdf5,
+            ratio: h.0 / p.0,
+            rounds: round_ratios(&hdf5.times, &plain.times),
+            cpu_ratio: cpu_plain.zip(cpu_hdf5).map(|(p, h)| h.0 / p.0),
+            cpu_rounds: round_ratios(&hdf5.cpu, &plain.cpu),
+            load: spread(&load).map(|(_, lo, hi)| (lo, hi)),
+            busy: spread(&busy).map(|(_, lo, hi)| (lo, hi)),
+        })
+    }
+
+    /// Whether the cell meets [`HDF5_TARGET`] ([`Verdict`]).
+    pub fn verdict(&self) -> Verdict {
+        if self.ratio <= HDF5_TARGET {
+            Verdict::Met
+        } else if self.rounds.is_some_and(|(lo, _)| lo <= HDF5_TARGET)
+            && self.cpu_ratio.is_some_and(|c| c <= HDF5_TARGET)
+        {
+            Verdict::WithinSpread
+        } else {
+            Verdict::Missed
+        }
+    }
+
+    /// The comparison as JSON (times in seconds).
+    pub fn to_json(self) -> Value {
+        let triple = |t: (f64, f64, f64)| json!({"median": t.0, "min": t.1, "max": t.2});
+        let pair = |p: Option<(f64, f64)>| p.map(|(lo, hi)| json!({"min": lo, "max": hi}));
+        json!({
+            "plain_s": triple(self.plain),
+            "hdf5_s": triple(self.hdf5),
+            "plain_cpu_s": self.cpu_plain.map(triple),
+            "hdf5_cpu_s": self.cpu_hdf5.map(triple),
+            "ratio": self.ratio,
+            "round_ratios": pair(self.rounds),
+            "cpu_ratio": self.cpu_ratio,
+            "cpu_round_ratios": pair(self.cpu_rounds),
+            "load": pair(self.load),
+            "busy_cores_before": pair(self.busy),
+            "target": HDF5_TARGET,
+            "verdict": self.verdict().text(),
+        })
+    }
+}
+
+/// One row of the HDF5-shard comparison: the cell and the two outcomes.
+pub struct Hdf5Row<'a> {
+    /// The workload as the table names it.
+    pub label: String,
+    /// The workload (the target is about writes).
+    pub workload: Workload,
+    /// The codec.
+    pub codec: Codec,
+    /// Threads.
+    pub threads: usize,
+    /// Plain libn5.
+    pub plain: Option<&'a Outcome>,
+    /// libn5 with HDF5 shards.
+    pub hdf5: Option<&'a Outcome>,
+}
+
+/// `median (min–max)` in ms.
+fn ms_spread(t: (f64, f64, f64)) -> String {
+    format!("{} ({}–{})", ms(t.0), ms(t.1), ms(t.2))
+}
+
+/// `ratio (min–max)`.
+fn ratio_spread(ratio: f64, rounds: Option<(f64, f64)>) -> String {
+    match rounds {
+        Some((lo, hi)) => format!("{ratio:.3} ({lo:.2}–{hi:.2})"),
+        None => format!("{ratio:.3}"),
+    }
+}
+
+/// The markdown table of libn5 with HDF5 shards over plain libn5.
+pub fn hdf5_table(rows: &[Hdf5Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| workload | codec | threads | libn5 ms | libn5 hdf5 ms | hdf5 / plain | libn5 CPU ms | hdf5 CPU ms | CPU hdf5 / plain | load | ≤ {HDF5_TARGET}× |"
+    );
+    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    for row in rows {
+        let c = match (row.plain, row.hdf5) {
+            (Some(Outcome::Ok(p)), Some(Outcome::Ok(h))) => Hdf5Compare::new(p, h),
+            _ => None,
+        };
+        let Some(c) = c else {
+            let cell = time_cell(row.hdf5);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {cell} | | | | | | |",
+                row.label,
+                row.codec.name(),
+                row.threads,
+                time_cell(row.plain)
+            );
+            continue;
+        };
+        let dash = || "—".to_string();
+        let verdict = if row.workload == Workload::Write {
+            c.verdict().text()
+        } else {
+            // The target is about writes; reads are a check.
+            "(read)"
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {verdict} |",
+            row.label,
+            row.codec.name(),
+            row.threads,
+            ms_spread(c.plain),
+            ms_spread(c.hdf5),
+            ratio_spread(c.ratio, c.rounds),
+            c.cpu_plain.map_or_else(dash, ms_spread),
+            c.cpu_hdf5.map_or_else(dash, ms_spread),
+            c.cpu_ratio
+                .map_or_else(dash, |r| ratio_spread(r, c.cpu_rounds)),
+            match (c.load, c.busy) {
+                (Some((lo, hi)), Some((blo, bhi))) =>
+                    format!("{lo:.2}–{hi:.2}; busy {blo:.2}–{bhi:.2}"),
+                (Some((lo, hi)), None) => format!("{lo:.2}–{hi:.2}"),
+                _ => dash(),
+            },
+        );
+    }
+    // Why cells say n/a (libn5's refusal; the first one).
+    let why = rows.iter().find_map(|r| match r.hdf5 {
+        Some(Outcome::NotApplicable(why)) => Some(why),
+        _ => None,
+    });
+    if let Some(why) = why {
+        let _ = writeln!(s, "\nn/a: {why}.");
+    }
+    s
+}
+
+/// The rows of [`hdf5_table`] as JSON (n/a and failures with their reason).
+pub fn hdf5_json(rows: &[Hdf5Row]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|row| {
+                let mut v = match (row.plain, row.hdf5) {
+                    (Some(Outcome::Ok(p)), Some(Outcome::Ok(h))) => {
+                        Hdf5Compare::new(p, h).map_or(Value::Null, |c| c.to_json())
+                    }
+                    (_, Some(o)) => o.to_json(),
+                    _ => Value::Null,
+                };
+                if v.is_null() {
+                    v = json!({"status": "not run"});
+                }
+                v["workload"] = json!(row.workload.name());
+                v["codec"] = json!(row.codec.name());
+                v["threads"] = json!(row.threads);
+                v
+            })
+            .collect(),
+    )
+}
+
+/// The text before the HDF5-shard tables.
+pub const HDF5_INTRO: &str = "The same array written (and read, as a check) by libn5 with `\"hdf5_shards\": {\"must_understand\": false}` in its zarr.json, every shard an HDF5 file too, into a container of its own, timed in the same rounds right after plain libn5 (gzip: libn5 refuses it with HDF5 shards, n/a). Times and CPU times in ms: median (fastest–slowest round). Ratios: of the medians (in parentheses the smallest and largest per-round ratio, each round's HDF5 measurement over its plain one). Load: the 1-minute load average when the measuring processes started (lowest–highest; with `--quiet` also the cores the machine kept busy right before, the benchmark idle). Target: writes take at most 1.05× plain: met when the ratio of the medians is at most 1.05; met (within spread) when it is above but the target lies within the per-round ratios and the CPU time ratio is at most 1.05; missed otherwise.";
+
 impl Run {
     /// The outcome of one measurement, if it ran.
     fn get(&self, imp: Impl, w: Workload, c: Codec, t: usize) -> Option<&Outcome> {
@@ -174,6 +440,30 @@ impl Run {
             Layout::N5 => (Impl::Z5py, "z5py"),
             Layout::Zarr3Sharded => (Impl::ZarrPython, "zarr-python"),
         }
+    }
+
+    /// The rows of the HDF5-shard comparison: every workload, codec and
+    /// thread count (none in the N5 layout).
+    fn hdf5_rows(&self) -> Vec<Hdf5Row<'_>> {
+        if self.layout != Layout::Zarr3Sharded {
+            return Vec::new();
+        }
+        let mut rows = Vec::new();
+        for &w in &self.workloads {
+            for &c in &self.codecs {
+                for &t in &self.threads {
+                    rows.push(Hdf5Row {
+                        label: self.workload_label(w),
+                        workload: w,
+                        codec: c,
+                        threads: t,
+                        plain: self.get(Impl::Libn5, w, c, t),
+                        hdf5: self.get(Impl::Libn5Hdf5, w, c, t),
+                    });
+                }
+            }
+        }
+        rows
     }
 
     /// The markdown report: the run's header, then [`Run::tables`].
@@ -341,6 +631,27 @@ impl Run {
                 s,
                 "\nfloor: the codec floor of the sharded layout (above); I/O floor: its reads and writes alone; floor+out: the floor that also copies every inner chunk to its place in a fresh output buffer of the box's size (made before the timing, advised to use huge pages). Ratios above 1 mean libn5 is slower.\n"
             );
+        }
+
+        let hdf5 = self.hdf5_rows();
+        if hdf5.iter().any(|r| r.hdf5.is_some()) {
+            let _ = writeln!(
+                s,
+                "## HDF5 shards: libn5 with `hdf5_shards` over plain libn5\n\n{HDF5_INTRO}{}\n",
+                if self.hdf5_ratios.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " Array size with HDF5 shards / plain: {}.",
+                        self.hdf5_ratios
+                            .iter()
+                            .map(|(c, r)| format!("{} {r:.5}", c.name()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            );
+            let _ = writeln!(s, "{}", hdf5_table(&hdf5));
         }
 
         let (t1, tn) = (self.threads.first(), self.threads.last());
@@ -539,6 +850,10 @@ impl Run {
                 v["threads"] = json!(t);
                 v
             }).collect::<Vec<_>>(),
+            "hdf5_shards": {
+                "size_over_plain": self.hdf5_ratios.iter().map(|(c, r)| (c.name().to_string(), json!(r))).collect::<serde_json::Map<_, _>>(),
+                "cells": hdf5_json(&self.hdf5_rows()),
+            },
             "scaling": self.scaling.iter().map(|r| json!({
                 "dims": r.dims, "codec": r.codec.name(), "threads": r.threads,
                 "write": r.write.to_json(), "read": r.read.to_json(),

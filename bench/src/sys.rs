@@ -337,6 +337,63 @@ pub fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The CPU time the whole machine spent busy (not idle, not waiting for
+/// I/O) and in all, in clock ticks, from the first line of /proc/stat.
+fn cpu_ticks() -> Option<(u64, u64)> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+/// How many cores the machine keeps busy, on average over `window` (NaN
+/// when /proc/stat cannot be read).
+pub fn busy_cores(window: std::time::Duration) -> f64 {
+    let Some((busy0, total0)) = cpu_ticks() else {
+        return f64::NAN;
+    };
+    std::thread::sleep(window);
+    let Some((busy1, total1)) = cpu_ticks() else {
+        return f64::NAN;
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    if total1 <= total0 {
+        return f64::NAN;
+    }
+    (busy1 - busy0) as f64 / (total1 - total0) as f64 * cores
+}
+
+/// Waits until the machine keeps fewer than `max` cores busy (over half a
+/// second, while the benchmark itself is idle), or `patience` has passed;
+/// returns the last value seen and how long it waited.
+pub fn wait_quiet(max: f64, patience: std::time::Duration) -> (f64, std::time::Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let busy = busy_cores(std::time::Duration::from_millis(500));
+        // NaN (no /proc/stat) counts as quiet.
+        if busy.is_nan() || busy < max || start.elapsed() >= patience {
+            return (busy, start.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+}
+
+/// The 1-minute load average (NaN when unknown).
+pub fn load1() -> f64 {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
 /// The current UTC time as `YYYY-MM-DD HH:MM UTC`.
 pub fn utc_now() -> String {
     let secs = std::time::SystemTime::now()

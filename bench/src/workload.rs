@@ -17,6 +17,14 @@ use crate::sys::{self, CacheMode};
 /// The dataset's path inside every container.
 pub const DATASET: &str = "vol";
 
+/// The member of zarr.json that makes every shard libn5 writes an HDF5
+/// file too.
+pub const HDF5_SHARDS: &str = "hdf5_shards";
+
+/// The first 8 bytes of an HDF5 file (at its base address: byte 0 of a
+/// shard whose index is at the end).
+pub const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+
 /// The codecs every workload runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
@@ -169,6 +177,10 @@ impl Workload {
 pub enum Impl {
     /// libn5 through its Rust API.
     Libn5,
+    /// libn5 writing (and reading) the sharded array with the
+    /// `hdf5_shards` member, every shard an HDF5 file too, in a container
+    /// of its own (sharded layout only; [`Job::zarr3_metadata`]).
+    Libn5Hdf5,
     /// The file I/O floor: the same files, plain std::fs.
     FloorIo,
     /// The codec floor: the codec library alone plus the file I/O.
@@ -192,6 +204,7 @@ impl Impl {
     pub fn name(self) -> &'static str {
         match self {
             Impl::Libn5 => "libn5",
+            Impl::Libn5Hdf5 => "libn5_hdf5",
             Impl::FloorIo => "floor_io",
             Impl::FloorCodec => "floor_codec",
             Impl::FloorOut => "floor_out",
@@ -205,6 +218,7 @@ impl Impl {
     pub fn parse(name: &str) -> Option<Impl> {
         [
             Impl::Libn5,
+            Impl::Libn5Hdf5,
             Impl::FloorIo,
             Impl::FloorCodec,
             Impl::FloorOut,
@@ -225,6 +239,12 @@ impl Impl {
             Impl::FloorOut => matches!(workload, Workload::ReadAll | Workload::ReadRegion),
             _ => true,
         }
+    }
+
+    /// Whether it is libn5 (plain or with HDF5 shards), run by
+    /// [`run_libn5`].
+    pub fn is_libn5(self) -> bool {
+        matches!(self, Impl::Libn5 | Impl::Libn5Hdf5)
     }
 
     /// Whether bench/peers.py runs it.
@@ -396,7 +416,8 @@ impl Job {
     /// The zarr.json of the sharded array (`null` for N5): uint16 of
     /// `dims`, shards of `shard` (the chunk grid) holding inner chunks of
     /// `block` (`sharding_indexed`: bytes little endian + the codec; index
-    /// bytes + crc32c at the end), fill value 0, `/`-separated keys.
+    /// bytes + crc32c at the end), fill value 0, `/`-separated keys; for
+    /// [`Impl::Libn5Hdf5`] also `"hdf5_shards": {"must_understand": false}`.
     /// Shapes in Zarr's order (C order: N5's reversed).
     pub fn zarr3_metadata(&self) -> Value {
         let Some(inner) = self.codec.zarr3_codecs() else {
@@ -408,7 +429,7 @@ impl Job {
         let rev = |a: [u64; 3]| [a[2], a[1], a[0]];
         let mut codecs = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
         codecs.extend(inner);
-        json!({
+        let mut doc = json!({
             "zarr_format": 3,
             "node_type": "array",
             "shape": rev(self.dims),
@@ -425,7 +446,11 @@ impl Job {
                 ],
                 "index_location": "end"
             }}]
-        })
+        });
+        if self.imp == Impl::Libn5Hdf5 {
+            doc[HDF5_SHARDS] = json!({"must_understand": false});
+        }
+        doc
     }
 
     /// Blocks per dimension.
@@ -514,6 +539,12 @@ pub struct Report {
     /// Largest fraction of the container's pages still resident after an
     /// eviction (NaN when nothing was evicted).
     pub resident_after_evict: f64,
+    /// The 1-minute load average when the process of each repeat started
+    /// (taken by the benchmark, not the child).
+    pub load: Vec<f64>,
+    /// The cores the machine kept busy right before the process of each
+    /// repeat started, the benchmark idle (with `--quiet` only).
+    pub busy: Vec<f64>,
 }
 
 impl Report {
@@ -536,6 +567,8 @@ impl Report {
             "maxrss_kib": self.maxrss_kib,
             "baseline_kib": self.baseline_kib,
             "resident_after_evict": if self.resident_after_evict.is_nan() { Value::Null } else { json!(self.resident_after_evict) },
+            "load": self.load,
+            "busy_cores_before": self.busy,
         })
     }
 
@@ -549,12 +582,14 @@ impl Report {
             .map(|t| t.as_f64().ok_or("report: a time is not a number"))
             .collect::<Result<Vec<_>, _>>()?;
         let kib = |key: &str| v.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let numbers = |key: &str| -> Vec<f64> {
+            v.get(key)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default()
+        };
         // Older reports and peers without it: no CPU times.
-        let cpu = v
-            .get("cpu")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default();
+        let cpu = numbers("cpu");
         Ok(Report {
             times,
             cpu,
@@ -564,6 +599,8 @@ impl Report {
                 .get("resident_after_evict")
                 .and_then(Value::as_f64)
                 .unwrap_or(f64::NAN),
+            load: numbers("load"),
+            busy: numbers("busy_cores_before"),
         })
     }
 }
@@ -633,9 +670,28 @@ pub fn verify(raw: &Path, dims: [u64; 3], r: &Region, out: &[u8]) -> Result<(), 
     Ok(())
 }
 
-/// Runs a libn5 job in this (child) process.
-pub fn run_libn5(job: &Job) -> Result<Report, String> {
+/// Runs a libn5 job ([`Impl::Libn5`] or [`Impl::Libn5Hdf5`]) in this
+/// (child) process. An HDF5-shard array libn5 refuses to create
+/// (`N5_ERR_UNSUPPORTED`: a codec HDF5 shards cannot hold, gzip) is not
+/// applicable, with libn5's reason.
+pub fn run_libn5(job: &Job) -> Outcome {
+    let refused = std::cell::RefCell::new(None);
+    match libn5(job, &refused) {
+        Ok(report) => Outcome::Ok(report),
+        Err(msg) => match refused.into_inner() {
+            Some(why) => Outcome::NotApplicable(why),
+            None => Outcome::Failed(msg),
+        },
+    }
+}
+
+/// [`run_libn5`]; sets `refused` when libn5 refuses the HDF5-shard array.
+fn libn5(job: &Job, refused: &std::cell::RefCell<Option<String>>) -> Result<Report, String> {
     let e = |e: n5::Error| e.to_string();
+    let hdf5 = job.imp == Impl::Libn5Hdf5;
+    if hdf5 && job.layout != Layout::Zarr3Sharded {
+        return Err("HDF5 shards exist in the sharded Zarr v3 layout only".into());
+    }
     if job.workload == Workload::Write {
         let data = fs::read(&job.raw).map_err(|err| format!("{}: {err}", job.raw.display()))?;
         if !job.layout.has_codec(job.codec) {
@@ -663,7 +719,16 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
                 if job.layout == Layout::Zarr3Sharded {
                     let ds = c
                         .create_dataset_json(DATASET, &job.zarr3_metadata())
-                        .map_err(e)?;
+                        .map_err(|err| {
+                            if hdf5 && err.kind() == n5::ErrorKind::Unsupported {
+                                *refused.borrow_mut() = Some(format!(
+                                    "libn5 refuses {HDF5_SHARDS} with {}: {}",
+                                    job.codec.name(),
+                                    err.message()
+                                ));
+                            }
+                            e(err)
+                        })?;
                     return Ok((ds, f64::NAN));
                 }
                 let attrs = DatasetAttributes::new(
@@ -677,6 +742,9 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
             },
             |ds| ds.write_region(&[0; 3], &job.dims, &data).map_err(e),
         )?;
+        if hdf5 {
+            check_hdf5_shard(job)?;
+        }
         return Ok(report);
     }
     let boxes = job.read_boxes();
@@ -706,6 +774,38 @@ pub fn run_libn5(job: &Job) -> Result<Report, String> {
     let last = boxes.last().expect("at least one box");
     verify(&job.raw, job.dims, last, &out[..box_bytes(last)])?;
     Ok(report)
+}
+
+/// Checks, untimed, that the first shard of the array `job` wrote is an
+/// HDF5 file: it begins with the HDF5 signature (the index is at the end,
+/// so the superblock is at byte 0).
+fn check_hdf5_shard(job: &Job) -> Result<(), String> {
+    let key = crate::sharded::shard_key([0; 3]);
+    let head = if job.is_remote() {
+        let url = job.container.to_str().ok_or("the location is not UTF-8")?;
+        let options = job.options()?;
+        let store = n5::storage::Location::parse(url)
+            .and_then(|l| n5::storage::open(&l, &options.storage))
+            .map_err(|err| err.to_string())?;
+        store
+            .get_range(&key, n5::storage::ByteRange::Span { offset: 0, len: 8 })
+            .map_err(|err| err.to_string())?
+            .ok_or_else(|| format!("{}: missing", store.describe(&key)))?
+    } else {
+        let path = job.container.join(&key);
+        let mut head = vec![0u8; 8];
+        fs::File::open(&path)
+            .and_then(|f| f.read_exact_at(&mut head, 0))
+            .map_err(|err| format!("{}: {err}", path.display()))?;
+        head
+    };
+    if head != HDF5_SIGNATURE {
+        return Err(format!(
+            "the shard {key} of {} is not an HDF5 file (it begins {head:02x?})",
+            job.container.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Bytes of a box of uint16 voxels.
@@ -760,6 +860,8 @@ impl Outcome {
             (Outcome::Ok(mut a), Outcome::Ok(b)) => {
                 a.times.extend(b.times);
                 a.cpu.extend(b.cpu);
+                a.load.extend(b.load);
+                a.busy.extend(b.busy);
                 a.maxrss_kib = a.maxrss_kib.max(b.maxrss_kib);
                 a.baseline_kib = a.baseline_kib.max(b.baseline_kib);
                 a.resident_after_evict = a.resident_after_evict.max(b.resident_after_evict);
