@@ -5,21 +5,31 @@
 #   bench/run.sh --markdown bench/RESULTS.md   # 512³, the table for the repository
 #
 # Installs what it needs with tests/setup.sh (the project's Python venv
-# .venv with tensorstore and z5py, the peers, as ./tests/run.sh does; with
-# --format zarr3-sharded or all also .venv-zarr3 with zarr-python 3), then
-# runs `cargo run --release -p n5-bench -- "$@"` from the repository root.
+# .venv with tensorstore, z5py and h5py, the peers, as ./tests/run.sh does;
+# with --format zarr3-sharded or all also .venv-zarr3 with zarr-python 3;
+# with --format hdf5 also libhdf5 and its headers, the `build` component),
+# then runs `cargo run --release -p n5-bench -- "$@"` from the repository
+# root (with --format hdf5 built with the bench's feature hdf5: libn5's
+# HDF5 support).
+#
+#   bench/run.sh --format hdf5 --repeats 5 --markdown bench/RESULTS-hdf5.md
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$ROOT/build/tools/bin:$PATH"
 "$ROOT/tests/setup.sh" venv
+features=()
 prev=""
 for arg in "$@"; do
     if [ "$prev" = "--format" ] && { [ "$arg" = zarr3-sharded ] || [ "$arg" = all ]; }; then
         "$ROOT/tests/setup.sh" zarr3py
     fi
+    if [ "$prev" = "--format" ] && [ "$arg" = hdf5 ]; then
+        "$ROOT/tests/setup.sh" build
+        features=(--features hdf5)
+    fi
     prev="$arg"
 done
 
-exec cargo run --release -p n5-bench -- "$@"
+exec cargo run --release -p n5-bench "${features[@]}" -- "$@"
