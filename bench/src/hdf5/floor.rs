@@ -4,11 +4,12 @@
 //! * Reads (Floor): the stored bytes of every chunk the workload touches,
 //!   at the offsets and sizes of the chunk map (h5py's `chunk_iter` of
 //!   libn5's file, made before the timing), read with one positional read
-//!   (`read_exact_at`) each on as many threads as libn5 reads with on a
-//!   local disk (its `io_concurrency`, 4); for gzip each chunk inflated
+//!   (`read_exact_at`) each into a reused buffer and, for gzip, inflated
 //!   (libdeflate's zlib decoder, the library libn5 inflates with) and
-//!   unshuffled into a reused chunk buffer, on at most the job's threads
-//!   at once. Single chunks are read one at a time.
+//!   unshuffled into a reused chunk buffer: each chunk read and decoded by
+//!   one of the job's threads, as the N5 floors do (crate::floor), so
+//!   that on one thread reading and decoding take turns. Single chunks
+//!   are read one at a time.
 //! * FloorOut (whole-volume and region reads): the same, plus copying
 //!   every chunk's part of the box into a fresh output buffer of the box's
 //!   size (made before the timing, advised to use huge pages as libn5
@@ -30,7 +31,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::{prepare_cache, H5Job, Who, DEFLATE_LEVEL};
-use crate::floor::{block_bytes, io_err, parallel, place, positions_of, Gate};
+use crate::floor::{block_bytes, io_err, parallel, place, positions_of};
 use crate::sys;
 use crate::workload::{box_bytes, measure, remove_tree, Codec, Job, Report, Workload};
 
@@ -171,9 +172,8 @@ pub fn run_floor(h: &H5Job) -> Result<Report, String> {
     let workers = if job.workload == Workload::ReadBlocks {
         1
     } else {
-        job.options()?.storage.io_concurrency_for(false)
+        job.threads
     };
-    let gate = Gate::new(job.threads);
     let (report, _) = measure(
         job.repeats,
         || {
@@ -198,18 +198,16 @@ pub fn run_floor(h: &H5Job) -> Result<Report, String> {
                     file.read_exact_at(bytes, s.offset).map_err(io_err(&path))?;
                     if gzip {
                         chunk.resize(chunk_bytes, 0);
-                        gate.run(|| {
-                            decoder.decode(bytes, s.mask, chunk)?;
-                            if out_floor {
-                                place(job, &region, p, chunk, &planes, i);
-                            }
-                            Ok::<(), String>(())
-                        })
+                        decoder.decode(bytes, s.mask, chunk)?;
+                        if out_floor {
+                            place(job, &region, p, chunk, &planes, i);
+                        }
+                        Ok(())
                     } else if bytes.len() != chunk_bytes {
                         Err(format!("raw chunk {p:?} of {} bytes", bytes.len()))
                     } else {
                         if out_floor {
-                            gate.run(|| place(job, &region, p, bytes, &planes, i));
+                            place(job, &region, p, bytes, &planes, i);
                         }
                         Ok(())
                     }

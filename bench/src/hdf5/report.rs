@@ -383,7 +383,7 @@ impl H5Run {
         );
         let _ = writeln!(
             s,
-            "* threads: libn5's `Options.threads`; the floors read with 4 threads (libn5's `io_concurrency` on a local disk) and inflate, unshuffle and copy on at most the job's threads; h5py has one thread (libhdf5 decodes one chunk at a time): it is measured once per round and its cells are the same in the rows of every thread count\n"
+            "* threads: libn5's `Options.threads` (it reads with 4 I/O threads besides, its `io_concurrency` on a local disk); the floors read, inflate, unshuffle and copy each chunk on one of the job's threads; h5py has one thread (libhdf5 decodes one chunk at a time): it is measured once per round and its cells are the same in the rows of every thread count\n"
         );
 
         let _ = writeln!(
