@@ -5,18 +5,23 @@
 #   bench/run.sh --markdown bench/RESULTS.md   # 512³, the table for the repository
 #
 # Installs what it needs with tests/setup.sh: a C compiler and make for the
-# codec libraries (`build`, without libhdf5, which the benchmark does not
-# use), the project's Python venv .venv with tensorstore and z5py, the peers,
-# as ./tests/run.sh does; with --format zarr3-sharded or all also
-# .venv-zarr3 with zarr-python 3; with --storage s3 or all the test servers,
-# SeaweedFS. Then runs `cargo run --release -p n5-bench -- "$@"` from the
-# repository root.
+# codec libraries (`build`; libhdf5 too only with --format hdf5), the
+# project's Python venv .venv with tensorstore, z5py and h5py, the peers, as
+# ./tests/run.sh does; with --format zarr3-sharded or all also .venv-zarr3
+# with zarr-python 3; with --storage s3 or all the test servers, SeaweedFS.
+# Then runs `cargo run --release -p n5-bench -- "$@"` from the repository
+# root (with --format hdf5 built with the bench's feature hdf5: libn5's HDF5
+# support).
+#
+#   bench/run.sh --format hdf5 --repeats 5 --markdown bench/RESULTS-hdf5.md
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$ROOT/build/tools/bin:$PATH"
 components=(build venv)
+features=()
+hdf5=OFF
 prev=""
 for arg in "$@"; do
     if [ "$prev" = "--format" ] && { [ "$arg" = zarr3-sharded ] || [ "$arg" = all ]; }; then
@@ -25,8 +30,12 @@ for arg in "$@"; do
     if [ "$prev" = "--storage" ] && { [ "$arg" = s3 ] || [ "$arg" = all ]; }; then
         components+=(servers)
     fi
+    if [ "$prev" = "--format" ] && [ "$arg" = hdf5 ]; then
+        hdf5=ON
+        features=(--features hdf5)
+    fi
     prev="$arg"
 done
-N5_HDF5="${N5_HDF5:-OFF}" "$ROOT/tests/setup.sh" "${components[@]}"
+N5_HDF5="${N5_HDF5:-$hdf5}" "$ROOT/tests/setup.sh" "${components[@]}"
 
-exec cargo run --release -p n5-bench -- "$@"
+exec cargo run --release -p n5-bench "${features[@]}" -- "$@"

@@ -11,7 +11,8 @@
 //! project's venv). `--format zarr3-sharded` (or `all`) measures a sharded
 //! Zarr v3 array the same way, against tensorstore's zarr3 driver and
 //! zarr-python 3 (bench/peers_zarr3.py in `.venv-zarr3`), and libn5 writing
-//! it with HDF5 shards (`hdf5_shards`) against plain libn5. `--help` lists
+//! it with HDF5 shards (`hdf5_shards`) against plain libn5; `--format hdf5`
+//! a chunked HDF5 dataset against h5py (module [`hdf5`]). `--help` lists
 //! the options.
 //!
 //! This file owns the command line, the working directory and the order of
@@ -57,7 +58,12 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
                      holding 64³ inner chunks; lz4 left out; libn5 also
                      with hdf5_shards, every shard an HDF5 file, against
                      plain libn5; peers tensorstore's zarr3 driver and
-                     zarr-python 3) or all
+                     zarr-python 3),
+                     all, or
+                     hdf5 (one chunked HDF5 dataset, raw and gzip, reads
+                     cold and warm, against h5py and floors; needs the
+                     benchmark built with --features hdf5, as bench/run.sh
+                     builds it; see bench/README.md)
   --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
   --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
   --cache MODE       page cache before reads: fadvise (default: fsync and
@@ -113,6 +119,8 @@ struct Config {
     /// `--quiet`: the most cores the machine may keep busy when a
     /// measuring process starts.
     quiet: Option<f64>,
+    /// `--format hdf5`: the HDF5 mode (src/hdf5/) instead of the layouts.
+    hdf5: bool,
 }
 
 /// Parses a comma-separated list with `item`.
@@ -145,6 +153,7 @@ impl Config {
             storage_s3: false,
             latencies: vec![0, 20],
             quiet: None,
+            hdf5: false,
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -171,10 +180,13 @@ impl Config {
                 "--workloads" => c.workloads = list(&value()?, Workload::parse)?,
                 "--format" => {
                     let v = value()?;
+                    c.hdf5 = v == "hdf5";
                     c.layouts = match v.as_str() {
                         "all" => Layout::ALL.to_vec(),
+                        "hdf5" => Vec::new(),
                         name => {
-                            vec![Layout::parse(name).ok_or("--format: n5, zarr3-sharded or all")?]
+                            vec![Layout::parse(name)
+                                .ok_or("--format: n5, zarr3-sharded, all or hdf5")?]
                         }
                     }
                 }
@@ -223,7 +235,8 @@ macro_rules! say {
     ($($arg:tt)*) => { eprintln!("[n5-bench] {}", format!($($arg)*)) };
 }
 
-// After `say!`, which it uses.
+// After `say!`, which they use.
+mod hdf5;
 mod remote;
 
 /// The parent (the benchmark) or, with `--one`, a child (one measurement).
@@ -231,6 +244,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--one") {
         return child(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some("--one-hdf5") {
+        return hdf5::child(args.get(1).map_or("", String::as_str));
     }
     if args.iter().any(|a| a == "-h" || a == "--help") {
         print!("{USAGE}");
@@ -451,7 +467,11 @@ fn container_of(work: &Path, imp: Impl, codec: Codec, layout: Layout) -> PathBuf
 /// Runs the whole benchmark.
 fn run(config: &Config, command: String) -> Result<(), String> {
     let work = make_work_dir(config)?;
-    let result = run_in(config, command, &work);
+    let result = if config.hdf5 {
+        hdf5::run_in(config, command, &work)
+    } else {
+        run_in(config, command, &work)
+    };
     if config.keep {
         say!("kept {}", work.display());
     } else if let Err(e) = fs::remove_dir_all(&work) {
