@@ -163,7 +163,12 @@ pub(crate) fn swap_in_place(data: &mut [u8], elem_size: usize) {
                 c.copy_from_slice(&v.to_ne_bytes());
             }
         }
-        _ => {}
+        1 => {}
+        _ => {
+            for c in data.chunks_exact_mut(elem_size.max(1)) {
+                c.reverse();
+            }
+        }
     }
 }
 
@@ -192,7 +197,17 @@ pub(crate) fn swap_copy(dst: &mut [u8], src: &[u8], elem_size: usize) {
                 d.copy_from_slice(&v.to_ne_bytes());
             }
         }
-        _ => dst.copy_from_slice(src),
+        0 | 1 => dst.copy_from_slice(src),
+        _ => {
+            for (d, s) in dst
+                .chunks_exact_mut(elem_size)
+                .zip(src.chunks_exact(elem_size))
+            {
+                for (a, b) in d.iter_mut().zip(s.iter().rev()) {
+                    *a = *b;
+                }
+            }
+        }
     }
 }
 
@@ -222,6 +237,23 @@ mod tests {
             }
             let (si, di) = (si as usize * elem, di as usize * elem);
             dst[di..di + elem].copy_from_slice(&src[si..si + elem]);
+        }
+    }
+
+    #[test]
+    fn swaps_reverse_every_element_of_any_size() {
+        let data: Vec<u8> = (0..48u8).collect();
+        for size in [1usize, 2, 3, 4, 8, 16] {
+            let want: Vec<u8> = data
+                .chunks_exact(size)
+                .flat_map(|e| e.iter().rev().copied())
+                .collect();
+            let mut inplace = data.clone();
+            swap_in_place(&mut inplace, size);
+            assert_eq!(inplace, want, "swap_in_place, {size}-byte elements");
+            let mut copied = vec![0u8; data.len()];
+            swap_copy(&mut copied, &data, size);
+            assert_eq!(copied, want, "swap_copy, {size}-byte elements");
         }
     }
 
