@@ -17,6 +17,15 @@ use crate::storage::{ByteRange, Store, Version};
 /// call may hold (besides one block in flight per I/O thread).
 pub(crate) const IO_BUDGET: usize = 24 << 20;
 
+/// The budget of a fetch from a local store (at least; up to eight
+/// expected objects, within [`IO_BUDGET`]): the disk answers in
+/// microseconds to a millisecond, so a few objects ahead keep the readers
+/// busy, and bytes that the store wrote into a buffer a moment ago are
+/// still in the processor's cache when they are decoded or copied, where
+/// 24 MiB ahead they come back from memory, in buffers whose pages are
+/// new to the process.
+const LOCAL_BUDGET: usize = 4 << 20;
+
 /// Writes an upload lets be queued or under way whatever their size: a
 /// shard larger than the budget is sent while the next is encoded and
 /// queued beside it, rather than one object on the wire at a time.
@@ -214,6 +223,10 @@ pub(crate) struct Fetch<'a> {
     /// Bytes a fetch of a whole object (or of a range not given by its
     /// length) is expected to bring at most (a block's nominal size).
     expected: usize,
+    /// Bytes fetched and not yet taken, with those under way, that the
+    /// fetch holds at most: [`IO_BUDGET`] from a network store, less from a
+    /// local one (see [`LOCAL_BUDGET`]).
+    budget: usize,
     state: Mutex<FetchState>,
     /// Signalled when the budget or the work left changes (I/O threads
     /// wait on it).
@@ -259,18 +272,18 @@ impl Fetch<'_> {
     fn size_of(&self, range: Option<ByteRange>) -> usize {
         match range {
             Some(ByteRange::Span { len, .. }) | Some(ByteRange::Suffix(len)) => {
-                usize::try_from(len).unwrap_or(IO_BUDGET)
+                usize::try_from(len).unwrap_or(self.budget)
             }
             _ => self.expected,
         }
-        .min(IO_BUDGET)
+        .min(self.budget)
     }
 
     /// Whether a fetch of `want` bytes fits the budget: always when nothing
     /// is held or under way, so an object larger than the budget still goes.
     fn fits(&self, s: &FetchState, want: usize) -> bool {
         let pending = s.held + s.reserved + want;
-        (s.in_flight == 0 && s.held == 0) || pending <= IO_BUDGET
+        (s.in_flight == 0 && s.held == 0) || pending <= self.budget
     }
 
     fn io_loop(&self) {
@@ -605,7 +618,8 @@ impl Fetch<'_> {
 
 /// Run `body` with the objects at `keys` (`None`: nothing to fetch, taken
 /// as missing) fetched in order by `concurrency` I/O threads, at most
-/// [`IO_BUDGET`] bytes ahead of what `body` has taken (`expected` is the
+/// a budget of bytes ahead of what `body` has taken ([`IO_BUDGET`] from a
+/// network store, less from a local one; `expected` is the
 /// size to assume for an object not fetched yet); with `early`, each I/O
 /// thread first offers the bytes it received to it. `body` takes them with
 /// [`Fetch::take`]; what it does not take is dropped when it returns.
@@ -642,7 +656,7 @@ pub(crate) fn with_fetch_ranges<'a, R>(
     let requests = keys.iter().filter(|k| k.is_some()).count();
     let threads = concurrency
         .min(requests)
-        .min(IO_BUDGET / fetch.expected)
+        .min(fetch.budget / fetch.expected)
         .max(usize::from(requests > 0));
     fetch.run(threads, body)
 }
@@ -674,12 +688,19 @@ impl<'a> Fetch<'a> {
         early: Option<Early<'a>>,
         growing: bool,
     ) -> Fetch<'a> {
+        let expected = expected.max(1);
+        let budget = if store.capabilities().remote {
+            IO_BUDGET
+        } else {
+            expected.saturating_mul(8).clamp(LOCAL_BUDGET, IO_BUDGET)
+        };
         Fetch {
             store,
             keys,
             ranges,
             early,
-            expected: expected.max(1),
+            expected,
+            budget,
             state: Mutex::new(FetchState {
                 growing,
                 free_buffers: match early {
@@ -1192,51 +1213,63 @@ mod tests {
         // Ranges of 7 MiB, though the caller expects 1 byte per fetch: the
         // budget counts each range by its length while it is fetched, and
         // by what arrived until it is used (here slowly, with the one
-        // decoding buffer, while the rest wait for it).
-        let store = MemoryStore::new();
+        // decoding buffer, while the rest wait for it). A network store's
+        // budget holds several such ranges; a local store's (4 MiB) one at
+        // a time.
         let len = 7 << 20;
-        for i in 0..12 {
-            store
-                .put(&format!("b/{i}"), &[&vec![i as u8; len + 10]])
-                .unwrap();
-        }
-        let keys: Vec<Option<String>> = (0..12).map(|i| Some(format!("b/{i}"))).collect();
-        let ranges = vec![
-            Some(ByteRange::Span {
-                offset: 10,
-                len: len as u64
-            });
-            12
-        ];
-        let holding = Mutex::new((0usize, 0usize));
-        let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
-            let (i, bytes) = (o.index, o.bytes);
-            assert_eq!(bytes.len(), len);
-            assert!(bytes.iter().all(|&b| b == i as u8));
-            if buf.is_none() {
-                let mut h = holding.lock().unwrap();
-                h.0 += bytes.len();
-                h.1 = h.1.max(h.0);
-                return Ok(EarlyUse::NeedsBuffer);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            holding.lock().unwrap().0 -= bytes.len();
-            Ok(EarlyUse::Used)
-        };
-        let early = Early {
-            work: &work,
-            buffers: 1,
-        };
-        with_fetch_ranges(&store, &keys, &ranges, 16, 1, Some(early), |f| {
+        for remote in [true, false] {
+            let store = Watched {
+                remote,
+                ..Watched::default()
+            };
             for i in 0..12 {
-                assert!(matches!(f.take(i)?, Fetched::Used), "object {i}");
+                store
+                    .inner
+                    .put(&format!("b/{i}"), &[&vec![i as u8; len + 10]])
+                    .unwrap();
             }
-            Ok(())
-        })
-        .unwrap();
-        let most = holding.into_inner().unwrap().1;
-        assert!(most <= IO_BUDGET, "{most} bytes held at once");
-        assert!(most >= 2 * len, "ranges are still fetched side by side");
+            let keys: Vec<Option<String>> = (0..12).map(|i| Some(format!("b/{i}"))).collect();
+            let ranges = vec![
+                Some(ByteRange::Span {
+                    offset: 10,
+                    len: len as u64
+                });
+                12
+            ];
+            let holding = Mutex::new((0usize, 0usize));
+            let work = |o: Offer, buf: Option<&mut Vec<u8>>| {
+                let (i, bytes) = (o.index, o.bytes);
+                assert_eq!(bytes.len(), len);
+                assert!(bytes.iter().all(|&b| b == i as u8));
+                if buf.is_none() {
+                    let mut h = holding.lock().unwrap();
+                    h.0 += bytes.len();
+                    h.1 = h.1.max(h.0);
+                    return Ok(EarlyUse::NeedsBuffer);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                holding.lock().unwrap().0 -= bytes.len();
+                Ok(EarlyUse::Used)
+            };
+            let early = Early {
+                work: &work,
+                buffers: 1,
+            };
+            with_fetch_ranges(&store, &keys, &ranges, 16, 1, Some(early), |f| {
+                for i in 0..12 {
+                    assert!(matches!(f.take(i)?, Fetched::Used), "object {i}");
+                }
+                Ok(())
+            })
+            .unwrap();
+            let most = holding.into_inner().unwrap().1;
+            if remote {
+                assert!(most <= IO_BUDGET, "{most} bytes held at once");
+                assert!(most >= 2 * len, "ranges are still fetched side by side");
+            } else {
+                assert_eq!(most, len, "a local store's budget holds one range");
+            }
+        }
     }
 
     /// A memory store that counts the ranged reads it is given a buffer
@@ -1250,6 +1283,8 @@ mod tests {
         put_pause: std::time::Duration,
         putting: std::sync::atomic::AtomicUsize,
         most_putting: std::sync::atomic::AtomicUsize,
+        /// Whether it says it is a network store.
+        remote: bool,
     }
 
     impl Store for Watched {
@@ -1260,7 +1295,10 @@ mod tests {
             self.inner.describe(key)
         }
         fn capabilities(&self) -> crate::storage::Capabilities {
-            self.inner.capabilities()
+            crate::storage::Capabilities {
+                remote: self.remote,
+                ..self.inner.capabilities()
+            }
         }
         fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<bool> {
             self.inner.get_into(key, buf)
