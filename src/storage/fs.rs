@@ -13,6 +13,7 @@ use std::fs::{self, File};
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::store::{
@@ -31,6 +32,20 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct FsStore {
     root: PathBuf,
     location: String,
+    /// The file last opened for a range read, kept open for the next
+    /// ranges of it (an HDF5 file's chunks, a shard's inner chunks): one
+    /// `stat` of the path per range instead of an open, an `fstat` and a
+    /// close, and the kernel's read-ahead state of the open file carries
+    /// from range to range.
+    ranged: Mutex<Option<OpenFile>>,
+}
+
+/// A file kept open by [`FsStore`] for range reads.
+#[derive(Debug)]
+struct OpenFile {
+    key: String,
+    file: Arc<File>,
+    meta: fs::Metadata,
 }
 
 impl FsStore {
@@ -40,6 +55,7 @@ impl FsStore {
         FsStore {
             location: root.display().to_string(),
             root,
+            ranged: Mutex::new(None),
         }
     }
 
@@ -77,6 +93,43 @@ impl FsStore {
                 ),
             ));
         }
+        Ok(Some((file, meta)))
+    }
+
+    /// [`FsStore::open`] for a range read: the file kept open for ranges
+    /// when the path still names it (same device, inode, size and
+    /// modification time: a file renamed over it, or written since, is
+    /// opened anew), else the file opened now, which is kept instead.
+    fn open_for_ranges(&self, key: &str) -> Result<Option<(Arc<File>, fs::Metadata)>> {
+        use std::os::unix::fs::MetadataExt;
+        let kept = {
+            let guard = self.ranged.lock().unwrap_or_else(|p| p.into_inner());
+            guard
+                .as_ref()
+                .filter(|o| o.key == key)
+                .map(|o| (o.file.clone(), o.meta.clone()))
+        };
+        if let Some((file, meta)) = kept {
+            if let Ok(now) = fs::metadata(self.path(key)) {
+                if now.is_file()
+                    && now.dev() == meta.dev()
+                    && now.ino() == meta.ino()
+                    && now.len() == meta.len()
+                    && now.modified().ok() == meta.modified().ok()
+                {
+                    return Ok(Some((file, meta)));
+                }
+            }
+        }
+        let Some((file, meta)) = self.open(key)? else {
+            return Ok(None);
+        };
+        let file = Arc::new(file);
+        *self.ranged.lock().unwrap_or_else(|p| p.into_inner()) = Some(OpenFile {
+            key: key.to_string(),
+            file: file.clone(),
+            meta: meta.clone(),
+        });
         Ok(Some((file, meta)))
     }
 
@@ -184,7 +237,7 @@ impl Store for FsStore {
         range: ByteRange,
         buf: &mut Vec<u8>,
     ) -> Result<Option<Option<Version>>> {
-        let Some((file, meta)) = self.open(key)? else {
+        let Some((file, meta)) = self.open_for_ranges(key)? else {
             return Ok(None);
         };
         let span = range.resolve(meta.len());

@@ -929,12 +929,12 @@ impl Dataset {
     /// [`ErrorKind::InvalidMetadata`] when `location` is not inside the
     /// file.
     fn check_location(&self, grid_pos: &[u64], location: &ChunkLocation) -> Result<()> {
-        let file_size = self.file.size()?;
-        if location
-            .offset
-            .checked_add(location.size)
-            .is_none_or(|end| end > file_size)
-        {
+        let end = location.offset.checked_add(location.size);
+        let (inside, file_size) = match end {
+            Some(end) => self.file.reaches(end)?,
+            None => (false, self.file.size()?),
+        };
+        if !inside {
             return Err(Error::invalid_metadata(format!(
                 "{}: chunk {grid_pos:?} is said to be {} bytes at offset {}, outside the file of {} \
                  bytes",

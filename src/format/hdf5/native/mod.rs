@@ -477,6 +477,9 @@ pub(crate) struct FileInner {
     /// The size of the user block (the offset of the superblock), which
     /// addresses libhdf5 < 1.14.4 reports are relative to.
     userblock: u64,
+    /// The largest size [`FileInner::size`] saw, so that checking that a
+    /// chunk lies inside the file needs no `fstat` per chunk.
+    seen_size: std::sync::atomic::AtomicU64,
 }
 
 impl FileInner {
@@ -517,10 +520,27 @@ impl FileInner {
 
     /// The current size of the file in bytes.
     pub(crate) fn size(&self) -> Result<u64> {
-        self.reader
+        let size = self
+            .reader
             .metadata()
             .map(|m| m.len())
-            .map_err(|e| Error::io(self.path.display(), e))
+            .map_err(|e| Error::io(self.path.display(), e))?;
+        self.seen_size
+            .fetch_max(size, std::sync::atomic::Ordering::Relaxed);
+        Ok(size)
+    }
+
+    /// Whether the file holds byte `end - 1`, with the size last seen
+    /// where that answers it (a file open here only grows; one cut short
+    /// by another program since gives fewer bytes when read, which the
+    /// readers check), else the current size; that size with the answer.
+    pub(crate) fn reaches(&self, end: u64) -> Result<(bool, u64)> {
+        let seen = self.seen_size.load(std::sync::atomic::Ordering::Relaxed);
+        if end <= seen {
+            return Ok((true, seen));
+        }
+        let size = self.size()?;
+        Ok((end <= size, size))
     }
 
     /// Resolves `path` from the root group.
@@ -686,6 +706,7 @@ impl File {
                 writable,
                 reader,
                 userblock,
+                seen_size: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
