@@ -223,6 +223,9 @@ pub(crate) struct Fetch<'a> {
     /// Bytes a fetch of a whole object (or of a range not given by its
     /// length) is expected to bring at most (a block's nominal size).
     expected: usize,
+    /// Where request `i` is, asked by the taking thread when it takes it
+    /// ([`with_lazy_fetch`]; `keys` and `ranges` are empty then).
+    lazy: Option<&'a Source<'a>>,
     /// Bytes fetched and not yet taken, with those under way, that the
     /// fetch holds at most: [`IO_BUDGET`] from a network store, less from a
     /// local one (see [`LOCAL_BUDGET`]).
@@ -547,6 +550,12 @@ impl Fetch<'_> {
             // Nothing to fetch: no I/O thread need be asked.
             return Ok(Fetched::Missing);
         }
+        if let Some(source) = self.lazy {
+            return match source(i)? {
+                Some((key, range)) => self.read_now(i, &key, range),
+                None => Ok(Fetched::Missing),
+            };
+        }
         let mut s = self.lock();
         loop {
             if let Some(result) = s.ready.remove(&i) {
@@ -567,6 +576,31 @@ impl Fetch<'_> {
             if let Some(at) = s.wanted.iter().position(|&w| w == i) {
                 s.wanted.swap_remove(at);
             }
+        }
+    }
+
+    /// Reads request `i`, `range` of `key` (`None`: the whole object), on
+    /// this thread (a fetch without I/O threads), into a buffer given back
+    /// earlier where one fits.
+    fn read_now(&self, i: usize, key: &str, range: Option<ByteRange>) -> Result<Fetched> {
+        let mut buf = self.lock().take_spare(range.map(|r| self.size_of(Some(r))));
+        let found = match range {
+            Some(range) => match self.store.get_range_into(key, range, &mut buf)? {
+                Some(version) => {
+                    if let Some(v) = version {
+                        self.lock().versions.insert(i, v);
+                    }
+                    true
+                }
+                None => false,
+            },
+            None => self.store.get_into(key, &mut buf)?,
+        };
+        if found {
+            Ok(Fetched::Bytes(buf))
+        } else {
+            self.lock().give_back(buf);
+            Ok(Fetched::Missing)
         }
     }
 
@@ -661,6 +695,30 @@ pub(crate) fn with_fetch_ranges<'a, R>(
     fetch.run(threads, body)
 }
 
+/// Where a request of [`with_lazy_fetch`] is: the key and the range (`None`:
+/// the whole object), or `None` when there is nothing to fetch.
+pub(crate) type Source<'a> =
+    dyn Fn(usize) -> Result<Option<(String, Option<ByteRange>)>> + Sync + 'a;
+
+/// [`with_fetch_ranges`] without I/O threads whose requests are found as
+/// they are taken: [`Fetch::take`] of `i` asks `source` where request `i`
+/// is and reads it on the taking thread. For objects whose places cost a
+/// lookup each (an HDF5 file's chunk index, read from the disk by the
+/// lookups themselves), which the readers then do alongside each other's
+/// reads rather than all before the first; and for ranges of one local
+/// file taken in order, which the kernel's read-ahead keeps ahead of the
+/// readers with no hand-over between threads.
+pub(crate) fn with_lazy_fetch<'a, R>(
+    store: &'a dyn Store,
+    expected: usize,
+    source: &'a Source<'a>,
+    body: impl FnOnce(&Fetch<'a>) -> Result<R>,
+) -> Result<R> {
+    let mut fetch = Fetch::new(store, &[], &[], expected, None, false);
+    fetch.lazy = Some(source);
+    fetch.run(0, body)
+}
+
 /// [`with_fetch_ranges`] whose requests `body` adds to while the first
 /// ones are fetched ([`Fetch::push`]), for reads that learn what to fetch
 /// from what they fetched first (a shard's index); `body` calls
@@ -700,6 +758,7 @@ impl<'a> Fetch<'a> {
             ranges,
             early,
             expected,
+            lazy: None,
             budget,
             state: Mutex::new(FetchState {
                 growing,
@@ -1206,6 +1265,46 @@ mod tests {
                 i => assert_eq!(t, Some((vec![i as u8; 16], Some(versions[i].clone())))),
             }
         }
+    }
+
+    #[test]
+    fn lazy_fetches_ask_where_each_request_is_as_it_is_taken() {
+        let store = MemoryStore::new();
+        store
+            .put("file", &[&(0..200u8).collect::<Vec<u8>>()])
+            .unwrap();
+        let asked = Mutex::new(Vec::new());
+        let source = |i: usize| -> Result<Option<(String, Option<ByteRange>)>> {
+            asked.lock().unwrap().push(i);
+            Ok(match i {
+                3 => None,
+                7 => Some(("gone".to_string(), None)),
+                _ => Some((
+                    "file".to_string(),
+                    Some(ByteRange::Span {
+                        offset: 10 * i as u64,
+                        len: 10,
+                    }),
+                )),
+            })
+        };
+        with_lazy_fetch(&store, 10, &source, |f| {
+            assert!(asked.lock().unwrap().is_empty(), "asked before taken");
+            for i in [5, 0, 3, 7, 1] {
+                match (i, f.take(i)?) {
+                    (3 | 7, Fetched::Missing) => {}
+                    (_, Fetched::Bytes(b)) => {
+                        let want: Vec<u8> = (10 * i as u8..10 * i as u8 + 10).collect();
+                        assert_eq!(b, want, "request {i}");
+                        f.recycle(b);
+                    }
+                    (i, other) => panic!("request {i}: {other:?}"),
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(asked.into_inner().unwrap(), vec![5, 0, 3, 7, 1]);
     }
 
     #[test]

@@ -210,6 +210,17 @@ pub(crate) trait ObjectBlocks: Sync {
     /// it gives (whichever costs least).
     fn decode(&self, grid_pos: &[u64], stored: &[u8], out: &mut [u8]) -> Result<Order>;
 
+    /// Whether region reads from a local store have the decoding threads
+    /// read the blocks themselves, with no I/O threads: true where the
+    /// blocks are ranges of one file in the order the reads take them
+    /// (HDF5 chunks), whose read-ahead the kernel does, so that a hand-over
+    /// between threads per block only costs time. Default: false (N5 and
+    /// Zarr blocks are files of their own, several of which in flight
+    /// read faster).
+    fn read_by_decoders(&self) -> bool {
+        false
+    }
+
     /// The order blocks are given to [`ObjectBlocks::encode`] in.
     fn write_order(&self) -> Order;
 

@@ -9,7 +9,9 @@ use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::format::array::{Array, ObjectBlocks, Order};
 use crate::geometry::{copy_box_with, fill_with, swap_copy, swap_in_place, Placement};
-use crate::pipeline::{with_fetch_ranges, with_upload, Early, EarlyUse, Fetched, Offer, Upload};
+use crate::pipeline::{
+    with_fetch_ranges, with_lazy_fetch, with_upload, Early, EarlyUse, Fetch, Fetched, Offer, Upload,
+};
 use crate::storage::ByteRange;
 
 use super::{prepare_output, unit_rows, Grid, Overlap, Part, Planes, Units};
@@ -51,8 +53,11 @@ impl Dataset {
         };
         let block_bytes = attrs.block_num_elements() * elem;
         let units = Units::new(grid, block_bytes);
-        let (keys, ranges) = sources(blocks, grid, |_| Ok(true))?;
         let store = blocks.store();
+        let remote = store.capabilities().remote;
+        // No I/O threads where the decoding threads read best themselves:
+        // each finds its block's place as it takes it.
+        let by_decoders = blocks.read_by_decoders() && !remote;
         let io = self.io_concurrency();
         // On a network store every block is put into the region by the I/O
         // thread that received it, while its bytes are still in that core's
@@ -103,12 +108,11 @@ impl Dataset {
             out.copy_in(&buf[..nbytes], &o, elem, order == Order::Swapped, i);
             Ok(EarlyUse::Used)
         };
-        let remote = store.capabilities().remote;
         let early = remote.then_some(Early {
             work: &use_early,
             buffers: self.container().options().threads,
         });
-        with_fetch_ranges(store, &keys, &ranges, io, block_bytes, early, |fetch| {
+        let read_units = |fetch: &Fetch| {
             let init = Vec::<(Vec<u8>, Fetched)>::new;
             let result = self
                 .container()
@@ -174,7 +178,13 @@ impl Dataset {
                 fetch.cancel();
             }
             result
-        })
+        };
+        if by_decoders {
+            let source = |i: usize| blocks.source(&grid.grid_pos(i));
+            return with_lazy_fetch(store, block_bytes, &source, read_units);
+        }
+        let (keys, ranges) = sources(blocks, grid, |_| Ok(true))?;
+        with_fetch_ranges(store, &keys, &ranges, io, block_bytes, early, read_units)
     }
 
     /// [`Dataset::write_region`] of an array whose blocks are objects (see

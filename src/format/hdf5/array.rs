@@ -540,6 +540,12 @@ impl ObjectBlocks for Hdf5Array {
         Ok(Order::Native)
     }
 
+    /// Chunks are ranges of one local file, taken in file order when
+    /// libhdf5 wrote them in order.
+    fn read_by_decoders(&self) -> bool {
+        true
+    }
+
     fn write_order(&self) -> Order {
         Order::Native
     }
