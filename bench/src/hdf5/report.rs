@@ -1,6 +1,6 @@
 //! The results of the HDF5 mode and their presentation: the markdown
 //! report (header, the table of times, CPU times and ratios, the targets
-//! of issue 32 judged by their rule) and the JSON document.
+//! the README states, judged by their rule) and the JSON document.
 //!
 //! The rule: a target "faster than h5py" or "≤ k × floor+out" (or, for
 //! writes, "≤ 1.10 × h5py") is met when libn5's median is at or below the
@@ -249,7 +249,7 @@ impl H5Run {
             .map_or_else(|| "not installed".into(), str::to_string)
     }
 
-    /// Every target cell of issue 32 that was measured: whole-volume and
+    /// Every target cell the README states that was measured: whole-volume and
     /// region reads against h5py and 1.15 × floor+out, writes against
     /// 1.10 × h5py.
     pub fn targets(&self) -> Vec<Judged> {
@@ -383,7 +383,7 @@ impl H5Run {
         );
         let _ = writeln!(
             s,
-            "* threads: libn5's `Options.threads` (it reads with 4 I/O threads besides, its `io_concurrency` on a local disk); the floors read, inflate, unshuffle and copy each chunk on one of the job's threads; h5py has one thread (libhdf5 decodes one chunk at a time): it is measured once per round and its cells are the same in the rows of every thread count\n"
+            "* threads: libn5's `Options.threads` (each reads the chunks it decodes: no I/O threads for HDF5 files); the floors read, inflate, unshuffle and copy each chunk on one of the job's threads; h5py has one thread (libhdf5 decodes one chunk at a time): it is measured once per round and its cells are the same in the rows of every thread count\n"
         );
 
         let _ = writeln!(
@@ -439,7 +439,7 @@ impl H5Run {
 
         let targets = self.targets();
         if !targets.is_empty() {
-            let _ = writeln!(s, "## Targets (issue 32)\n");
+            let _ = writeln!(s, "## Targets\n");
             let _ = writeln!(
                 s,
                 "A target is met when libn5's median is at or below the target value; a miss whose gap to it is no more than the spread of libn5's rounds (slowest − fastest) at a median CPU time no higher than the target's (k × the reference's median CPU time) counts as met within the spread.\n"
