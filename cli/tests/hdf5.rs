@@ -159,8 +159,31 @@ fn reading_commands_on_hdf5_files() {
         info["blocks"]["stored"].as_u64().unwrap() as usize,
         cells["chunk_list"].as_array().unwrap().len()
     );
+    // The bytes the chunks take, as h5py lists them, and what they hold.
+    let chunk_bytes: u64 = cells["chunk_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["size"].as_u64().unwrap())
+        .sum();
+    assert_eq!(info["bytesStored"].as_u64(), Some(chunk_bytes));
+    let chunk_elems: u64 = cells["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .product();
+    assert_eq!(
+        info["bytesUncompressed"].as_u64(),
+        Some(info["blocks"]["stored"].as_u64().unwrap() * chunk_elems * 2)
+    );
     let text = ok(&["info", &format!("{bdv}/t00000/s00/0/cells")]).text();
     assert!(text.contains("deflate(6)"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("stored") && l.contains("uncompressed, ratio")),
+        "{text}"
+    );
     // Statistics with the fill value where no chunk is allocated.
     let fill = dataset(&manifest, "thirdparty.h5", "/fill");
     let values: Vec<f32> = h5py_bytes(fill)

@@ -12,8 +12,8 @@
 //! and chunks and shards stored; a Zarr group by its document, children
 //! and attributes. An HDF5 dataset is described as HDF5 states it (shape,
 //! maximum shape, layout, chunks, filters, fill value, C order beside N5
-//! order) with its allocated chunks; an HDF5 group by its children and
-//! attributes.
+//! order) with its allocated chunks and the bytes they take; an HDF5
+//! group by its children and attributes.
 
 use clap::Args;
 use n5::{BlockMode, Container, DataType, Dataset, Mode};
@@ -635,6 +635,26 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
         .map(|f| f.iter().map(filter_line).collect())
         .unwrap_or_default();
     let c_order = |v: &[u64]| v.iter().rev().copied().collect::<Vec<u64>>();
+    // The bytes the data take in the file, and what they hold: whole
+    // chunks for each allocated chunk (HDF5 stores edge chunks whole),
+    // else the whole dataset once its storage is allocated.
+    let chunked = h5["chunks"].is_array();
+    let bytes_stored = h5["storage_size"].as_u64().unwrap_or(0);
+    let elem = attrs.data_type.size() as u64;
+    let bytes_uncompressed = if chunked {
+        (stored.len() as u64)
+            .saturating_mul(block.iter().product::<u64>())
+            .saturating_mul(elem)
+    } else if bytes_stored > 0 {
+        attrs
+            .dimensions
+            .iter()
+            .product::<u64>()
+            .saturating_mul(elem)
+    } else {
+        0
+    };
+    let ratio = (bytes_stored > 0).then(|| bytes_uncompressed as f64 / bytes_stored as f64);
     let stats = if a.stats {
         let mut s = Stats::new();
         let zero = vec![0u64; attrs.ndim()];
@@ -665,6 +685,9 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
             "fillValue": fill,
             "gridShape": grid,
             "blocks": {"expected": count_json(grid_count(&grid)), "stored": stored.len()},
+            "bytesStored": bytes_stored,
+            "bytesUncompressed": bytes_uncompressed,
+            "compressionRatio": ratio,
             "metadata": doc,
             "attributes": user,
         });
@@ -684,7 +707,6 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
             format!("[{}]", parts.join(", "))
         })
     };
-    let chunked = h5["chunks"].is_array();
     let mut rows: Vec<(String, String)> = vec![
         (
             "dataset".into(),
@@ -743,6 +765,17 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
                     "all, where the dataset's storage is allocated"
                 }
             ),
+        ),
+        (
+            "stored".into(),
+            match ratio {
+                Some(r) => format!(
+                    "{} ({} uncompressed, ratio {r:.2})",
+                    size(bytes_stored),
+                    size(bytes_uncompressed)
+                ),
+                None => size(bytes_stored),
+            },
         ),
     ];
     if !user.is_empty() {

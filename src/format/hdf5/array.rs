@@ -239,7 +239,8 @@ impl Array for Hdf5Array {
 
     /// The N5 dataset members and, under `hdf5`, the dataset as HDF5
     /// states it (C order): `shape`, `maxshape` (null: unlimited),
-    /// `chunks` (null when not chunked), `layout` and `filters`.
+    /// `chunks` (null when not chunked), `layout`, `filters`, and
+    /// `storage_size`, the bytes its data take in the file.
     fn metadata(&self) -> Result<Value> {
         let d = self.dataset.description();
         let mut doc = self.attributes.to_json();
@@ -261,6 +262,7 @@ impl Array for Hdf5Array {
                 "chunks": d.chunk,
                 "layout": d.layout.name(),
                 "filters": filters,
+                "storage_size": self.dataset.storage_size(),
             }),
         );
         Ok(Value::Object(doc))

@@ -901,6 +901,15 @@ impl Dataset {
         }
     }
 
+    /// The bytes of the file the dataset's data take (its allocated chunks
+    /// as stored, filters applied; a contiguous dataset's storage once
+    /// allocated): libhdf5's `H5Dget_storage_size`.
+    pub(crate) fn storage_size(&self) -> u64 {
+        // SAFETY: the dataset is open; the call only reads libhdf5's
+        // metadata of it; under the lock.
+        locked(|| unsafe { sys::h5d::H5Dget_storage_size(self.id.id()) })
+    }
+
     /// Whether the chunk at `grid_pos` (C order) is allocated.
     pub(crate) fn chunk_allocated(&self, grid_pos: &[u64]) -> Result<bool> {
         let offset = self.chunk_offset(grid_pos)?;
