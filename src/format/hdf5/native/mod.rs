@@ -342,9 +342,19 @@ fn link_names(group: hid_t, context: &str) -> Result<Vec<Vec<u8>>> {
     Ok(names)
 }
 
-/// What the link `name` in the open group `group` leads to (hard and soft
-/// links followed, external and user-defined ones not).
-fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
+/// A link of a group, as [`followed_link`] finds it.
+enum Link {
+    /// There is no link of that name.
+    Missing,
+    /// An external or user-defined link, which libn5 does not follow.
+    NotFollowed,
+    /// A hard or soft link, its name as a C string.
+    Followed { name: CString, soft: bool },
+}
+
+/// The link `name` in the open group `group`: whether there is one, and
+/// whether libn5 follows it (hard and soft links).
+fn followed_link(group: hid_t, name: &str, context: &str) -> Result<Link> {
     let cname = cstring(name, "name")?;
     // SAFETY: `group` is an open group, `cname` a C string; under the lock.
     let exists = locked(|| unsafe { sys::h5l::H5Lexists(group, cname.as_ptr(), H5P_DEFAULT) });
@@ -354,14 +364,31 @@ fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
         context,
         "looking up the link",
     )? {
-        return Ok(Resolved::None);
+        return Ok(Link::Missing);
     }
-    let ty = link_type(group, &cname, context)?;
     const HARD: c_int = 0;
     const SOFT: c_int = 1;
-    if ty != HARD && ty != SOFT {
-        return Ok(Resolved::Other);
+    match link_type(group, &cname, context)? {
+        HARD => Ok(Link::Followed {
+            name: cname,
+            soft: false,
+        }),
+        SOFT => Ok(Link::Followed {
+            name: cname,
+            soft: true,
+        }),
+        _ => Ok(Link::NotFollowed),
     }
+}
+
+/// What the link `name` in the open group `group` leads to (hard and soft
+/// links followed, external and user-defined ones not).
+fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
+    let (cname, soft) = match followed_link(group, name, context)? {
+        Link::Missing => return Ok(Resolved::None),
+        Link::NotFollowed => return Ok(Resolved::Other),
+        Link::Followed { name, soft } => (name, soft),
+    };
     let opened = locked(|| {
         // SAFETY: as above; H5Oopen follows hard and soft links.
         let id = unsafe { sys::h5o::H5Oopen(group, cname.as_ptr(), H5P_DEFAULT) };
@@ -382,7 +409,7 @@ fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
     });
     match opened {
         // A soft link whose target is missing or cannot be opened.
-        Err(_) if ty == SOFT => Ok(Resolved::Other),
+        Err(_) if soft => Ok(Resolved::Other),
         Err(e) => Err(e),
         Ok((hid, H5I_type_t::H5I_GROUP)) => Ok(Resolved::Group(hid)),
         Ok((hid, H5I_type_t::H5I_DATASET)) => Ok(Resolved::Dataset(hid)),
@@ -397,23 +424,11 @@ fn resolve_child(group: hid_t, name: &str, context: &str) -> Result<Resolved> {
 /// type, layout and filters and opening a named datatype its type
 /// (decoders that libhdf5 1.10 runs unchecked on damaged headers).
 fn child_kind(group: hid_t, name: &str, context: &str) -> Result<ObjectKind> {
-    let cname = cstring(name, "name")?;
-    // SAFETY: `group` is an open group, `cname` a C string; under the lock.
-    let exists = locked(|| unsafe { sys::h5l::H5Lexists(group, cname.as_ptr(), H5P_DEFAULT) });
-    if !check_tri(
-        exists,
-        ErrorKind::InvalidMetadata,
-        context,
-        "looking up the link",
-    )? {
-        return Ok(ObjectKind::None);
-    }
-    let ty = link_type(group, &cname, context)?;
-    const HARD: c_int = 0;
-    const SOFT: c_int = 1;
-    if ty != HARD && ty != SOFT {
-        return Ok(ObjectKind::Other);
-    }
+    let (cname, soft) = match followed_link(group, name, context)? {
+        Link::Missing => return Ok(ObjectKind::None),
+        Link::NotFollowed => return Ok(ObjectKind::Other),
+        Link::Followed { name, soft } => (name, soft),
+    };
     let object = locked(|| {
         #[cfg(not(n5_hdf5_1_12))]
         {
@@ -451,7 +466,7 @@ fn child_kind(group: hid_t, name: &str, context: &str) -> Result<ObjectKind> {
     });
     match object {
         // A soft link whose target is missing or unreadable.
-        (ret, _) if ret < 0 && ty == SOFT => Ok(ObjectKind::Other),
+        (ret, _) if ret < 0 && soft => Ok(ObjectKind::Other),
         (ret, _) if ret < 0 => Err(failed(
             ErrorKind::InvalidMetadata,
             context,
