@@ -672,7 +672,8 @@ fn check_dataset(c: &C, d: &Value, rng: &mut Rng) -> Vec<String> {
     let want_meta = json!({
         "dimensions": dims, "blockSize": block, "dataType": t.name(), "compression": compression,
         "hdf5": {"shape": shape, "maxshape": d["maxshape"], "chunks": d["chunks"],
-                 "layout": d["layout"], "filters": filters}});
+                 "layout": d["layout"], "filters": filters,
+                 "storage_size": d["storage_size"]}});
     if meta != want_meta {
         fail(format!("metadata {meta}, expected {want_meta}"));
     }

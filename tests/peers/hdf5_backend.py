@@ -497,8 +497,8 @@ def describe_file(path, e, bindir, counter):
     """{"path", "userblock", "size", "version", "groups": [{"path", "list",
     "attributes", "left_out"}], "datasets": [{"path", "dtype" (numpy str,
     e.g. "<u2"), "shape", "maxshape", "chunks", "layout", "filters",
-    "fillvalue", "bin", "chunk_list": [{"offset", "addr", "size",
-    "filter_mask"}] (allocated chunks, absolute addresses), "unsupported",
+    "storage_size" (the bytes the data take in the file), "fillvalue",
+    "bin", "chunk_list": [{"offset", "addr", "size", "filter_mask"}] (allocated chunks, absolute addresses), "unsupported",
     "attributes"}]}"""
     out = {"path": path, "size": os.path.getsize(path), "groups": [], "datasets": []}
     with h5py.File(path, "r") as f:
@@ -528,6 +528,7 @@ def describe_file(path, e, bindir, counter):
                 "chunks": list(d.chunks) if d.chunks else None,
                 "layout": layout_name(dcpl),
                 "filters": filters_of(dcpl),
+                "storage_size": d.id.get_storage_size(),
                 "attributes": e.attributes.get(name, {}),
             }
             if name in e.unsupported:

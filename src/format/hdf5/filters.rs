@@ -410,8 +410,11 @@ impl Places<'_> {
     /// The input (`from`, its first `len` bytes) and the output (`to`,
     /// resized to `to_len` when a scratch buffer) of one step.
     fn pair(&mut self, from: At, len: usize, to: At, to_len: usize) -> (&[u8], &mut [u8]) {
+        // Grown to exactly what the step needs (not doubled, as a Vec
+        // grows by default): a decode allocates no more than its chunk.
         fn grow(v: &mut Vec<u8>, to_len: usize) -> &mut [u8] {
             if v.len() < to_len {
+                v.reserve_exact(to_len - v.len());
                 v.resize(to_len, 0);
             }
             &mut v[..to_len]
@@ -855,6 +858,40 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn scratch_buffers_grow_to_what_a_chunk_needs_and_no_more() {
+        // Deflate then fletcher32 (fletcher32 outermost): the inflated
+        // bytes go through a scratch buffer before unshuffle writes the
+        // chunk. Chunks that grow a little each time must not leave the
+        // scratch buffers at twice their size, as a Vec's own growth would.
+        let filters = vec![
+            filter(id::SHUFFLE, &[2]),
+            filter(id::DEFLATE, &[6]),
+            filter(id::FLETCHER32, &[]),
+        ];
+        for rows in [400u64, 420, 450, 480] {
+            let chunk = [rows, 1000];
+            let enc =
+                ChunkEncoder::new(&filters, 2, ByteOrder::Little, &chunk, &chunk, false).unwrap();
+            let dec =
+                ChunkDecoder::new(&filters, 2, ByteOrder::Little, &chunk, &chunk, false).unwrap();
+            let data: Vec<u8> = (0..dec.chunk_bytes()).map(|i| (i % 251) as u8).collect();
+            let stored = enc.encode(&data, &[0, 0]).unwrap();
+            let mut out = vec![0u8; dec.chunk_bytes()];
+            dec.decode(&stored, 0, &[0, 0], &mut out).unwrap();
+            assert_eq!(out, data);
+            let most = stored.len().max(dec.chunk_bytes());
+            SCRATCH.with_borrow(|(a, b)| {
+                assert!(
+                    a.capacity() <= most && b.capacity() <= most,
+                    "scratch of {} and {} bytes for a chunk of {most}",
+                    a.capacity(),
+                    b.capacity()
+                );
+            });
         }
     }
 
