@@ -498,8 +498,8 @@ def describe_file(path, e, bindir, counter):
     "attributes", "left_out"}], "datasets": [{"path", "dtype" (numpy str,
     e.g. "<u2"), "shape", "maxshape", "chunks", "layout", "filters",
     "storage_size" (the bytes the data take in the file), "fillvalue",
-    "bin", "chunk_list": [{"offset", "addr", "size", "filter_mask"}] (allocated chunks, absolute addresses), "unsupported",
-    "attributes"}]}"""
+    "bin", "chunk_list": [{"offset", "addr", "size", "filter_mask"}]
+    (allocated chunks, absolute addresses), "unsupported", "attributes"}]}"""
     out = {"path": path, "size": os.path.getsize(path), "groups": [], "datasets": []}
     with h5py.File(path, "r") as f:
         out["userblock"] = f.userblock_size
