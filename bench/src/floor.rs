@@ -48,7 +48,7 @@ use n5::storage::Store;
 
 use crate::sys;
 use crate::workload::{
-    box_bytes, measure, remove_tree, Codec, Impl, Job, Layout, Region, Report, Workload, DATASET,
+    box_bytes, measure, remove_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
 };
 
 // Linked by the blosc-src dependency (the same c-blosc build libn5 uses).
@@ -534,11 +534,10 @@ impl Encoders {
     }
 }
 
-/// Runs a floor job (FloorIo, FloorCodec or FloorOut) in this (child) process.
+/// Runs a floor job (FloorIo, FloorCodec or FloorOut) of the N5 layout in
+/// this (child) process (the sharded layout's are
+/// [`crate::sharded::run_floor`]).
 pub fn run_floor(job: &Job) -> Result<Report, String> {
-    if job.layout == Layout::Zarr3Sharded {
-        return crate::sharded::run_floor(job);
-    }
     let out_floor = job.imp == Impl::FloorOut;
     if out_floor && !Impl::FloorOut.measures(job.workload, job.codec) {
         return Err(format!(

@@ -282,7 +282,12 @@ fn child(job_json: &str) -> ExitCode {
         Ok(job) => match job.imp {
             Impl::Libn5 | Impl::Libn5Hdf5 => workload::run_libn5(&job),
             Impl::FloorIo | Impl::FloorCodec | Impl::FloorOut => {
-                floor::run_floor(&job).map_or_else(Outcome::Failed, Outcome::Ok)
+                let report = if job.layout == Layout::Zarr3Sharded {
+                    sharded::run_floor(&job)
+                } else {
+                    floor::run_floor(&job)
+                };
+                report.map_or_else(Outcome::Failed, Outcome::Ok)
             }
             _ => Outcome::Failed("peers run in bench/peers.py".into()),
         },

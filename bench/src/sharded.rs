@@ -49,7 +49,7 @@ use crate::floor::{
 };
 use crate::sys;
 use crate::workload::{
-    box_bytes, measure, remove_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
+    box_bytes, measure, remove_tree, shard_key, Codec, Impl, Job, Region, Report, Workload,
 };
 
 /// Inner chunks at most this many bytes apart are fetched in one range
@@ -66,12 +66,6 @@ pub const COALESCE_MAX_REMOTE: u64 = 8 << 20;
 const WHOLE_SHARD_MAX: u64 = 48 << 20;
 /// The index entry of an inner chunk that is not stored.
 const EMPTY: u64 = u64::MAX;
-
-/// The key (below the container) of the shard at shard grid position `p`
-/// (N5 order): `vol/c/z/y/x`.
-pub fn shard_key(p: [u64; 3]) -> String {
-    format!("{DATASET}/c/{}/{}/{}", p[2], p[1], p[0])
-}
 
 /// Inner chunks per shard in each dimension (N5 order).
 fn per_shard(job: &Job) -> [u64; 3] {

@@ -17,6 +17,12 @@ use crate::sys::{self, CacheMode};
 /// The dataset's path inside every container.
 pub const DATASET: &str = "vol";
 
+/// The key (below the container) of the sharded layout's shard at shard
+/// grid position `p` (N5 order): `vol/c/z/y/x`.
+pub fn shard_key(p: [u64; 3]) -> String {
+    format!("{DATASET}/c/{}/{}/{}", p[2], p[1], p[0])
+}
+
 /// The member of zarr.json that makes every shard libn5 writes an HDF5
 /// file too.
 pub const HDF5_SHARDS: &str = "hdf5_shards";
@@ -780,7 +786,7 @@ fn libn5(job: &Job, refused: &std::cell::RefCell<Option<String>>) -> Result<Repo
 /// HDF5 file: it begins with the HDF5 signature (the index is at the end,
 /// so the superblock is at byte 0).
 fn check_hdf5_shard(job: &Job) -> Result<(), String> {
-    let key = crate::sharded::shard_key([0; 3]);
+    let key = shard_key([0; 3]);
     let head = if job.is_remote() {
         let url = job.container.to_str().ok_or("the location is not UTF-8")?;
         let options = job.options()?;
