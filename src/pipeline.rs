@@ -337,29 +337,20 @@ impl Fetch<'_> {
             // way at once, which the budget bounds, however many threads
             // have fetched.
             let mut buf = s.take_spare(range.map(|_| want));
-            let mut unused = None;
             drop(s);
-            // The bytes received, and the version a ranged fetch came with.
-            let received: Result<Option<(Vec<u8>, Option<Version>)>> = match (key.as_deref(), range)
-            {
-                (None, _) => {
+            let got = match key.as_deref() {
+                Some(key) => read_into(self.store, key, range, &mut buf),
+                None => Ok(None),
+            };
+            // The bytes received, and the version a ranged fetch came with;
+            // the buffer back to the spares when nothing came.
+            let mut unused = None;
+            let received = match got {
+                Ok(Some(version)) => Ok(Some((buf, version))),
+                other => {
                     unused = Some(buf);
-                    Ok(None)
+                    other.map(|_| None)
                 }
-                (Some(key), Some(range)) => match self.store.get_range_into(key, range, &mut buf) {
-                    Ok(Some(version)) => Ok(Some((buf, version))),
-                    other => {
-                        unused = Some(buf);
-                        other.map(|_| None)
-                    }
-                },
-                (Some(key), None) => match self.store.get_into(key, &mut buf) {
-                    Ok(true) => Ok(Some((buf, None))),
-                    other => {
-                        unused = Some(buf);
-                        other.map(|_| None)
-                    }
-                },
             };
             // Bytes received count as held from now on, whoever uses them:
             // an object waiting for a decoding buffer is in the budget.
@@ -584,23 +575,17 @@ impl Fetch<'_> {
     /// earlier where one fits.
     fn read_now(&self, i: usize, key: &str, range: Option<ByteRange>) -> Result<Fetched> {
         let mut buf = self.lock().take_spare(range.map(|r| self.size_of(Some(r))));
-        let found = match range {
-            Some(range) => match self.store.get_range_into(key, range, &mut buf)? {
-                Some(version) => {
-                    if let Some(v) = version {
-                        self.lock().versions.insert(i, v);
-                    }
-                    true
+        match read_into(self.store, key, range, &mut buf)? {
+            Some(version) => {
+                if let Some(v) = version {
+                    self.lock().versions.insert(i, v);
                 }
-                None => false,
-            },
-            None => self.store.get_into(key, &mut buf)?,
-        };
-        if found {
-            Ok(Fetched::Bytes(buf))
-        } else {
-            self.lock().give_back(buf);
-            Ok(Fetched::Missing)
+                Ok(Fetched::Bytes(buf))
+            }
+            None => {
+                self.lock().give_back(buf);
+                Ok(Fetched::Missing)
+            }
         }
     }
 
@@ -693,6 +678,21 @@ pub(crate) fn with_fetch_ranges<'a, R>(
         .min(fetch.budget / fetch.expected)
         .max(usize::from(requests > 0));
     fetch.run(threads, body)
+}
+
+/// Reads `range` of the object at `key` (`None`: all of it) into `buf`:
+/// `None` when there is no object, else the version a ranged read came
+/// with, if the store tells it.
+fn read_into(
+    store: &dyn Store,
+    key: &str,
+    range: Option<ByteRange>,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Option<Version>>> {
+    match range {
+        Some(range) => store.get_range_into(key, range, buf),
+        None => Ok(store.get_into(key, buf)?.then_some(None)),
+    }
 }
 
 /// Where a request of [`with_lazy_fetch`] is: the key and the range (`None`:
