@@ -349,19 +349,7 @@ fn run_job(config: &Config, job: &Job) -> Outcome {
     } else if job.imp.is_peer() {
         peers::run(&config.python, job)
     } else {
-        // The job, to run again alone (`--one`), under a profiler say.
-        if std::env::var_os("N5_BENCH_SHOW_JOBS").is_some() {
-            eprintln!("JOB {}", job.to_json());
-        }
-        match std::env::current_exe().and_then(|exe| {
-            Command::new(exe)
-                .arg("--one")
-                .arg(job.to_json().to_string())
-                .output()
-        }) {
-            Ok(out) => Outcome::from_output(&out),
-            Err(e) => Outcome::Failed(format!("cannot start a child: {e}")),
-        }
+        Outcome::of_child("--one", &job.to_json())
     };
     if let Outcome::Ok(r) = &mut outcome {
         r.load = vec![load; r.times.len()];

@@ -753,19 +753,35 @@ fn libn5(job: &Job, refused: &std::cell::RefCell<Option<String>>) -> Result<Repo
         }
         return Ok(report);
     }
+    time_libn5_reads(job, &job.container, || {
+        if job.is_remote() {
+            Ok(f64::NAN)
+        } else {
+            sys::evict(&job.container, job.cache)
+                .map_err(|err| format!("evicting {}: {err}", job.container.display()))
+        }
+    })
+}
+
+/// Times libn5 reading every box of `job`'s read workload from the dataset
+/// of the container at `location` with `read_region` into one output
+/// buffer, as large as the largest box, reused by every call; each repeat
+/// opens the container (untimed) after `prepare` readied the page cache
+/// (it returns the fraction of the data left resident, NaN where not
+/// measured). The last box read is checked against the volume.
+pub fn time_libn5_reads(
+    job: &Job,
+    location: &Path,
+    mut prepare: impl FnMut() -> Result<f64, String>,
+) -> Result<Report, String> {
+    let e = |e: n5::Error| e.to_string();
     let boxes = job.read_boxes();
-    // One output buffer, as large as the largest box, reused by every call.
     let out_len = boxes.iter().map(box_bytes).max().unwrap_or(0);
     let (report, (_, out)) = measure(
         job.repeats,
         || {
-            let resident = if job.is_remote() {
-                f64::NAN
-            } else {
-                sys::evict(&job.container, job.cache)
-                    .map_err(|err| format!("evicting {}: {err}", job.container.display()))?
-            };
-            let c = Container::open_with(&job.container, Mode::Read, job.options()?).map_err(e)?;
+            let resident = prepare()?;
+            let c = Container::open_with(location, Mode::Read, job.options()?).map_err(e)?;
             let ds = c.open_dataset(DATASET).map_err(e)?;
             Ok(((ds, vec![0u8; out_len]), resident))
         },
@@ -831,6 +847,25 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Runs `job` in a fresh process of this binary (`mode`: the hidden
+    /// `--one` or `--one-hdf5`) and reads its report. With
+    /// `N5_BENCH_SHOW_JOBS` set, prints the job first, to run it again alone
+    /// (under a profiler, say).
+    pub fn of_child(mode: &str, job: &Value) -> Outcome {
+        if std::env::var_os("N5_BENCH_SHOW_JOBS").is_some() {
+            eprintln!("JOB {job}");
+        }
+        match std::env::current_exe().and_then(|exe| {
+            std::process::Command::new(exe)
+                .arg(mode)
+                .arg(job.to_string())
+                .output()
+        }) {
+            Ok(out) => Outcome::from_output(&out),
+            Err(e) => Outcome::Failed(format!("cannot start a child: {e}")),
+        }
+    }
+
     /// Reads the JSON report a child printed as its last stdout line.
     pub fn from_output(output: &std::process::Output) -> Outcome {
         let stdout = String::from_utf8_lossy(&output.stdout);

@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 use crate::sys::{self, CacheMode};
 use crate::workload::{
-    box_bytes, measure, remove_tree, verify, Codec, Impl, Job, Layout, Outcome, Region, Report,
+    measure, remove_tree, time_libn5_reads, Codec, Impl, Job, Layout, Outcome, Region, Report,
     Workload, DATASET,
 };
 use crate::{data, peers, Config};
@@ -241,27 +241,7 @@ fn run_libn5(h: &H5Job) -> Result<Report, String> {
         )?;
         return Ok(report);
     }
-    let boxes = job.read_boxes();
-    let out_len = boxes.iter().map(box_bytes).max().unwrap_or(0);
-    let (report, (_, out)) = measure(
-        job.repeats,
-        || {
-            let resident = prepare_cache(h)?;
-            let c = Container::open_with(&file, Mode::Read, job.options()?).map_err(e)?;
-            let ds = c.open_dataset(DATASET).map_err(e)?;
-            Ok(((ds, vec![0u8; out_len]), resident))
-        },
-        |(ds, out)| {
-            for r in &boxes {
-                ds.read_region(&r.offset, &r.shape, &mut out[..box_bytes(r)])
-                    .map_err(e)?;
-            }
-            Ok(())
-        },
-    )?;
-    let last = boxes.last().expect("at least one box");
-    verify(&job.raw, job.dims, last, &out[..box_bytes(last)])?;
-    Ok(report)
+    time_libn5_reads(job, &file, || prepare_cache(h))
 }
 
 /// bench/peers_hdf5.py, next to this crate's manifest.
@@ -431,18 +411,7 @@ fn run_job(config: &Config, h: &H5Job) -> Outcome {
             Err(e) => Outcome::Failed(format!("cannot run {}: {e}", config.python.display())),
         }
     } else {
-        if std::env::var_os("N5_BENCH_SHOW_JOBS").is_some() {
-            eprintln!("JOB {}", h.to_json());
-        }
-        match std::env::current_exe().and_then(|exe| {
-            Command::new(exe)
-                .arg("--one-hdf5")
-                .arg(h.to_json().to_string())
-                .output()
-        }) {
-            Ok(out) => Outcome::from_output(&out),
-            Err(e) => Outcome::Failed(format!("cannot start a child: {e}")),
-        }
+        Outcome::of_child("--one-hdf5", &h.to_json())
     };
     let result = match &outcome {
         Outcome::Ok(r) => format!(
