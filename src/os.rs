@@ -75,6 +75,31 @@ pub(crate) fn prefault(start: usize, len: usize, stop: &std::sync::atomic::Atomi
     true
 }
 
+/// Whether every page of the `len` bytes at `start` is already present
+/// (`mincore`): a buffer a program reads into again and again, which
+/// needs no faulting in ahead. `false` when the kernel cannot tell.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn resident(start: usize, len: usize) -> bool {
+    const PAGE: usize = 4096;
+    if len == 0 {
+        return true;
+    }
+    let first = start & !(PAGE - 1);
+    let span = start + len - first;
+    let mut pages = vec![0u8; span.div_ceil(PAGE)];
+    // SAFETY: [first, first + span) covers only pages that hold bytes of
+    // the caller's buffer, so they are mapped; `pages` has one byte per
+    // page, which mincore fills; it changes no memory of the range.
+    let r = unsafe { libc::mincore(first as *mut libc::c_void, span, pages.as_mut_ptr()) };
+    r == 0 && pages.iter().all(|&p| p & 1 == 1)
+}
+
+/// Without mincore no buffer is known to be present.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn resident(_start: usize, _len: usize) -> bool {
+    false
+}
+
 /// Without madvise nothing is faulted in ahead.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub(crate) fn prefault(_start: usize, _len: usize, _stop: &std::sync::atomic::AtomicBool) -> bool {
@@ -186,6 +211,39 @@ mod tests {
         assert!(buf.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
         let mut empty: [u8; 0] = [];
         advise_huge_pages(&mut empty);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "calls mincore")]
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn a_buffer_is_resident_once_written() {
+        let len = 8 << 20;
+        // SAFETY: a fresh private anonymous mapping of `len` bytes (so none
+        // of its pages present yet), used only through the slice below and
+        // unmapped at the end.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED);
+        let start = map as usize;
+        assert!(!resident(start + 1, len - 1));
+        // SAFETY: the mapping is `len` bytes, readable and writable.
+        let buf = unsafe { std::slice::from_raw_parts_mut(map.cast::<u8>(), len) };
+        buf[..len / 2].fill(7);
+        assert!(!resident(start + 1, len - 1));
+        assert!(resident(start + 1, len / 2 - 1));
+        buf.fill(7);
+        assert!(resident(start + 1, len - 1));
+        assert!(resident(start, 0));
+        // SAFETY: unmaps the mapping made above; `buf` is not used again.
+        unsafe { libc::munmap(map, len) };
     }
 
     #[test]

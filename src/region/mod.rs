@@ -21,6 +21,7 @@ use crate::geometry::{check_buffer, copy_box_with, swap_copy, Placement};
 
 /// The blocks a region touches and, for each, where the region and the block
 /// overlap.
+#[derive(Debug)]
 struct Overlap {
     grid_pos: Vec<u64>,
     block_shape: Vec<u64>,
@@ -74,17 +75,20 @@ impl Drop for Prefaulting {
 }
 
 /// Prepare the output `out` of a region read of many blocks: from
-/// [`HUGE_PAGE_OUTPUT`] on, advise huge pages and start a thread that
+/// [`HUGE_PAGE_OUTPUT`] on, unless all of it is present already, advise
+/// huge pages and start a thread that
 /// faults the pages in while the first blocks are fetched and decoded, so
 /// that the kernel's zeroing of fresh pages (and on a virtual machine the
 /// host's backing of them) is done beside the decoding threads rather than
 /// by them. Keep the result until the read is done.
 pub(super) fn prepare_output(out: &mut [u8]) -> Option<Prefaulting> {
-    if out.len() < HUGE_PAGE_OUTPUT {
+    let (start, len) = (out.as_mut_ptr() as usize, out.len());
+    // A buffer read into before is present already: faulting it in again
+    // would only walk its page tables.
+    if len < HUGE_PAGE_OUTPUT || crate::os::resident(start, len) {
         return None;
     }
     crate::os::advise_huge_pages(out);
-    let (start, len) = (out.as_mut_ptr() as usize, out.len());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
     let thread = std::thread::Builder::new()
@@ -244,7 +248,7 @@ impl Units {
     }
 }
 
-/// One row of one block of a unit, as [`unit_rows`] visits them (byte
+/// One row of one block of a unit, as [`UnitRows`] visits them (byte
 /// offsets).
 struct UnitRow {
     /// The plane of the region (index along its last dimension).
@@ -259,52 +263,97 @@ struct UnitRow {
     len: usize,
 }
 
-/// Visit the rows of a unit's blocks (consecutive along dimension 0, so
-/// alike in every other dimension, as [`Units`] makes them) in the region's
-/// memory order: plane by plane, row by row, and within a row block by
-/// block, so the region is read or written sequentially. Needs at least two
-/// dimensions.
-fn unit_rows(shape: &[u64], overlaps: &[&Overlap], elem: usize, mut visit: impl FnMut(UnitRow)) {
-    let n = shape.len();
-    let first = overlaps[0];
-    // Element strides of the region and, per block, of its buffer.
-    let strides = |shape: &[u64]| {
-        let mut s = vec![1usize; n];
-        for d in 1..n {
-            s[d] = s[d - 1] * shape[d - 1] as usize;
-        }
-        s
-    };
-    let region = strides(shape);
-    let blocks: Vec<Vec<usize>> = overlaps.iter().map(|o| strides(&o.block_shape)).collect();
-    // Rows per plane: the product of the extents of dimensions 1..n-1.
-    let rows: u64 = first.extent[1..n - 1].iter().product();
-    let mut src = vec![0usize; overlaps.len()];
-    for z in 0..first.extent[n - 1] {
-        let plane = (first.in_region[n - 1] + z) as usize;
-        for r in 0..rows {
-            // The row's position in dimensions 1..n-1, the same in every block.
-            let (mut rest, mut dst) = (r, 0usize);
-            src.fill(0);
-            for d in 1..n - 1 {
-                let c = rest % first.extent[d];
-                rest /= first.extent[d];
-                dst += (first.in_region[d] + c) as usize * region[d];
-                for (k, o) in overlaps.iter().enumerate() {
-                    src[k] += (o.in_block[d] + c) as usize * blocks[k][d];
-                }
+/// The rows of a unit's blocks (consecutive along dimension 0, so alike in
+/// every other dimension, as [`Units`] makes them), plane by plane: within
+/// a plane, [`UnitRows::visit_plane`] goes row by row and within a row
+/// block by block, so the region is read or written sequentially. Needs at
+/// least two dimensions.
+struct UnitRows<'a> {
+    overlaps: &'a [&'a Overlap],
+    elem: usize,
+    /// Element strides of the region and, per block, of its buffer.
+    region: Vec<usize>,
+    blocks: Vec<Vec<usize>>,
+    /// Rows per plane: the product of the extents of dimensions 1..n-1.
+    rows: u64,
+}
+
+impl<'a> UnitRows<'a> {
+    fn new(shape: &[u64], overlaps: &'a [&'a Overlap], elem: usize) -> Self {
+        let n = shape.len();
+        let strides = |shape: &[u64]| {
+            let mut s = vec![1usize; n];
+            for d in 1..n {
+                s[d] = s[d - 1] * shape[d - 1] as usize;
             }
+            s
+        };
+        UnitRows {
+            overlaps,
+            elem,
+            region: strides(shape),
+            blocks: overlaps.iter().map(|o| strides(&o.block_shape)).collect(),
+            rows: overlaps[0].extent[1..n - 1].iter().product(),
+        }
+    }
+
+    /// How many planes (along the last dimension) the unit covers.
+    fn planes(&self) -> u64 {
+        *self.overlaps[0]
+            .extent
+            .last()
+            .expect("at least two dimensions")
+    }
+
+    /// Visit the rows of the unit's plane `z` (counted from the unit's
+    /// first) in the region's memory order. The rows are walked with an
+    /// odometer over dimensions 1..n-1 that moves every offset by its
+    /// stride (and back at a wrap): no division per row, which for rows
+    /// of a few hundred bytes would cost as much as copying them.
+    fn visit_plane(&self, z: u64, mut visit: impl FnMut(UnitRow)) {
+        let (overlaps, elem) = (self.overlaps, self.elem);
+        let n = self.region.len();
+        let first = overlaps[0];
+        let plane = (first.in_region[n - 1] + z) as usize;
+        let mut dst = 0usize;
+        for d in 1..n - 1 {
+            dst += first.in_region[d] as usize * self.region[d];
+        }
+        let mut src: Vec<usize> = overlaps
+            .iter()
+            .zip(&self.blocks)
+            .map(|(o, b)| {
+                let inner: usize = (1..n - 1).map(|d| o.in_block[d] as usize * b[d]).sum();
+                inner + o.in_block[0] as usize + (o.in_block[n - 1] + z) as usize * b[n - 1]
+            })
+            .collect();
+        let mut counter = vec![0u64; n];
+        for _ in 0..self.rows {
             for (k, o) in overlaps.iter().enumerate() {
                 visit(UnitRow {
                     plane,
                     in_plane: (dst + o.in_region[0] as usize) * elem,
                     block: k,
-                    in_block: (src[k]
-                        + (o.in_block[n - 1] + z) as usize * blocks[k][n - 1]
-                        + o.in_block[0] as usize)
-                        * elem,
+                    in_block: src[k] * elem,
                     len: o.extent[0] as usize * elem,
                 });
+            }
+            // The next row: dimension 1 on, carrying into the next.
+            for d in 1..n - 1 {
+                counter[d] += 1;
+                dst += self.region[d];
+                for (at, b) in src.iter_mut().zip(&self.blocks) {
+                    *at += b[d];
+                }
+                if counter[d] < first.extent[d] {
+                    break;
+                }
+                let extent = first.extent[d] as usize;
+                counter[d] = 0;
+                dst -= extent * self.region[d];
+                for (at, b) in src.iter_mut().zip(&self.blocks) {
+                    *at -= extent * b[d];
+                }
             }
         }
     }
@@ -332,28 +381,54 @@ impl<'a> Planes<'a> {
 
     /// Copy a unit's blocks (consecutive along dimension 0, so alike in
     /// every other dimension) into the region, one plane at a time and,
-    /// within a plane, row by row across the blocks (see [`unit_rows`]).
-    fn copy_run_in(&self, parts: &[Part], elem: usize) {
+    /// within a plane, row by row across the blocks (see [`UnitRows`]).
+    /// As in [`copy_in`](Self::copy_in), threads copying units of the same
+    /// planes start planes apart (`rotate`, the unit's number) and leave a
+    /// plane another thread holds for later.
+    fn copy_run_in(&self, parts: &[Part], elem: usize, rotate: usize) {
         let overlaps: Vec<&Overlap> = parts.iter().map(|p| p.1).collect();
-        let mut locked: Option<(usize, std::sync::MutexGuard<&mut [u8]>)> = None;
-        unit_rows(self.shape, &overlaps, elem, |row| {
-            if locked.as_ref().is_none_or(|(p, _)| *p != row.plane) {
-                // Release the previous plane before taking the next.
-                locked = None;
-                let guard = self.planes[row.plane]
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                locked = Some((row.plane, guard));
+        let rows = UnitRows::new(self.shape, &overlaps, elem);
+        let first = overlaps[0];
+        let n = self.shape.len();
+        let copy_plane = |z: u64, out: &mut [u8]| {
+            rows.visit_plane(z, |row| {
+                let (bytes, _, swap) = parts[row.block];
+                let (d, s, len) = (row.in_plane, row.in_block, row.len);
+                if swap {
+                    swap_copy(&mut out[d..d + len], &bytes[s..s + len], elem);
+                } else {
+                    out[d..d + len].copy_from_slice(&bytes[s..s + len]);
+                }
+            })
+        };
+        self.each_plane(first.in_region[n - 1], rows.planes(), rotate, copy_plane);
+    }
+
+    /// Run `copy` on each of the `planes` planes from `first` (the count
+    /// from `first` and the plane, locked), starting at one chosen by
+    /// `rotate` and leaving planes another thread holds to the end.
+    fn each_plane(
+        &self,
+        first: u64,
+        planes: u64,
+        rotate: usize,
+        mut copy: impl FnMut(u64, &mut [u8]),
+    ) {
+        let plane = |z: u64| &self.planes[(first + z) as usize];
+        // 37 is prime: consecutive blocks start well apart.
+        let start = (rotate as u64).wrapping_mul(37) % planes.max(1);
+        let mut busy = Vec::new();
+        for k in 0..planes {
+            let z = (k + start) % planes;
+            match plane(z).try_lock() {
+                Ok(mut out) => copy(z, &mut out),
+                Err(std::sync::TryLockError::Poisoned(p)) => copy(z, &mut p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => busy.push(z),
             }
-            let out = &mut locked.as_mut().expect("a plane is locked").1;
-            let (bytes, _, swap) = parts[row.block];
-            let (d, s, len) = (row.in_plane, row.in_block, row.len);
-            if swap {
-                swap_copy(&mut out[d..d + len], &bytes[s..s + len], elem);
-            } else {
-                out[d..d + len].copy_from_slice(&bytes[s..s + len]);
-            }
-        });
+        }
+        for z in busy {
+            copy(z, &mut plane(z).lock().unwrap_or_else(|p| p.into_inner()));
+        }
     }
 
     /// Copy the part of the block in `buf` that overlap `o` describes into
@@ -411,22 +486,7 @@ impl<'a> Planes<'a> {
                 copy_row,
             );
         };
-        let plane = |z: u64| &self.planes[(o.in_region[n - 1] + z) as usize];
-        let planes = o.extent[n - 1];
-        // 37 is prime: consecutive blocks start well apart.
-        let start = (rotate as u64).wrapping_mul(37) % planes;
-        let mut busy = Vec::new();
-        for k in 0..planes {
-            let z = (k + start) % planes;
-            match plane(z).try_lock() {
-                Ok(mut out) => copy_plane(z, &mut out),
-                Err(std::sync::TryLockError::Poisoned(p)) => copy_plane(z, &mut p.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => busy.push(z),
-            }
-        }
-        for z in busy {
-            copy_plane(z, &mut plane(z).lock().unwrap_or_else(|p| p.into_inner()));
-        }
+        self.each_plane(o.in_region[n - 1], o.extent[n - 1], rotate, copy_plane);
     }
 }
 
@@ -520,5 +580,131 @@ impl Dataset {
             .options()
             .storage
             .io_concurrency_for(remote)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+    }
+
+    /// The element offset of `pos` in an array of `shape`, dimension 0
+    /// fastest.
+    fn linear(pos: &[u64], shape: &[u64]) -> usize {
+        pos.iter()
+            .zip(shape)
+            .rev()
+            .fold(0u64, |acc, (&p, &s)| acc * s + p) as usize
+    }
+
+    /// Random units (blocks consecutive along dimension 0 with the same
+    /// overlap in the other dimensions) of ranks 2 to 5 copied row by row
+    /// through [`UnitRows`] land exactly where an element-by-element
+    /// placement puts them, and the rows come in the region's memory
+    /// order.
+    #[test]
+    fn unit_rows_place_every_element_in_memory_order() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..300 {
+            let n = 2 + rng.below(4) as usize;
+            let elem = [1usize, 2, 4, 8][rng.below(4) as usize];
+            let region: Vec<u64> = (0..n).map(|_| 1 + rng.below(12)).collect();
+            // The part of the region the unit covers, outside dimension 0.
+            let (mut extent, mut in_region) = (vec![0u64; n], vec![0u64; n]);
+            for d in 1..n {
+                extent[d] = 1 + rng.below(region[d]);
+                in_region[d] = rng.below(region[d] - extent[d] + 1);
+            }
+            let blocks = 1 + rng.below(4) as usize;
+            let mut overlaps = Vec::new();
+            let mut x = rng.below(region[0]);
+            for _ in 0..blocks {
+                if x >= region[0] {
+                    break;
+                }
+                let e0 = 1 + rng.below(region[0] - x);
+                let mut block_shape = vec![0u64; n];
+                let mut in_block = vec![0u64; n];
+                for d in 0..n {
+                    let e = if d == 0 { e0 } else { extent[d] };
+                    block_shape[d] = e + rng.below(5);
+                    in_block[d] = rng.below(block_shape[d] - e + 1);
+                }
+                let mut ir = in_region.clone();
+                ir[0] = x;
+                let mut ex = extent.clone();
+                ex[0] = e0;
+                overlaps.push(Overlap {
+                    grid_pos: vec![0; n],
+                    block_shape,
+                    in_block,
+                    in_region: ir,
+                    extent: ex,
+                });
+                x += e0;
+            }
+            // Block k's element i holds a value naming both.
+            let data: Vec<Vec<u8>> = overlaps
+                .iter()
+                .enumerate()
+                .map(|(k, o)| {
+                    let len = o.block_shape.iter().product::<u64>() as usize * elem;
+                    (0..len).map(|i| (i * 7 + k * 31 + 1) as u8).collect()
+                })
+                .collect();
+            let plane = region[..n - 1].iter().product::<u64>() as usize * elem;
+            let total = plane * region[n - 1] as usize;
+            let mut got = vec![0u8; total];
+            let mut last = None;
+            let refs: Vec<&Overlap> = overlaps.iter().collect();
+            let rows = UnitRows::new(&region, &refs, elem);
+            for z in 0..rows.planes() {
+                rows.visit_plane(z, |row| {
+                    let at = row.plane * plane + row.in_plane;
+                    assert!(last.is_none_or(|l| l < at), "rows out of memory order");
+                    last = Some(at);
+                    got[at..at + row.len]
+                        .copy_from_slice(&data[row.block][row.in_block..row.in_block + row.len]);
+                });
+            }
+            let mut want = vec![0u8; total];
+            for (k, o) in overlaps.iter().enumerate() {
+                let count = o.extent.iter().product::<u64>();
+                for i in 0..count {
+                    let mut rest = i;
+                    let pos: Vec<u64> = o
+                        .extent
+                        .iter()
+                        .map(|&e| {
+                            let p = rest % e;
+                            rest /= e;
+                            p
+                        })
+                        .collect();
+                    let r: Vec<u64> = (0..n).map(|d| o.in_region[d] + pos[d]).collect();
+                    let b: Vec<u64> = (0..n).map(|d| o.in_block[d] + pos[d]).collect();
+                    let (r, b) = (
+                        linear(&r, &region) * elem,
+                        linear(&b, &o.block_shape) * elem,
+                    );
+                    want[r..r + elem].copy_from_slice(&data[k][b..b + elem]);
+                }
+            }
+            assert_eq!(
+                got, want,
+                "rank {n}, region {region:?}, overlaps {overlaps:?}"
+            );
+        }
     }
 }

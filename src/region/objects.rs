@@ -14,7 +14,7 @@ use crate::pipeline::{
 };
 use crate::storage::ByteRange;
 
-use super::{prepare_output, unit_rows, Grid, Overlap, Part, Planes, Units};
+use super::{prepare_output, Grid, Overlap, Part, Planes, UnitRows, Units};
 
 /// Where a block's elements are once its object is at hand.
 enum Read {
@@ -170,7 +170,7 @@ impl Dataset {
                     match parts.as_slice() {
                         [] => {}
                         [(src, o, swap)] => out.copy_in(src, o, elem, *swap, u),
-                        _ => out.copy_run_in(&parts, elem),
+                        _ => out.copy_run_in(&parts, elem, u),
                     }
                     Ok(())
                 });
@@ -287,11 +287,15 @@ impl Dataset {
                         );
                     } else {
                         let refs: Vec<&Overlap> = overlaps.iter().collect();
-                        unit_rows(shape, &refs, elem, |row| {
-                            let s = row.plane * plane_bytes + row.in_plane;
-                            let d = &mut buffers[row.block][row.in_block..row.in_block + row.len];
-                            copy_row(d, &data[s..s + row.len]);
-                        });
+                        let rows = UnitRows::new(shape, &refs, elem);
+                        for z in 0..rows.planes() {
+                            rows.visit_plane(z, |row| {
+                                let s = row.plane * plane_bytes + row.in_plane;
+                                let d =
+                                    &mut buffers[row.block][row.in_block..row.in_block + row.len];
+                                copy_row(d, &data[s..s + row.len]);
+                            });
+                        }
                     }
                     for (o, buf) in overlaps.iter().zip(buffers.iter()) {
                         match upload {
