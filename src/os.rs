@@ -1,6 +1,7 @@
 //! Operating-system calls libn5 makes beyond what std offers: the
 //! huge-page advice and the faulting in ahead of large region reads'
-//! outputs, and positioned reads into a buffer's spare capacity. Each call is wrapped in a safe function here, as
+//! outputs, read-ahead advice for files read in scattered small pieces,
+//! and positioned reads into a buffer's spare capacity. Each call is wrapped in a safe function here, as
 //! the codec bindings wrap their C libraries; on systems without it the
 //! wrapper does the same with std alone.
 
@@ -105,6 +106,55 @@ pub(crate) fn resident(_start: usize, _len: usize) -> bool {
 pub(crate) fn prefault(_start: usize, _len: usize, _stop: &std::sync::atomic::AtomicBool) -> bool {
     false
 }
+
+/// How the kernel is to read ahead on one open file description
+/// (`posix_fadvise` over the whole file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads fetch only the pages they ask for (`POSIX_FADV_RANDOM`): for
+    /// a descriptor that reads small pieces at scattered places (HDF5
+    /// metadata, a signature, single chunks). Without it the kernel takes
+    /// such reads for the start of a stream and reads megabytes ahead,
+    /// and the pages it marks make another descriptor's reads of the same
+    /// file (a region's chunks) read on across every gap between them.
+    Scattered,
+    /// The kernel's usual read-ahead (`POSIX_FADV_NORMAL`).
+    // Only the HDF5 backend switches a descriptor back.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    Normal,
+}
+
+/// Tells the kernel how `fd` will be read (see [`Access`]). Advice only:
+/// it changes no data, and a failure (a pipe, an unsupported file system)
+/// is ignored, leaving the kernel's default.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn advise_access(fd: std::os::fd::RawFd, access: Access) {
+    let advice = match access {
+        Access::Scattered => libc::POSIX_FADV_RANDOM,
+        Access::Normal => libc::POSIX_FADV_NORMAL,
+    };
+    // SAFETY: posix_fadvise only takes the descriptor and integers; it
+    // reads and writes no memory of ours, and on a closed or foreign
+    // descriptor it fails with EBADF, which is ignored.
+    unsafe {
+        libc::posix_fadvise(fd, 0, 0, advice);
+    }
+}
+
+/// Without posix_fadvise the kernel's default stays.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn advise_access(_fd: i32, _access: Access) {}
+
+/// [`advise_access`] for a file of ours.
+#[cfg(unix)]
+pub(crate) fn advise_file(file: &File, access: Access) {
+    use std::os::fd::AsRawFd;
+    advise_access(file.as_raw_fd(), access);
+}
+
+/// Without descriptors nothing is advised.
+#[cfg(not(unix))]
+pub(crate) fn advise_file(_file: &File, _access: Access) {}
 
 /// Appends up to `len` bytes of `file` from `offset` to `out`, fewer where
 /// the file ends first, and returns how many were appended. The bytes go

@@ -47,6 +47,8 @@ pub(crate) fn find_in(file: &File, size: u64) -> io::Result<Option<u64>> {
 /// file (a missing file is [`io::ErrorKind::NotFound`]).
 pub(crate) fn find(path: &Path) -> io::Result<Option<u64>> {
     let file = File::open(path)?;
+    // A few bytes at scattered offsets: no read-ahead (see os::Access).
+    crate::os::advise_file(&file, crate::os::Access::Scattered);
     let size = file.metadata()?.len();
     find_in(&file, size)
 }

@@ -704,17 +704,19 @@ impl Dataset {
         };
         let context = self.context();
         LIBRARY_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: the spaces select exactly `out.len()` bytes of elements of
-        // the memory type; under the lock.
-        let ret = locked(|| unsafe {
-            sys::h5d::H5Dread(
-                self.id.id(),
-                native_type(data_type),
-                mspace.id(),
-                fspace.id(),
-                H5P_DEFAULT,
-                out.as_mut_ptr().cast(),
-            )
+        let ret = locked(|| {
+            // SAFETY: the spaces select exactly `out.len()` bytes of
+            // elements of the memory type; under the lock.
+            self.file.streaming(|| unsafe {
+                sys::h5d::H5Dread(
+                    self.id.id(),
+                    native_type(data_type),
+                    mspace.id(),
+                    fspace.id(),
+                    H5P_DEFAULT,
+                    out.as_mut_ptr().cast(),
+                )
+            })
         });
         let what = format!("reading the box at {offset:?} of shape {shape:?}");
         if ret < 0 {

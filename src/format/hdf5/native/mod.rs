@@ -487,8 +487,12 @@ pub(crate) struct FileInner {
     /// Whether it was opened for writing.
     writable: bool,
     /// The same file opened read-only by the OS, for positional reads of
-    /// chunk bytes that need no libhdf5.
+    /// chunk bytes that need no libhdf5 (region reads stream through it,
+    /// with the kernel's read-ahead).
     reader: std::fs::File,
+    /// libhdf5's own descriptor of the file (its sec2 driver), read-ahead
+    /// off but while [`FileInner::streaming`] runs.
+    library_fd: Option<c_int>,
     /// The size of the user block (the offset of the superblock), which
     /// addresses libhdf5 < 1.14.4 reports are relative to.
     userblock: u64,
@@ -531,6 +535,21 @@ impl FileInner {
         let ret =
             locked(|| unsafe { sys::h5f::H5Fflush(self.id(), H5F_scope_t::H5F_SCOPE_GLOBAL) });
         check(ret, ErrorKind::Io, &self.describe(), "flushing the file")
+    }
+
+    /// Runs `f`, a call into libhdf5 (under the lock) that reads data
+    /// through it (`H5Dread`: contiguous datasets, chunks only libhdf5
+    /// decodes), with the kernel's read-ahead on libhdf5's descriptor,
+    /// which is off otherwise.
+    pub(crate) fn streaming<T>(&self, f: impl FnOnce() -> T) -> T {
+        use crate::os::{advise_access, Access};
+        let Some(fd) = self.library_fd else {
+            return f();
+        };
+        advise_access(fd, Access::Normal);
+        let out = f();
+        advise_access(fd, Access::Scattered);
+        out
     }
 
     /// The current size of the file in bytes.
@@ -616,10 +635,12 @@ impl File {
             )));
         }
         let reader = std::fs::File::open(path).map_err(|e| Error::io(&shown, e))?;
-        if super::signature::find_in(&reader, meta.len())
-            .map_err(|e| Error::io(&shown, e))?
-            .is_none()
-        {
+        // The signature's few bytes without read-ahead (see os::Access);
+        // the chunk reads that follow on this descriptor stream.
+        crate::os::advise_file(&reader, crate::os::Access::Scattered);
+        let found = super::signature::find_in(&reader, meta.len());
+        crate::os::advise_file(&reader, crate::os::Access::Normal);
+        if found.map_err(|e| Error::io(&shown, e))?.is_none() {
             return Err(Error::invalid_metadata(format!(
                 "HDF5 file '{shown}': not an HDF5 file (no HDF5 signature at byte 0, 512, 1024, ...)"
             )));
@@ -692,7 +713,17 @@ impl File {
 
     fn finish(id: Hid, path: &Path, writable: bool, reader: std::fs::File) -> Result<File> {
         let context = format!("HDF5 file '{}'", path.display());
-        close_on_exec(&id, &context)?;
+        // libhdf5 reads the file in small scattered pieces (metadata) on
+        // its descriptor: with the kernel's usual read-ahead each would
+        // read megabytes ahead and start a stream that the chunk reads of
+        // `reader` then follow across the gaps of a region. Its whole-box
+        // reads (`H5Dread`) restore read-ahead while they run
+        // ([`FileInner::streaming`]).
+        let library_fd = library_descriptor(&id, &context)?;
+        if let Some(fd) = library_fd {
+            close_on_exec(fd, &context)?;
+            crate::os::advise_access(fd, crate::os::Access::Scattered);
+        }
         let userblock = locked(|| {
             // SAFETY: the file is open; its creation property list is
             // closed by the Hid.
@@ -720,6 +751,7 @@ impl File {
                 path: path.to_path_buf(),
                 writable,
                 reader,
+                library_fd,
                 userblock,
                 seen_size: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -931,18 +963,13 @@ impl File {
     }
 }
 
-/// Marks the file descriptor libhdf5 opened for the file `file`
-/// close-on-exec. libhdf5's default (sec2) driver opens files without it,
-/// so a process the host program starts (any fork and exec) would inherit
-/// the descriptor and, with it, libhdf5's lock on the file for as long as
-/// that process lives, locking other programs out of the file. Other
-/// drivers are left as they are.
-fn close_on_exec(file: &Hid, context: &str) -> Result<()> {
+/// The file descriptor libhdf5 opened for the file `file` with its
+/// default (sec2) driver; `None` for other drivers.
+fn library_descriptor(file: &Hid, context: &str) -> Result<Option<c_int>> {
     locked(|| {
         // SAFETY: the file is open; the access property list is closed by
         // its Hid; for the sec2 driver the handle libhdf5 gives is a
-        // pointer to its `int` descriptor, valid while the file is open,
-        // and setting FD_CLOEXEC changes nothing else about it.
+        // pointer to its `int` descriptor, valid while the file is open.
         unsafe {
             let fapl = check_id(
                 sys::h5f::H5Fget_access_plist(file.id()),
@@ -952,7 +979,7 @@ fn close_on_exec(file: &Hid, context: &str) -> Result<()> {
                 "reading the access properties",
             )?;
             if sys::h5p::H5Pget_driver(fapl.id()) != *hdf5_metno::globals::H5FD_SEC2 {
-                return Ok(());
+                return Ok(None);
             }
             let mut handle: *mut std::os::raw::c_void = std::ptr::null_mut();
             let ret = sys::h5f::H5Fget_vfd_handle(file.id(), fapl.id(), &mut handle);
@@ -962,17 +989,28 @@ fn close_on_exec(file: &Hid, context: &str) -> Result<()> {
                 context,
                 "reading the file descriptor",
             )?;
-            if handle.is_null() {
-                return Ok(());
-            }
-            let fd = *handle.cast::<c_int>();
-            let flags = libc::fcntl(fd, libc::F_GETFD);
-            if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) < 0 {
-                return Err(Error::io(context, std::io::Error::last_os_error()));
-            }
-            Ok(())
+            Ok((!handle.is_null()).then(|| *handle.cast::<c_int>()))
         }
     })
+}
+
+/// Marks libhdf5's descriptor `fd` close-on-exec. libhdf5's sec2 driver
+/// opens files without it, so a process the host program starts (any fork
+/// and exec) would inherit the descriptor and, with it, libhdf5's lock on
+/// the file for as long as that process lives, locking other programs out
+/// of the file.
+fn close_on_exec(fd: c_int, context: &str) -> Result<()> {
+    // SAFETY: fcntl only takes the descriptor (libhdf5's, open while the
+    // file is) and integers; setting FD_CLOEXEC changes nothing else about
+    // it.
+    let failed = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) < 0
+    };
+    if failed {
+        return Err(Error::io(context, std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// `path` as a C string (its bytes, as the OS has them).
