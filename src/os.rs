@@ -1,9 +1,10 @@
 //! Operating-system calls libn5 makes beyond what std offers: the
 //! huge-page advice and the faulting in ahead of large region reads'
 //! outputs, read-ahead advice for files read in scattered small pieces,
-//! and positioned reads into a buffer's spare capacity. Each call is wrapped in a safe function here, as
-//! the codec bindings wrap their C libraries; on systems without it the
-//! wrapper does the same with std alone.
+//! positioned reads into a buffer's spare capacity, and whether a range of
+//! a file is in the page cache. Each call is wrapped in a safe function
+//! here, as the codec bindings wrap their C libraries; on systems without
+//! it the wrapper does the same with std alone.
 
 use std::fs::File;
 use std::io;
@@ -209,6 +210,67 @@ pub(crate) fn read_at_into(
     Ok(got)
 }
 
+/// Whether all `len` bytes of `file` from `offset` are in the page cache
+/// (`cachestat`, Linux 6.5 and later), asked without reading them, so
+/// without starting any read-ahead; `None` when the kernel cannot tell
+/// (older, or the call is filtered). Lets a reader that goes to the disk
+/// in turns with others read what is in memory without waiting.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+// Only the HDF5 backend reads ranges of one file in turns.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+pub(crate) fn in_page_cache(file: &File, offset: u64, len: u64) -> Option<bool> {
+    use std::os::fd::AsRawFd;
+    /// `cachestat`'s number, the same on every architecture (it came
+    /// after the tables were unified).
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    const PAGE: u64 = 4096;
+    if len == 0 {
+        return Some(true);
+    }
+    let end = offset.checked_add(len)?;
+    let pages = end.div_ceil(PAGE) - offset / PAGE;
+    let range = Range { off: offset, len };
+    let mut stat = Stat::default();
+    let fd = libc::c_uint::try_from(file.as_raw_fd()).ok()?;
+    // SAFETY: `range` and `stat` are live, correctly laid out (the
+    // kernel's `struct cachestat_range` and `struct cachestat`, all u64)
+    // for the call, which reads the one and writes the other; the
+    // descriptor belongs to `file`, borrowed for the call.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd,
+            &range as *const Range,
+            &mut stat as *mut Stat,
+            0 as libc::c_uint,
+        )
+    };
+    // Pages larger than 4 KiB count fewer: then this says "not all",
+    // which only costs a wait for the turn.
+    (r == 0).then_some(stat.nr_cache >= pages)
+}
+
+/// Without `cachestat` nothing is known to be in memory.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+pub(crate) fn in_page_cache(_file: &File, _offset: u64, _len: u64) -> Option<bool> {
+    None
+}
+
 /// Without pread: a seek and a bounded read.
 #[cfg(not(unix))]
 pub(crate) fn read_at_into(
@@ -261,6 +323,27 @@ mod tests {
         assert!(buf.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
         let mut empty: [u8; 0] = [];
         advise_huge_pages(&mut empty);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "calls cachestat")]
+    fn a_file_just_written_is_in_the_page_cache_and_nothing_past_its_end() {
+        let dir = std::env::temp_dir().join(format!("n5-os-cachestat-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![5u8; 3 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        // Either the kernel tells (Linux 6.5 on) or it cannot.
+        assert_ne!(in_page_cache(&file, 4096, 1 << 20), Some(false));
+        assert_ne!(in_page_cache(&file, 10, 100), Some(false));
+        assert!(!in_page_cache(&file, 8 << 20, 4096).unwrap_or(false));
+        assert_eq!(in_page_cache(&file, 0, 0), Some(true));
+        advise_file(&file, Access::Scattered);
+        advise_file(&file, Access::Normal);
+        let mut out = Vec::new();
+        assert_eq!(read_at_into(&file, 0, 3 << 20, &mut out).unwrap(), 3 << 20);
+        assert!(out.iter().all(|&b| b == 5));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

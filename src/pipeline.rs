@@ -160,6 +160,10 @@ struct FetchState {
     cancelled: bool,
     /// Decoding buffers not in use ([`Early::buffers`]).
     free_buffers: Vec<Vec<u8>>,
+    /// The first requests of the takers of a lazy fetch waiting for their
+    /// turn, and whether one has it (see [`Fetch::turn`]).
+    turns: std::collections::BTreeSet<usize>,
+    reading: bool,
     /// Objects received (or their parts) that wait for a decoding buffer,
     /// oldest first.
     waiting: std::collections::VecDeque<Waiting>,
@@ -239,6 +243,20 @@ pub(crate) struct Fetch<'a> {
     /// Signalled when a decoder takes an object from the queue (I/O
     /// threads whose object found the queue full wait on it).
     decoded: Condvar,
+    /// Signalled when a turn of a lazy fetch ends (takers wait for theirs
+    /// on it).
+    turn: Condvar,
+}
+
+/// A taker's turn to read from a lazy fetch ([`Fetch::turn`]); it ends
+/// when this is dropped, however the reads end.
+struct ReadTurn<'f, 'a>(&'f Fetch<'a>);
+
+impl Drop for ReadTurn<'_, '_> {
+    fn drop(&mut self) {
+        self.0.lock().reading = false;
+        self.0.turn.notify_all();
+    }
 }
 
 impl Fetch<'_> {
@@ -542,10 +560,9 @@ impl Fetch<'_> {
             return Ok(Fetched::Missing);
         }
         if let Some(source) = self.lazy {
-            return match source(i)? {
-                Some((key, range)) => self.read_now(i, &key, range),
-                None => Ok(Fetched::Missing),
-            };
+            return Ok(self
+                .read_lazy(i, source, false)?
+                .unwrap_or(Fetched::Missing));
         }
         let mut s = self.lock();
         loop {
@@ -570,23 +587,93 @@ impl Fetch<'_> {
         }
     }
 
-    /// Reads request `i`, `range` of `key` (`None`: the whole object), on
-    /// this thread (a fetch without I/O threads), into a buffer given back
-    /// earlier where one fits.
-    fn read_now(&self, i: usize, key: &str, range: Option<ByteRange>) -> Result<Fetched> {
-        let mut buf = self.lock().take_spare(range.map(|r| self.size_of(Some(r))));
-        match read_into(self.store, key, range, &mut buf)? {
-            Some(version) => {
-                if let Some(v) = version {
-                    self.lock().versions.insert(i, v);
-                }
-                Ok(Fetched::Bytes(buf))
-            }
-            None => {
+    /// Reads request `i` of a lazy fetch with `source` on this thread
+    /// (`memory_only`: see [`Source`]; `None` then when it is not all in
+    /// memory).
+    fn read_lazy(
+        &self,
+        i: usize,
+        source: &Source<'_>,
+        memory_only: bool,
+    ) -> Result<Option<Fetched>> {
+        let mut buf = self.lock().take_spare(None);
+        match source(i, &mut buf, memory_only) {
+            Ok(Some(true)) => Ok(Some(Fetched::Bytes(buf))),
+            other => {
                 self.lock().give_back(buf);
-                Ok(Fetched::Missing)
+                other.map(|found| found.map(|_| Fetched::Missing))
             }
         }
+    }
+
+    /// Takes the requests of `run` into `files` (request `run.start + k`
+    /// into `files[k]`, recycling the bytes a slot held) and returns true
+    /// where this is a lazy fetch ([`with_lazy_fetch`]); otherwise returns
+    /// false and takes nothing (the caller takes each with
+    /// [`Fetch::take`]). Requests whose bytes are all in memory are read at
+    /// once; from the first that is not, the rest are read in the run's
+    /// turn (see [`Fetch::turn`]), so that reads from the disk go one run
+    /// at a time and those from memory wait for nobody.
+    pub(crate) fn take_run(
+        &self,
+        run: std::ops::Range<usize>,
+        files: &mut [Fetched],
+    ) -> Result<bool> {
+        let Some(source) = self.lazy else {
+            return Ok(false);
+        };
+        // The bytes the slots held are given back first, so that the reads
+        // go into the buffers used last, whose memory is the most likely
+        // still to be in the processor's cache.
+        for file in files.iter_mut().take(run.len()) {
+            if let Fetched::Bytes(old) = std::mem::replace(file, Fetched::Missing) {
+                self.recycle(old);
+            }
+        }
+        let mut put = |k: usize, got: Fetched| files[k] = got;
+        let mut k = 0;
+        while k < run.len() {
+            match self.read_lazy(run.start + k, source, true)? {
+                Some(got) => put(k, got),
+                None => break,
+            }
+            k += 1;
+        }
+        if k < run.len() {
+            let _turn = self.turn(run.start)?;
+            for k in k..run.len() {
+                let got = self.read_lazy(run.start + k, source, false)?;
+                put(k, got.unwrap_or(Fetched::Missing));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Waits for the turn of the taker of the run of a lazy fetch that
+    /// starts at `first`: one turn at a time, the lowest `first` of those
+    /// waiting first; the turn lasts until the guard is dropped. The runs
+    /// (units of a region read) then reach the disk as the pieces of one
+    /// stream in the order of the requests, which the kernel's read-ahead
+    /// follows, rather than as several streams at once, which on one disk
+    /// read slower than one (a cold read of an HDF5 region with two threads
+    /// took 1.3 times as long as with one). Each taker decodes and copies
+    /// what it read while the next reads.
+    fn turn(&self, first: usize) -> Result<ReadTurn<'_, '_>> {
+        let mut s = self.lock();
+        s.turns.insert(first);
+        while s.reading || s.turns.first() != Some(&first) {
+            if s.cancelled {
+                s.turns.remove(&first);
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    "the fetch was cancelled before these blocks were read",
+                ));
+            }
+            s = self.turn.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.turns.remove(&first);
+        s.reading = true;
+        Ok(ReadTurn(self))
     }
 
     /// Give a buffer back for later fetches. Its bytes are kept: a store
@@ -632,6 +719,7 @@ impl Fetch<'_> {
         self.changed.notify_all();
         self.arrived.notify_all();
         self.decoded.notify_all();
+        self.turn.notify_all();
     }
 }
 
@@ -695,19 +783,22 @@ fn read_into(
     }
 }
 
-/// Where a request of [`with_lazy_fetch`] is: the key and the range (`None`:
-/// the whole object), or `None` when there is nothing to fetch.
-pub(crate) type Source<'a> =
-    dyn Fn(usize) -> Result<Option<(String, Option<ByteRange>)>> + Sync + 'a;
+/// Reads request `i` of a [`with_lazy_fetch`] into the buffer (replacing
+/// what it held): `Some(false)` when there is nothing to fetch. With
+/// `memory_only` (the third argument) it reads only bytes already in
+/// memory (the page cache): `None` when some would have to come from the
+/// disk (or it cannot tell), to be read again without the flag in the
+/// taker's turn.
+pub(crate) type Source<'a> = dyn Fn(usize, &mut Vec<u8>, bool) -> Result<Option<bool>> + Sync + 'a;
 
-/// [`with_fetch_ranges`] without I/O threads whose requests are found as
-/// they are taken: [`Fetch::take`] of `i` asks `source` where request `i`
-/// is and reads it on the taking thread. For objects whose places cost a
-/// lookup each (an HDF5 file's chunk index, read from the disk by the
-/// lookups themselves), which the readers then do alongside each other's
-/// reads rather than all before the first; and for ranges of one local
-/// file taken in order, which the kernel's read-ahead keeps ahead of the
-/// readers with no hand-over between threads.
+/// [`with_fetch_ranges`] without I/O threads whose requests are read as
+/// they are taken: [`Fetch::take`] of `i` has `source` read request `i`
+/// on the taking thread, into a recycled buffer. For objects whose places
+/// cost a lookup each (an HDF5 file's chunk index, read from the disk by
+/// the lookups themselves), which the readers then do alongside each
+/// other's reads rather than all before the first; and for ranges of one
+/// local file taken in order, which the kernel's read-ahead keeps ahead of
+/// the readers with no hand-over between threads.
 pub(crate) fn with_lazy_fetch<'a, R>(
     store: &'a dyn Store,
     expected: usize,
@@ -771,6 +862,7 @@ impl<'a> Fetch<'a> {
             changed: Condvar::new(),
             arrived: Condvar::new(),
             decoded: Condvar::new(),
+            turn: Condvar::new(),
         }
     }
 
@@ -1267,6 +1359,122 @@ mod tests {
         }
     }
 
+    /// Runs taken by two threads at once: what is in memory is read at
+    /// once by either, what is not is read one run at a time, each run's
+    /// requests together and in order, never interleaved with another's.
+    #[test]
+    fn lazy_runs_read_from_the_disk_one_run_at_a_time() {
+        let store = MemoryStore::new();
+        for in_memory in [false, true] {
+            let log = Mutex::new(Vec::new());
+            let source = |i: usize, buf: &mut Vec<u8>, memory_only: bool| -> Result<Option<bool>> {
+                if memory_only && !in_memory {
+                    return Ok(None);
+                }
+                log.lock().unwrap().push((i, memory_only));
+                // Long enough for the other thread to try to cut in.
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                buf.clear();
+                buf.push(i as u8);
+                Ok(Some(i % 5 != 3))
+            };
+            let runs = 8;
+            with_lazy_fetch(&store, 1, &source, |f| {
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                std::thread::scope(|s| {
+                    for _ in 0..2 {
+                        s.spawn(|| {
+                            let mut files: Vec<Fetched> =
+                                (0..4).map(|_| Fetched::Missing).collect();
+                            loop {
+                                let r = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                if r >= runs {
+                                    break;
+                                }
+                                assert!(f.take_run(4 * r..4 * r + 4, &mut files).unwrap());
+                                for (k, file) in files.iter().enumerate() {
+                                    let i = 4 * r + k;
+                                    match file {
+                                        Fetched::Bytes(b) => assert_eq!(b, &[i as u8]),
+                                        Fetched::Missing => assert_eq!(i % 5, 3),
+                                        Fetched::Used => panic!("request {i} used"),
+                                    }
+                                }
+                            }
+                        });
+                    }
+                });
+                Ok(())
+            })
+            .unwrap();
+            let log = log.into_inner().unwrap();
+            assert_eq!(log.len(), 4 * runs);
+            assert!(log.iter().all(|&(_, m)| m == in_memory));
+            if !in_memory {
+                // From the disk: every run's four requests in a row.
+                for run in log.chunks(4) {
+                    let first = run[0].0;
+                    assert_eq!(first % 4, 0, "{log:?}");
+                    assert!(
+                        run.iter().enumerate().all(|(k, &(i, _))| i == first + k),
+                        "{log:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A taker waiting for its turn gives up when the fetch is cancelled;
+    /// a fetch that is not lazy takes no runs.
+    #[test]
+    fn waiting_for_a_turn_ends_when_the_fetch_is_cancelled() {
+        let store = MemoryStore::new();
+        let (entered, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        let source = |i: usize, buf: &mut Vec<u8>, memory_only: bool| -> Result<Option<bool>> {
+            if memory_only {
+                return Ok(None);
+            }
+            if i == 0 {
+                entered.wait();
+                release.wait();
+            }
+            buf.clear();
+            Ok(Some(true))
+        };
+        with_lazy_fetch(&store, 1, &source, |f| {
+            std::thread::scope(|s| {
+                let holder = s.spawn(|| {
+                    let mut files = vec![Fetched::Missing];
+                    f.take_run(0..1, &mut files)
+                });
+                entered.wait();
+                let waiter = s.spawn(|| {
+                    let mut files = vec![Fetched::Missing];
+                    f.take_run(1..2, &mut files)
+                });
+                // The waiter cannot have its turn while the holder reads.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let finished_early = waiter.is_finished();
+                f.cancel();
+                let waited = waiter.join().unwrap();
+                release.wait();
+                let held = holder.join().unwrap();
+                assert!(!finished_early, "a second turn began during the first");
+                assert_eq!(waited.unwrap_err().kind(), ErrorKind::Internal);
+                assert!(held.unwrap());
+            });
+            Ok(())
+        })
+        .unwrap();
+        let keys = [Some("k".to_string())];
+        with_fetch_ranges(&store, &keys, &[None], 1, 1, None, |f| {
+            let mut files = vec![Fetched::Missing];
+            assert!(!f.take_run(0..1, &mut files)?);
+            Ok(())
+        })
+        .unwrap();
+    }
+
     #[test]
     fn lazy_fetches_ask_where_each_request_is_as_it_is_taken() {
         let store = MemoryStore::new();
@@ -1274,19 +1482,20 @@ mod tests {
             .put("file", &[&(0..200u8).collect::<Vec<u8>>()])
             .unwrap();
         let asked = Mutex::new(Vec::new());
-        let source = |i: usize| -> Result<Option<(String, Option<ByteRange>)>> {
+        let source = |i: usize, buf: &mut Vec<u8>, _memory_only: bool| -> Result<Option<bool>> {
             asked.lock().unwrap().push(i);
-            Ok(match i {
-                3 => None,
-                7 => Some(("gone".to_string(), None)),
-                _ => Some((
-                    "file".to_string(),
+            let (key, range) = match i {
+                3 => return Ok(Some(false)),
+                7 => ("gone", None),
+                _ => (
+                    "file",
                     Some(ByteRange::Span {
                         offset: 10 * i as u64,
                         len: 10,
                     }),
-                )),
-            })
+                ),
+            };
+            Ok(Some(read_into(&store, key, range, buf)?.is_some()))
         };
         with_lazy_fetch(&store, 10, &source, |f| {
             assert!(asked.lock().unwrap().is_empty(), "asked before taken");

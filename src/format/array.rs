@@ -211,14 +211,36 @@ pub(crate) trait ObjectBlocks: Sync {
     fn decode(&self, grid_pos: &[u64], stored: &[u8], out: &mut [u8]) -> Result<Order>;
 
     /// Whether region reads from a local store have the decoding threads
-    /// read the blocks themselves, with no I/O threads: true where the
-    /// blocks are ranges of one file in the order the reads take them
-    /// (HDF5 chunks), whose read-ahead the kernel does, so that a hand-over
-    /// between threads per block only costs time. Default: false (N5 and
-    /// Zarr blocks are files of their own, several of which in flight
-    /// read faster).
+    /// read the blocks themselves ([`ObjectBlocks::read_stored_into`]),
+    /// with no I/O threads: true where the blocks are ranges of one file in
+    /// the order the reads take them (HDF5 chunks), whose read-ahead the
+    /// kernel does, so that a hand-over between threads per block only
+    /// costs time. Default: false (N5 and Zarr blocks are files of their
+    /// own, several of which in flight read faster).
     fn read_by_decoders(&self) -> bool {
         false
+    }
+
+    /// Reads the stored bytes of the block at `grid_pos` into `buf`
+    /// (replacing what it held): `Some(false)` when the block is not
+    /// stored. With `memory_only`, only bytes already in memory (the page
+    /// cache) are read: `None` when some would have to come from the disk,
+    /// or the format cannot tell. By default [`ObjectBlocks::source`] read
+    /// from [`ObjectBlocks::store`], which cannot tell.
+    fn read_stored_into(
+        &self,
+        grid_pos: &[u64],
+        buf: &mut Vec<u8>,
+        memory_only: bool,
+    ) -> Result<Option<bool>> {
+        if memory_only {
+            return Ok(None);
+        }
+        Ok(Some(match self.source(grid_pos)? {
+            Some((key, Some(range))) => self.store().get_range_into(&key, range, buf)?.is_some(),
+            Some((key, None)) => self.store().get_into(&key, buf)?,
+            None => false,
+        }))
     }
 
     /// The order blocks are given to [`ObjectBlocks::encode`] in.

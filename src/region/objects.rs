@@ -113,25 +113,34 @@ impl Dataset {
             buffers: self.container().options().threads,
         });
         let read_units = |fetch: &Fetch| {
-            let init = Vec::<(Vec<u8>, Fetched)>::new;
+            let init = || (Vec::<Vec<u8>>::new(), Vec::<Fetched>::new());
             let result = self
                 .container()
                 .pool()
-                .run(units.count, init, |buffers, u| {
+                .run(units.count, init, |(buffers, files), u| {
                     let unit = units.blocks(u);
-                    buffers.resize_with(unit.len(), || (Vec::new(), Fetched::Missing));
+                    buffers.resize_with(unit.len(), Vec::new);
+                    files.resize_with(unit.len(), || Fetched::Missing);
                     // Each block is decoded into its own buffer; blocks are
                     // converted to native order as they are copied into the
                     // region, raw blocks stored whole straight from their
-                    // bytes (most of them already on the I/O threads).
+                    // bytes (most of them already on the I/O threads). A
+                    // lazy fetch's blocks are all read before any is
+                    // decoded (see Fetch::take_run); other fetches' are
+                    // taken one by one as they are decoded.
                     let mut found = Vec::with_capacity(unit.len());
-                    for (i, (buf, file)) in unit.clone().zip(buffers.iter_mut()) {
+                    let taken = fetch.take_run(unit.clone(), &mut files[..unit.len()])?;
+                    for (i, (buf, file)) in
+                        unit.clone().zip(buffers.iter_mut().zip(files.iter_mut()))
+                    {
                         let o = overlap(i)?;
                         let nbytes = o.block_shape.iter().product::<u64>() as usize * elem;
-                        if let Fetched::Bytes(old) = std::mem::replace(file, Fetched::Missing) {
-                            fetch.recycle(old);
+                        if !taken {
+                            if let Fetched::Bytes(old) = std::mem::replace(file, Fetched::Missing) {
+                                fetch.recycle(old);
+                            }
+                            *file = fetch.take(i)?;
                         }
-                        *file = fetch.take(i)?;
                         // Only blocks that are decoded take (and first touch)
                         // a decode buffer.
                         let read = match file {
@@ -157,7 +166,7 @@ impl Dataset {
                     let parts: Vec<Part> = found
                         .iter()
                         .map(|(o, read, nbytes, k)| {
-                            let (buf, file) = &buffers[*k];
+                            let (buf, file) = (&buffers[*k], &files[*k]);
                             match (read, file) {
                                 (Read::Stored(at, order), Fetched::Bytes(file)) => {
                                     (&file[*at..at + nbytes], o, *order == Order::Swapped)
@@ -180,7 +189,9 @@ impl Dataset {
             result
         };
         if by_decoders {
-            let source = |i: usize| blocks.source(&grid.grid_pos(i));
+            let source = |i: usize, buf: &mut Vec<u8>, memory_only: bool| {
+                blocks.read_stored_into(&grid.grid_pos(i), buf, memory_only)
+            };
             return with_lazy_fetch(store, block_bytes, &source, read_units);
         }
         let (keys, ranges) = sources(blocks, grid, |_| Ok(true))?;

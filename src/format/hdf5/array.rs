@@ -480,6 +480,38 @@ impl ObjectBlocks for Hdf5Array {
         Ok(Some((self.block_key(grid_pos), Some(range))))
     }
 
+    /// The chunk's bytes read from the file libhdf5 has open, where it
+    /// says the chunk is (asked under its lock), with a positional read
+    /// beside the other decoding threads' reads; `memory_only` reads only
+    /// from the page cache.
+    fn read_stored_into(
+        &self,
+        grid_pos: &[u64],
+        buf: &mut Vec<u8>,
+        memory_only: bool,
+    ) -> Result<Option<bool>> {
+        let c = rev(grid_pos);
+        let location = self.dataset.chunk_location(&c)?;
+        let Some(location) = location else {
+            self.found
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&c);
+            return Ok(Some(false));
+        };
+        if !self
+            .dataset
+            .read_stored_chunk_into(&c, &location, buf, memory_only)?
+        {
+            return Ok(None);
+        }
+        self.found
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(c, (location.size, location.filter_mask));
+        Ok(Some(true))
+    }
+
     /// The whole chunk: HDF5 stores edge chunks whole.
     fn buffer_shape(&self, _grid_pos: &[u64], _nominal: &[u64]) -> Vec<u64> {
         self.block_size()

@@ -10,7 +10,6 @@
 //! module documentation of [`super`].
 
 use std::os::raw::{c_char, c_int, c_uint};
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use hdf5_metno::globals::{
@@ -967,6 +966,23 @@ impl Dataset {
         grid_pos: &[u64],
         location: &ChunkLocation,
     ) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_stored_chunk_into(grid_pos, location, &mut buf, false)?;
+        Ok(buf)
+    }
+
+    /// [`read_stored_chunk`](Self::read_stored_chunk) into `buf`
+    /// (replacing what it held, never zeroing it first); with
+    /// `memory_only` only when all its bytes are in the page cache, else
+    /// `false` (`buf` untouched). A file cut short since the location was found
+    /// is [`ErrorKind::InvalidMetadata`].
+    pub(crate) fn read_stored_chunk_into(
+        &self,
+        grid_pos: &[u64],
+        location: &ChunkLocation,
+        buf: &mut Vec<u8>,
+        memory_only: bool,
+    ) -> Result<bool> {
         self.check_location(grid_pos, location)?;
         let len = usize::try_from(location.size).map_err(|_| {
             Error::invalid_metadata(format!(
@@ -974,12 +990,24 @@ impl Dataset {
                 self.context()
             ))
         })?;
-        let mut buf = vec![0u8; len];
-        self.file
-            .reader
-            .read_exact_at(&mut buf, location.offset)
+        let reader = &self.file.reader;
+        if memory_only
+            && crate::os::in_page_cache(reader, location.offset, location.size) != Some(true)
+        {
+            return Ok(false);
+        }
+        buf.clear();
+        let got = crate::os::read_at_into(reader, location.offset, len, buf)
             .map_err(|e| Error::io(format!("{} chunk {grid_pos:?}", self.context()), e))?;
-        Ok(buf)
+        if got != len {
+            return Err(Error::invalid_metadata(format!(
+                "{}: chunk {grid_pos:?} is said to be {len} bytes at offset {}, but the file ends \
+                 after {got} of them",
+                self.context(),
+                location.offset
+            )));
+        }
+        Ok(true)
     }
 
     /// The grid positions (C order, sorted) of the allocated chunks. Asks
