@@ -42,7 +42,7 @@ impl Dataset {
         let attrs = array.attributes();
         let elem = attrs.data_type.size();
         let fill = array.fill();
-        let _prefault = prepare_output(out);
+        let _prefault = prepare_output(out, self.prefault_from());
         let out = Planes::new(out, shape, elem);
         // An overlap whose block shape is the block's buffer (the whole
         // chunk where a format stores edge chunks whole).

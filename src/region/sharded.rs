@@ -214,7 +214,7 @@ impl Dataset {
         let jobs = Mutex::new(first_jobs);
         let job = |j: usize| Arc::clone(&jobs.lock().unwrap_or_else(|p| p.into_inner())[j]);
 
-        let _prefault = prepare_output(out);
+        let _prefault = prepare_output(out, self.prefault_from());
         let out = Planes::new(out, shape, elem);
         let chunk_bytes = sharded.chunk_bytes();
         let parts = ShardParts {
