@@ -95,9 +95,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            threads: crate::parallel::cores(),
             write_empty_blocks: true,
             storage: StorageOptions::default(),
             format: None,

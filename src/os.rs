@@ -120,8 +120,6 @@ pub(crate) enum Access {
     /// file (a region's chunks) read on across every gap between them.
     Scattered,
     /// The kernel's usual read-ahead (`POSIX_FADV_NORMAL`).
-    // Only the HDF5 backend switches a descriptor back.
-    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
     Normal,
 }
 

@@ -16,6 +16,13 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
+/// The cores this process may run on (`available_parallelism`, asked once;
+/// 1 when it cannot tell): the default thread count of a container.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Helper threads shared by every call on one container.
 #[derive(Debug)]
 pub(crate) struct Pool {

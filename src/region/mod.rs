@@ -594,13 +594,9 @@ impl Dataset {
     /// read with two threads on two cores waited up to 7 ms for its second
     /// thread to start).
     fn prefault_from(&self) -> Option<usize> {
-        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let cores = *CORES.get_or_init(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
         if self.container().store().capabilities().remote {
             Some(HUGE_PAGE_OUTPUT)
-        } else if self.container().options().threads < cores {
+        } else if self.container().options().threads < crate::parallel::cores() {
             Some(PREFAULT_OUTPUT)
         } else {
             None

@@ -33,7 +33,7 @@ pub struct FsStore {
     root: PathBuf,
     location: String,
     /// The file last opened for a range read, kept open for the next
-    /// ranges of it (an HDF5 file's chunks, a shard's inner chunks): one
+    /// ranges of it (a shard's inner chunks, an index and its chunks): one
     /// `stat` of the path per range instead of an open, an `fstat` and a
     /// close, and the kernel's read-ahead state of the open file carries
     /// from range to range.

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::filters::{ChunkDecoder, ChunkEncoder};
-use super::native::dataset::{Dataset, Layout};
+use super::native::dataset::{ChunkLocation, Dataset, Layout};
 use super::native::File;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::{Array, ObjectBlocks, Order, RegionIo, WholeRegions};
@@ -205,6 +205,20 @@ impl Hdf5Array {
         }
         let offset = self.block_offset(grid_pos);
         self.dataset.write(&rev(&offset), &rev(nominal), data)
+    }
+
+    /// Where the chunk at `grid_pos` is stored, asked of libhdf5, with its
+    /// size and filter mask kept for its decoding (see
+    /// [`take_found`](Self::take_found)); `None` when it is not allocated.
+    fn locate(&self, grid_pos: &[u64]) -> Result<Option<ChunkLocation>> {
+        let c = rev(grid_pos);
+        let location = self.dataset.chunk_location(&c)?;
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        match &location {
+            Some(l) => found.insert(c, (l.size, l.filter_mask)),
+            None => found.remove(&c),
+        };
+        Ok(location)
     }
 
     /// The size and filter mask of the chunk at `c` (C order) that
@@ -465,19 +479,13 @@ impl ObjectBlocks for Hdf5Array {
     /// the chunk's byte range, checked against the file's size; `None`
     /// when it is not allocated.
     fn source(&self, grid_pos: &[u64]) -> Result<Option<(String, Option<ByteRange>)>> {
-        let c = rev(grid_pos);
-        let location = self.dataset.chunk_location(&c)?;
-        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(location) = location else {
-            found.remove(&c);
-            return Ok(None);
-        };
-        found.insert(c, (location.size, location.filter_mask));
-        let range = ByteRange::Span {
-            offset: location.offset,
-            len: location.size,
-        };
-        Ok(Some((self.block_key(grid_pos), Some(range))))
+        Ok(self.locate(grid_pos)?.map(|location| {
+            let range = ByteRange::Span {
+                offset: location.offset,
+                len: location.size,
+            };
+            (self.block_key(grid_pos), Some(range))
+        }))
     }
 
     /// The chunk's bytes read from the file libhdf5 has open, where it
@@ -490,26 +498,14 @@ impl ObjectBlocks for Hdf5Array {
         buf: &mut Vec<u8>,
         memory_only: bool,
     ) -> Result<Option<bool>> {
-        let c = rev(grid_pos);
-        let location = self.dataset.chunk_location(&c)?;
-        let Some(location) = location else {
-            self.found
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&c);
+        let Some(location) = self.locate(grid_pos)? else {
             return Ok(Some(false));
         };
-        if !self
+        let c = rev(grid_pos);
+        let read = self
             .dataset
-            .read_stored_chunk_into(&c, &location, buf, memory_only)?
-        {
-            return Ok(None);
-        }
-        self.found
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(c, (location.size, location.filter_mask));
-        Ok(Some(true))
+            .read_stored_chunk_into(&c, &location, buf, memory_only)?;
+        Ok(read.then_some(true))
     }
 
     /// The whole chunk: HDF5 stores edge chunks whole.

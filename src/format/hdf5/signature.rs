@@ -27,8 +27,18 @@ pub(crate) fn candidate_offsets(size: u64) -> impl Iterator<Item = u64> {
 
 /// The offset of the HDF5 signature in `file` (of `size` bytes), that is
 /// the size of its user block; `None` when there is no signature at any
-/// offset libhdf5 searches.
+/// offset libhdf5 searches. The few bytes are read without the kernel's
+/// read-ahead (see `os::Access`), which is back on for `file` after.
 pub(crate) fn find_in(file: &File, size: u64) -> io::Result<Option<u64>> {
+    use crate::os::{advise_file, Access};
+    advise_file(file, Access::Scattered);
+    let found = search(file, size);
+    advise_file(file, Access::Normal);
+    found
+}
+
+/// [`find_in`] with the descriptor's read-ahead as it is.
+fn search(file: &File, size: u64) -> io::Result<Option<u64>> {
     let mut bytes = [0u8; 8];
     for offset in candidate_offsets(size) {
         match file.read_exact_at(&mut bytes, offset) {
@@ -47,8 +57,6 @@ pub(crate) fn find_in(file: &File, size: u64) -> io::Result<Option<u64>> {
 /// file (a missing file is [`io::ErrorKind::NotFound`]).
 pub(crate) fn find(path: &Path) -> io::Result<Option<u64>> {
     let file = File::open(path)?;
-    // A few bytes at scattered offsets: no read-ahead (see os::Access).
-    crate::os::advise_file(&file, crate::os::Access::Scattered);
     let size = file.metadata()?.len();
     find_in(&file, size)
 }

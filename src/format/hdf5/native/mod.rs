@@ -635,12 +635,10 @@ impl File {
             )));
         }
         let reader = std::fs::File::open(path).map_err(|e| Error::io(&shown, e))?;
-        // The signature's few bytes without read-ahead (see os::Access);
-        // the chunk reads that follow on this descriptor stream.
-        crate::os::advise_file(&reader, crate::os::Access::Scattered);
-        let found = super::signature::find_in(&reader, meta.len());
-        crate::os::advise_file(&reader, crate::os::Access::Normal);
-        if found.map_err(|e| Error::io(&shown, e))?.is_none() {
+        if super::signature::find_in(&reader, meta.len())
+            .map_err(|e| Error::io(&shown, e))?
+            .is_none()
+        {
             return Err(Error::invalid_metadata(format!(
                 "HDF5 file '{shown}': not an HDF5 file (no HDF5 signature at byte 0, 512, 1024, ...)"
             )));
