@@ -219,6 +219,25 @@ typedef int32_t n5_mode;
 #define N5_ERR_ACCESS_DENIED 19
 
 /**
+ * A link's or reference's target container or path is missing; the
+ * message names the link (group and name) or the reference, its `source`
+ * and `path`, and which of the two is missing.
+ */
+#define N5_ERR_DANGLING_LINK 20
+
+/**
+ * Resolving a path met a link cycle or more than 40 links; the message
+ * names the links met.
+ */
+#define N5_ERR_LINK_CYCLE 21
+
+/**
+ * A pickled chunk or fill value uses an opcode, global or call outside the
+ * data-only subset libn5 reads; nothing was executed.
+ */
+#define N5_ERR_UNSAFE_PICKLE 22
+
+/**
  * A panic inside the library was caught; the process goes on.
  */
 #define N5_ERR_PANIC 98

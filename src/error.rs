@@ -47,6 +47,13 @@ pub enum ErrorKind {
     /// The server refused the credentials or the operation (401, 403 on a
     /// signed request or a write, a bad signature or key).
     AccessDenied,
+    /// A link's or reference's target container or path is missing.
+    DanglingLink,
+    /// Resolving a path met a link cycle or more than 40 links.
+    LinkCycle,
+    /// A pickled chunk or fill value uses an opcode, global or call outside
+    /// the data-only subset; nothing was executed.
+    UnsafePickle,
     /// A panic was caught at the C boundary.
     Panic,
     /// A bug in the library.
@@ -76,6 +83,9 @@ impl ErrorKind {
             ErrorKind::InvalidHandle => 17,
             ErrorKind::Network => 18,
             ErrorKind::AccessDenied => 19,
+            ErrorKind::DanglingLink => 20,
+            ErrorKind::LinkCycle => 21,
+            ErrorKind::UnsafePickle => 22,
             ErrorKind::Panic => 98,
             ErrorKind::Internal => 99,
         }

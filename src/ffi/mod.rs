@@ -89,6 +89,16 @@ pub const N5_ERR_NETWORK: n5_status = 18;
 /// signed request or a write, a bad signature or key); the message says
 /// which credentials source was used, never the secret.
 pub const N5_ERR_ACCESS_DENIED: n5_status = 19;
+/// A link's or reference's target container or path is missing; the
+/// message names the link (group and name) or the reference, its `source`
+/// and `path`, and which of the two is missing.
+pub const N5_ERR_DANGLING_LINK: n5_status = 20;
+/// Resolving a path met a link cycle or more than 40 links; the message
+/// names the links met.
+pub const N5_ERR_LINK_CYCLE: n5_status = 21;
+/// A pickled chunk or fill value uses an opcode, global or call outside the
+/// data-only subset libn5 reads; nothing was executed.
+pub const N5_ERR_UNSAFE_PICKLE: n5_status = 22;
 /// A panic inside the library was caught; the process goes on.
 pub const N5_ERR_PANIC: n5_status = 98;
 /// A bug in the library.

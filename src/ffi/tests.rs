@@ -100,6 +100,9 @@ fn status_names_cover_every_kind() {
         InvalidHandle,
         Network,
         AccessDenied,
+        DanglingLink,
+        LinkCycle,
+        UnsafePickle,
         Panic,
         Internal,
     ] {
