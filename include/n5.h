@@ -313,6 +313,54 @@ typedef int32_t n5_mode;
 #define N5_DTYPE_OBJECT 12
 
 /**
+ * `bool`: one byte, 0 or 1 (Zarr `|b1`, `bool`).
+ */
+#define N5_DTYPE_BOOL 13
+
+/**
+ * `float16` (IEEE 754 binary16).
+ */
+#define N5_DTYPE_FLOAT16 14
+
+/**
+ * `complex64`: float32 real part, then float32 imaginary part.
+ */
+#define N5_DTYPE_COMPLEX64 15
+
+/**
+ * `complex128`: float64 real part, then float64 imaginary part.
+ */
+#define N5_DTYPE_COMPLEX128 16
+
+/**
+ * `fixed_utf32`: n UTF-32 code units per element, NUL-padded (Zarr `<U n`,
+ * `fixed_length_utf32`); n from `n5_dataset_element_size` / 4.
+ */
+#define N5_DTYPE_FIXED_UTF32 17
+
+/**
+ * `fixed_bytes`: n bytes per element (Zarr `|S n`, `|V n`,
+ * `null_terminated_bytes`, `raw_bytes`).
+ */
+#define N5_DTYPE_FIXED_BYTES 18
+
+/**
+ * `struct`: named fields packed in declared order, no padding (Zarr
+ * structured types); `n5_dataset_dtype_json` gives the fields and offsets.
+ */
+#define N5_DTYPE_STRUCT 19
+
+/**
+ * `datetime64`: int64 counts of the dataset's unit (NaT = INT64_MIN).
+ */
+#define N5_DTYPE_DATETIME64 20
+
+/**
+ * `timedelta64`: int64 counts of the dataset's unit.
+ */
+#define N5_DTYPE_TIMEDELTA64 21
+
+/**
  * Read only: nothing is ever created, locked or written; every writing
  * function returns `N5_ERR_READ_ONLY`. The root must exist.
  */
@@ -887,6 +935,30 @@ n5_status n5_dataset_path(const n5_dataset *d, char *buf, size_t buf_cap, size_t
 n5_status n5_dataset_set_dimensions(n5_dataset *d, size_t ndim, const uint64_t *dims);
 
 /**
+ * Bytes per element of the dataset's binary layout in `*out_size`: the
+ * element size of region and block buffers (`buf_len` is `prod(shape)`
+ * times it). 0 for elements of variable length (`N5_DTYPE_STRING` and
+ * `N5_DTYPE_OBJECT` datasets, structs with such fields), which are read
+ * with `n5_region_read_strings`, `n5_region_read_bytes` or
+ * `n5_region_read_json`.
+ */
+n5_status n5_dataset_element_size(const n5_dataset *d, size_t *out_size);
+
+/**
+ * The full description of the dataset's element type as JSON, on every
+ * dataset: `{"name": n5_dtype_name, "size": element size, "byte_order":
+ * "little"|"big"|"none", "stored": the Zarr v3 data_type, the Zarr v2
+ * dtype or the N5 dataType}`, plus `length_bytes` (fixed strings and
+ * bytes), `null_terminated` (fixed bytes), `unit` and `scale_factor`
+ * (datetimes), `object_codec` (`vlen-utf8`, `vlen-bytes`, `pickle`,
+ * `json2`), `fields` (`[{"name", "offset", "type"}]`, structs, which have
+ * no `byte_order` of their own), `reference: true` (hdmf-zarr reference
+ * datasets) and `reference_fields` (hdmf-zarr compounds). Text output
+ * convention as `n5_dataset_compression`.
+ */
+n5_status n5_dataset_dtype_json(const n5_dataset *d, char *buf, size_t buf_cap, size_t *out_len);
+
+/**
  * Read the region at `offset[ndim]` with `shape[ndim]` into `buf`
  * (`buf_len` exactly `prod(shape) * n5_dtype_size(buf_dtype)`; `buf_dtype`
  * the dataset's dtype). Blocks that are not stored read as zeros. A region
@@ -915,6 +987,27 @@ n5_status n5_region_write(n5_dataset *d,
                           n5_dtype buf_dtype,
                           const void *buf,
                           size_t buf_len);
+
+/**
+ * The elements of the region at `offset[ndim]` with `shape[ndim]` as one
+ * flat JSON array in N5 order (dimension 0 fastest), on any dataset:
+ * integers exactly, floats as the shortest decimal that reads back to the
+ * same value (`1.0`, `1e-07`), NaN and infinities as `"NaN"`,
+ * `"Infinity"`, `"-Infinity"`, bool as `true`/`false`, complex numbers as
+ * `[re, im]`, fixed strings without their NUL padding, bytes as base64,
+ * structs as objects with their fields in order, datetimes as the stored
+ * integers; hdmf-zarr reference fields as `{"source", "path"}` objects
+ * (`null` when empty). Text output convention: `buf == NULL` with
+ * `buf_cap == 0` stores only the length (without NUL) in `*out_len`; a
+ * smaller buffer gives `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+ */
+n5_status n5_region_read_json(const n5_dataset *d,
+                              size_t ndim,
+                              const uint64_t *offset,
+                              const uint64_t *shape,
+                              char *buf,
+                              size_t buf_cap,
+                              size_t *out_len);
 
 /**
  * The major version of the loaded library (`N5_VERSION_MAJOR` of its header).
@@ -966,22 +1059,30 @@ const char *n5_last_error_message(void);
 const char *n5_status_name(n5_status status);
 
 /**
- * Bytes per element of `dtype`: 1, 2, 4 or 8 for the numeric types; 0 for
- * `N5_DTYPE_STRING`, `N5_DTYPE_OBJECT` (no fixed element size) and codes
- * that are not dtypes.
+ * Bytes per element of `dtype`: 1, 2, 4 or 8 for the numeric types, 1
+ * for `N5_DTYPE_BOOL`, 2 for `N5_DTYPE_FLOAT16`, 8 and 16 for
+ * `N5_DTYPE_COMPLEX64` and `N5_DTYPE_COMPLEX128`, 8 for
+ * `N5_DTYPE_DATETIME64` and `N5_DTYPE_TIMEDELTA64`; 0 for the types whose
+ * size depends on the dataset (`N5_DTYPE_STRING`, `N5_DTYPE_OBJECT`,
+ * `N5_DTYPE_FIXED_UTF32`, `N5_DTYPE_FIXED_BYTES`, `N5_DTYPE_STRUCT`: see
+ * `n5_dataset_element_size`) and for codes that are not dtypes.
  */
 size_t n5_dtype_size(n5_dtype dtype);
 
 /**
- * The attributes.json name of `dtype` (`"uint8"` ... `"float64"`,
- * `"string"`, `"object"`); static; NULL for a code that is not a dtype.
+ * The name of `dtype`: the attributes.json name of N5's types (`"uint8"`
+ * ... `"float64"`, `"string"`, `"object"`), then `"bool"`, `"float16"`,
+ * `"complex64"`, `"complex128"`, `"fixed_utf32"`, `"fixed_bytes"`,
+ * `"struct"`, `"datetime64"`, `"timedelta64"`; static; NULL for a code
+ * that is not a dtype.
  */
 const char *n5_dtype_name(n5_dtype dtype);
 
 /**
- * The dtype code of an attributes.json type name (`"uint16"` gives
- * `N5_DTYPE_UINT16`); `N5_DTYPE_INVALID` (0) with the last error set for
- * an unknown name (`N5_ERR_INVALID_ARGUMENT`), NULL or invalid UTF-8.
+ * The dtype code of a type name of `n5_dtype_name` (`"uint16"` gives
+ * `N5_DTYPE_UINT16`, `"bool"` `N5_DTYPE_BOOL`); `N5_DTYPE_INVALID` (0)
+ * with the last error set for an unknown name (`N5_ERR_INVALID_ARGUMENT`),
+ * NULL or invalid UTF-8.
  */
 n5_dtype n5_dtype_from_name(const char *name);
 

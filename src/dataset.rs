@@ -131,7 +131,7 @@ impl Dataset {
 
     /// The dataset's data type.
     pub fn data_type(&self) -> DataType {
-        self.attributes().data_type
+        self.attributes().data_type.clone()
     }
 
     /// Change the dataset's dimensions (rank unchanged), keeping every stored
@@ -193,25 +193,37 @@ impl Dataset {
     pub fn read_block_into(&self, grid_pos: &[u64], out: &mut [u8]) -> Result<bool> {
         let array = self.array();
         let attrs = array.attributes();
-        self.check_numeric(&attrs)?;
+        self.check_layout(&attrs)?;
         let shape = attrs.block_shape(grid_pos)?;
         check_buffer(&shape, attrs.data_type.size(), out.len())?;
         array.read_block_into(grid_pos, out)
     }
 
-    /// Check that the dataset holds one of the ten numeric types.
-    pub(crate) fn check_numeric(&self, attrs: &DatasetAttributes) -> Result<()> {
-        if !attrs.data_type.is_numeric() {
+    /// Check that the dataset's elements have a binary layout (every type
+    /// but strings, bytes and objects of variable length): N5's `string`
+    /// and `object` datasets have their own block functions
+    /// ([`ErrorKind::DtypeMismatch`]); variable-length Zarr arrays are read
+    /// and written as strings, bytes or JSON ([`ErrorKind::Unsupported`]).
+    pub(crate) fn check_layout(&self, attrs: &DatasetAttributes) -> Result<()> {
+        if attrs.data_type.has_layout() {
+            return Ok(());
+        }
+        let path = display(&self.path);
+        let t = &attrs.data_type;
+        if self.array().own_blocks("").is_ok() {
             return Err(Error::new(
                 ErrorKind::DtypeMismatch,
                 format!(
-                    "dataset '{}' holds {} data, which is read and written by its own block functions",
-                    display(&self.path),
-                    attrs.data_type
+                    "dataset '{path}' holds {t} data, which is read and written by its own block functions"
                 ),
             ));
         }
-        Ok(())
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "dataset '{path}' holds {t} elements of variable length, which have no binary layout: use n5_region_read_strings/n5_region_write_strings, n5_region_read_bytes/n5_region_write_bytes or n5_region_read_json"
+            ),
+        ))
     }
 
     fn check_write(
@@ -247,7 +259,7 @@ impl Dataset {
     pub fn write_block(&self, grid_pos: &[u64], shape: &[u64], data: &[u8]) -> Result<()> {
         let array = self.array();
         let attrs = array.attributes();
-        self.check_numeric(&attrs)?;
+        self.check_layout(&attrs)?;
         self.check_write(&attrs, grid_pos, shape)?;
         check_buffer(shape, attrs.data_type.size(), data.len())?;
         array.check_write()?;
@@ -267,7 +279,7 @@ impl Dataset {
         let array = self.array();
         array.own_blocks("varlength blocks")?;
         let attrs = array.attributes();
-        self.check_numeric(&attrs)?;
+        self.check_layout(&attrs)?;
         self.check_write(&attrs, grid_pos, shape)?;
         array.write_varlength_block(grid_pos, shape, data)
     }
@@ -316,7 +328,7 @@ impl Dataset {
     fn expect_type(&self, t: DataType) -> Result<()> {
         let array = self.array();
         array.own_blocks(&format!("{t} blocks"))?;
-        let actual = array.attributes().data_type;
+        let actual = array.attributes().data_type.clone();
         if actual != t {
             return Err(Error::new(
                 ErrorKind::DtypeMismatch,

@@ -48,6 +48,11 @@ pub(crate) fn copy_box_with(
     if extent.contains(&0) {
         return;
     }
+    if n == 0 {
+        // A rank-0 array: one element.
+        copy_row(&mut dst[..elem], &src[..elem]);
+        return;
+    }
     // Byte strides and starting offsets.
     let mut ss = vec![elem; n];
     let mut ds = vec![elem; n];

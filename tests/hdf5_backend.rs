@@ -1020,7 +1020,7 @@ impl Model {
             .map(|(&b, &d)| b.clamp(1, d.max(1)))
             .collect();
         json!({
-            "dtype": numpy_name(self.t),
+            "dtype": numpy_name(self.t.clone()),
             "shape": rev(&self.dims),
             "maxshape": rev(&self.max),
             "chunks": rev(&chunks),
@@ -1154,7 +1154,7 @@ fn files_libn5_creates_read_back_in_h5py_and_h5dump() {
         );
 
         // The ten types, raw and gzip, written by regions and blocks.
-        for (i, &t) in TEN.iter().enumerate() {
+        for (i, t) in TEN.iter().cloned().enumerate() {
             for (kind, dims, block, compression, deflate) in [
                 (
                     "raw",
@@ -1173,7 +1173,7 @@ fn files_libn5_creates_read_back_in_h5py_and_h5dump() {
             ] {
                 let path = format!("{kind}/{}", t.name());
                 let ds = c
-                    .create_dataset(&path, &dims, &block, t, compression)
+                    .create_dataset(&path, &dims, &block, t.clone(), compression)
                     .unwrap();
                 assert_eq!(ds.block_size(), block);
                 assert_eq!(ds.compression()["type"], kind);
@@ -1183,22 +1183,34 @@ fn files_libn5_creates_read_back_in_h5py_and_h5dump() {
                     max: dims.clone(),
                     dims: dims.clone(),
                     block: block.clone(),
-                    t,
+                    t: t.clone(),
                     deflate,
                     data: vec![0u8; n as usize * t.size()],
                     absent: Vec::new(),
                 };
                 let zero = vec![0u64; dims.len()];
-                write_region(&ds, &mut m, &zero, &dims, &values(t, n as usize, i as u64));
+                write_region(
+                    &ds,
+                    &mut m,
+                    &zero,
+                    &dims,
+                    &values(t.clone(), n as usize, i as u64),
+                );
                 let (offset, shape) = Rng(i as u64 + 7).region(&dims);
                 let k: u64 = shape.iter().product();
-                write_region(&ds, &mut m, &offset, &shape, &values(t, k as usize, 99));
+                write_region(
+                    &ds,
+                    &mut m,
+                    &offset,
+                    &shape,
+                    &values(t.clone(), k as usize, 99),
+                );
                 // A block of a smaller shape: the fill value over the rest.
                 let pos = vec![1u64; dims.len()];
                 let nominal: Vec<u64> = block.clone();
                 let small: Vec<u64> = nominal.iter().map(|&b| b - 1).collect();
                 let s: u64 = small.iter().product();
-                let data = values(t, s as usize, 5);
+                let data = values(t.clone(), s as usize, 5);
                 ds.write_block(&pos, &small, &data).unwrap();
                 let start: Vec<u64> = pos.iter().zip(&block).map(|(p, b)| p * b).collect();
                 let nb: u64 = nominal.iter().product();

@@ -51,7 +51,7 @@ fn replay(job: &Path, out: &Path) {
         let attrs = DatasetAttributes::new(
             u64s(&d["dims"]),
             block,
-            dtype,
+            dtype.clone(),
             Compression::from_json(&d["compression"]).unwrap(),
         )
         .unwrap();

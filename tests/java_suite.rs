@@ -151,7 +151,7 @@ fn write_read_numeric(t: DataType) {
     each(&format!("rw-{t}"), |p, c| {
         for (i, comp) in COMPRESSIONS.iter().enumerate() {
             let path = format!("{DATASET}{i}");
-            let d = c.create_dataset(&path, attrs(t, comp)).unwrap();
+            let d = c.create_dataset(&path, attrs(t.clone(), comp)).unwrap();
             let shape = d.block_shape(&[0, 0, 0]).unwrap();
             let n = shape.iter().product::<u64>() as usize * t.size();
             let data = bytes(i as u64, n);

@@ -123,7 +123,7 @@ fn array(t: DataType, n: u64, seed: u64) -> Vec<u8> {
     let size = t.size();
     let mut out = Vec::with_capacity(n as usize * size);
     for l in 0..n {
-        let le = element_bits(t, l, n, seed).to_le_bytes();
+        let le = element_bits(t.clone(), l, n, seed).to_le_bytes();
         let start = out.len();
         out.extend_from_slice(&le[..size]);
         if cfg!(target_endian = "big") {
@@ -584,8 +584,13 @@ fn parse(text: &str) -> Value {
 fn write_dataset(c: &Container, d: &Ds, seed: u64) -> Vec<u8> {
     let compression = Compression::from_json(&parse(&d.comp_json))
         .unwrap_or_else(|e| panic!("{}: libn5 rejects compression {}: {e}", d.path, d.comp_json));
-    let attrs = DatasetAttributes::new(d.dims.clone(), d.block.clone(), d.dtype, compression)
-        .unwrap_or_else(|e| panic!("{}: {e}", d.path));
+    let attrs = DatasetAttributes::new(
+        d.dims.clone(),
+        d.block.clone(),
+        d.dtype.clone(),
+        compression,
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", d.path));
     let dataset = c
         .create_dataset(&d.path, attrs)
         .unwrap_or_else(|e| panic!("{}: {e}", d.path));
@@ -594,7 +599,7 @@ fn write_dataset(c: &Container, d: &Ds, seed: u64) -> Vec<u8> {
     }
     let elem = d.dtype.size();
     let n: u64 = d.dims.iter().product();
-    let full = array(d.dtype, n, seed);
+    let full = array(d.dtype.clone(), n, seed);
     let zeros = vec![0u64; d.dims.len()];
     let grid: Vec<u64> = d
         .dims
@@ -650,7 +655,7 @@ fn write_dataset(c: &Container, d: &Ds, seed: u64) -> Vec<u8> {
             let mut expected = vec![0u8; full.len()];
             for (i, (off, shape)) in list.iter().enumerate() {
                 let m: u64 = shape.iter().product();
-                let data = array(d.dtype, m, seed * 31 + i as u64 + 1);
+                let data = array(d.dtype.clone(), m, seed * 31 + i as u64 + 1);
                 dataset
                     .write_region(off, shape, &data)
                     .unwrap_or_else(|e| fail(e));

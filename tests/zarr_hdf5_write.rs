@@ -160,7 +160,7 @@ impl Case {
     /// One element of the fill value, native order.
     fn fill_bytes(&self) -> Vec<u8> {
         let f = &self.fill;
-        match self.dtype {
+        match &self.dtype {
             DataType::U8 => vec![f.as_u64().unwrap() as u8],
             DataType::U16 => (f.as_u64().unwrap() as u16).to_ne_bytes().to_vec(),
             DataType::U32 => (f.as_u64().unwrap() as u32).to_ne_bytes().to_vec(),
@@ -245,7 +245,7 @@ fn element(r: &mut Rand, dtype: DataType) -> Vec<u8> {
 /// A random case of type number `i`: its coverage follows `i` (rank,
 /// byte order, compressor, index place, CRC), its sizes and values `r`.
 fn case(r: &mut Rand, i: usize) -> Case {
-    let (dtype, code) = TYPES[i % 10];
+    let (dtype, code) = TYPES[i % 10].clone();
     let rank = 1 + i % 4;
     let elem = dtype.size() as u32;
     let inner: Vec<u64> = (0..rank)
@@ -423,7 +423,7 @@ impl Written {
             if filling {
                 out.extend_from_slice(&fill);
             } else {
-                out.extend(element(r, self.case.dtype));
+                out.extend(element(r, self.case.dtype.clone()));
             }
         }
         out
@@ -650,7 +650,7 @@ fn write_cases(r: &mut Rand, root: &Path, cases: Vec<Case>) -> Vec<Written> {
                         p * s
                     })
                     .collect();
-                let one = element(r, w.case.dtype);
+                let one = element(r, w.case.dtype.clone());
                 w.region(&d, &at, &vec![1; at.len()], &one);
             }
         }

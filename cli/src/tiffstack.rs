@@ -445,7 +445,7 @@ impl TiffStack {
             }
         };
         let header = Header {
-            data_type: stack.data_type,
+            data_type: stack.data_type.clone(),
             shape: dims,
             described,
             notes,
@@ -494,7 +494,7 @@ impl TiffStack {
                         self.shape
                     )));
                 }
-                if self.pages > 0 && data_type(&self.page).ok() != Some(self.data_type) {
+                if self.pages > 0 && data_type(&self.page).ok() != Some(self.data_type.clone()) {
                     return Err(std::io::Error::other(format!(
                         "{at}: its samples are not {} like the first page's",
                         self.data_type

@@ -237,7 +237,8 @@ pub fn fill_json(format: Format, t: DataType, bytes: &[u8]) -> Value {
                 format!("0x{bits:016x}"),
             )
         }
-        DataType::String | DataType::Object => json!(0),
+        // Other types come with their own metadata's fill value.
+        _ => json!(0),
     }
 }
 
@@ -271,7 +272,7 @@ pub fn new_document(
     if matches!(format, Format::N5 | Format::Hdf5) {
         return Ok(doc);
     }
-    doc["fill_value"] = fill_json(format, attrs.data_type, new.fill);
+    doc["fill_value"] = fill_json(format, attrs.data_type.clone(), new.fill);
     if format != Format::Zarr3 {
         return Ok(doc);
     }

@@ -116,7 +116,7 @@ fn make_source(root: &str) {
         let attrs = n5::DatasetAttributes::new(
             s.dims.to_vec(),
             s.block.to_vec(),
-            s.dtype,
+            s.dtype.clone(),
             n5::Compression::Gzip {
                 level: 6,
                 use_zlib: false,
@@ -126,7 +126,7 @@ fn make_source(root: &str) {
         let ds = c.create_dataset(s.path, attrs).unwrap();
         let n: u64 = s.dims.iter().product();
         let zeros = vec![0u64; s.dims.len()];
-        ds.write_region(&zeros, s.dims, &values(s.dtype, n))
+        ds.write_region(&zeros, s.dims, &values(s.dtype.clone(), n))
             .unwrap();
         let mut second = zeros.clone();
         second[0] = 1;
@@ -154,7 +154,7 @@ fn whole(c: &Container, path: &str) -> (DataType, Vec<u64>, Vec<u8>) {
     let mut buf = vec![0u8; n as usize * a.data_type.size()];
     ds.read_region(&vec![0; a.ndim()], &a.dimensions, &mut buf)
         .unwrap();
-    (a.data_type, a.dimensions.clone(), buf)
+    (a.data_type.clone(), a.dimensions.clone(), buf)
 }
 
 /// The user attributes of the node `path` of `c`: its attributes but, in

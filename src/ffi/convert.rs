@@ -175,6 +175,10 @@ pub(crate) fn u64s(ptr: *const u64, ndim: usize, arg: &str) -> Result<Vec<u64>> 
             ),
         ));
     }
+    // A rank-0 array's per-dimension arrays are empty: NULL is allowed.
+    if ndim == 0 {
+        return Ok(Vec::new());
+    }
     non_null(ptr, arg)?;
     Ok((0..ndim)
         // SAFETY: non-NULL and, by the header's rule 6, valid for `ndim`
@@ -200,7 +204,9 @@ pub(crate) fn store_u64s(out: *mut u64, ndim: usize, values: &[u64], arg: &str) 
             ),
         ));
     }
-    non_null(out, arg)?;
+    if ndim > 0 {
+        non_null(out, arg)?;
+    }
     write_u64s(out, values);
     Ok(())
 }
@@ -251,41 +257,46 @@ pub(crate) fn data_out<'a>(buf: *mut c_void, len: usize, arg: &str) -> Result<&'
     Ok(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
 }
 
-/// The type with code `code`, or `N5_ERR_INVALID_ARGUMENT`.
+/// The type with code `code`, or `N5_ERR_INVALID_ARGUMENT`: codes 17–21
+/// need a length, fields or a unit that only a metadata document gives.
 pub(crate) fn dtype(code: i32) -> Result<DataType> {
     DataType::from_code(code).ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "{code} is not a dtype code (N5_DTYPE_UINT8 = 1 .. N5_DTYPE_OBJECT = 12)"
-        ))
+        if DataType::is_code(code) {
+            Error::invalid_argument(format!(
+                "{} ({code}) needs a length, fields or a unit: use n5_dataset_create_json",
+                DataType::NAMES[code as usize - 1]
+            ))
+        } else {
+            Error::invalid_argument(format!(
+                "{code} is not a dtype code (N5_DTYPE_UINT8 = 1 .. N5_DTYPE_TIMEDELTA64 = 21)"
+            ))
+        }
     })
 }
 
 /// Check that a buffer of dtype `code` fits the dataset's type and that the
-/// type is numeric (string and object blocks have their own functions).
+/// type has a binary layout (`Dataset::check_layout`).
 pub(crate) fn check_numeric_buf_dtype(ds: &Dataset, code: i32) -> Result<()> {
     check_buf_dtype(ds, code)?;
-    let t = ds.data_type();
-    if !t.is_numeric() {
-        return Err(Error::new(
-            ErrorKind::DtypeMismatch,
-            format!(
-                "dataset '{}' holds {t} data, which has its own block functions",
-                crate::path::display(ds.path())
-            ),
-        ));
-    }
-    Ok(())
+    ds.check_layout(&ds.attributes())
 }
 
-/// Check that a buffer of dtype `code` fits the dataset's type.
+/// Check that a buffer of dtype `code` fits the dataset's type: the codes
+/// are equal (the dataset's own parameters, such as a fixed length or
+/// struct fields, come with it).
 pub(crate) fn check_buf_dtype(ds: &Dataset, code: i32) -> Result<()> {
-    let t = dtype(code)?;
+    if !DataType::is_code(code) {
+        return Err(Error::invalid_argument(format!(
+            "{code} is not a dtype code (N5_DTYPE_UINT8 = 1 .. N5_DTYPE_TIMEDELTA64 = 21)"
+        )));
+    }
     let actual = ds.data_type();
-    if t != actual {
+    if code != actual.code() {
         return Err(Error::new(
             ErrorKind::DtypeMismatch,
             format!(
-                "the buffer holds {t} but dataset '{}' holds {actual}",
+                "the buffer holds {} but dataset '{}' holds {actual}",
+                DataType::NAMES[code as usize - 1],
                 crate::path::display(ds.path())
             ),
         ));

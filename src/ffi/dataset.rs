@@ -56,9 +56,9 @@ pub extern "C" fn n5_dataset_create(
     boundary::value("n5_dataset_create", || {
         let c = container(c)?;
         let path = convert::string(path, "path")?;
-        if ndim == 0 || ndim > crate::metadata::MAX_RANK {
+        if ndim > crate::metadata::MAX_RANK {
             return Err(Error::invalid_argument(format!(
-                "ndim is {ndim}; a dataset has 1 to {} dimensions",
+                "ndim is {ndim}; a dataset has at most {} dimensions",
                 crate::metadata::MAX_RANK
             )));
         }
@@ -297,5 +297,42 @@ pub extern "C" fn n5_dataset_set_dimensions(
         let d = dataset(d)?;
         let dims = convert::dims_of(d, ndim, dims, "dims")?;
         d.set_dimensions(&dims)
+    })
+}
+
+/// Bytes per element of the dataset's binary layout in `*out_size`: the
+/// element size of region and block buffers (`buf_len` is `prod(shape)`
+/// times it). 0 for elements of variable length (`N5_DTYPE_STRING` and
+/// `N5_DTYPE_OBJECT` datasets, structs with such fields), which are read
+/// with `n5_region_read_strings`, `n5_region_read_bytes` or
+/// `n5_region_read_json`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_element_size(d: *const n5_dataset, out_size: *mut usize) -> n5_status {
+    boundary::status("n5_dataset_element_size", || {
+        let d = dataset(d)?;
+        store_required(out_size, d.element_size(), "out_size")
+    })
+}
+
+/// The full description of the dataset's element type as JSON, on every
+/// dataset: `{"name": n5_dtype_name, "size": element size, "byte_order":
+/// "little"|"big"|"none", "stored": the Zarr v3 data_type, the Zarr v2
+/// dtype or the N5 dataType}`, plus `length_bytes` (fixed strings and
+/// bytes), `null_terminated` (fixed bytes), `unit` and `scale_factor`
+/// (datetimes), `object_codec` (`vlen-utf8`, `vlen-bytes`, `pickle`,
+/// `json2`), `fields` (`[{"name", "offset", "type"}]`, structs, which have
+/// no `byte_order` of their own), `reference: true` (hdmf-zarr reference
+/// datasets) and `reference_fields` (hdmf-zarr compounds). Text output
+/// convention as `n5_dataset_compression`.
+#[no_mangle]
+pub extern "C" fn n5_dataset_dtype_json(
+    d: *const n5_dataset,
+    buf: *mut c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_dataset_dtype_json", || {
+        let d = dataset(d)?;
+        write_text(&d.dtype_json()?.to_string(), buf, buf_cap, out_len)
     })
 }

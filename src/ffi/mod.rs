@@ -130,6 +130,27 @@ pub const N5_DTYPE_FLOAT64: n5_dtype = 10;
 pub const N5_DTYPE_STRING: n5_dtype = 11;
 /// `object`: blocks of opaque bytes (`n5_block_read_object`).
 pub const N5_DTYPE_OBJECT: n5_dtype = 12;
+/// `bool`: one byte, 0 or 1 (Zarr `|b1`, `bool`).
+pub const N5_DTYPE_BOOL: n5_dtype = 13;
+/// `float16` (IEEE 754 binary16).
+pub const N5_DTYPE_FLOAT16: n5_dtype = 14;
+/// `complex64`: float32 real part, then float32 imaginary part.
+pub const N5_DTYPE_COMPLEX64: n5_dtype = 15;
+/// `complex128`: float64 real part, then float64 imaginary part.
+pub const N5_DTYPE_COMPLEX128: n5_dtype = 16;
+/// `fixed_utf32`: n UTF-32 code units per element, NUL-padded (Zarr `<U n`,
+/// `fixed_length_utf32`); n from `n5_dataset_element_size` / 4.
+pub const N5_DTYPE_FIXED_UTF32: n5_dtype = 17;
+/// `fixed_bytes`: n bytes per element (Zarr `|S n`, `|V n`,
+/// `null_terminated_bytes`, `raw_bytes`).
+pub const N5_DTYPE_FIXED_BYTES: n5_dtype = 18;
+/// `struct`: named fields packed in declared order, no padding (Zarr
+/// structured types); `n5_dataset_dtype_json` gives the fields and offsets.
+pub const N5_DTYPE_STRUCT: n5_dtype = 19;
+/// `datetime64`: int64 counts of the dataset's unit (NaT = INT64_MIN).
+pub const N5_DTYPE_DATETIME64: n5_dtype = 20;
+/// `timedelta64`: int64 counts of the dataset's unit.
+pub const N5_DTYPE_TIMEDELTA64: n5_dtype = 21;
 
 /// Read only: nothing is ever created, locked or written; every writing
 /// function returns `N5_ERR_READ_ONLY`. The root must exist.

@@ -61,3 +61,34 @@ pub extern "C" fn n5_region_write(
         d.write_region(&offset, &shape, data)
     })
 }
+
+/// The elements of the region at `offset[ndim]` with `shape[ndim]` as one
+/// flat JSON array in N5 order (dimension 0 fastest), on any dataset:
+/// integers exactly, floats as the shortest decimal that reads back to the
+/// same value (`1.0`, `1e-07`), NaN and infinities as `"NaN"`,
+/// `"Infinity"`, `"-Infinity"`, bool as `true`/`false`, complex numbers as
+/// `[re, im]`, fixed strings without their NUL padding, bytes as base64,
+/// structs as objects with their fields in order, datetimes as the stored
+/// integers; hdmf-zarr reference fields as `{"source", "path"}` objects
+/// (`null` when empty). Text output convention: `buf == NULL` with
+/// `buf_cap == 0` stores only the length (without NUL) in `*out_len`; a
+/// smaller buffer gives `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+#[no_mangle]
+pub extern "C" fn n5_region_read_json(
+    d: *const n5_dataset,
+    ndim: usize,
+    offset: *const u64,
+    shape: *const u64,
+    buf: *mut std::ffi::c_char,
+    buf_cap: usize,
+    out_len: *mut usize,
+) -> n5_status {
+    boundary::status("n5_region_read_json", || {
+        let d = dataset(d)?;
+        let offset = convert::dims_of(d, ndim, offset, "offset")?;
+        let shape = convert::u64s(shape, ndim, "shape")?;
+        convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
+        let text = d.read_region_json(&offset, &shape)?;
+        convert::write_text(&text, buf, buf_cap, out_len)
+    })
+}

@@ -119,52 +119,65 @@ pub extern "C" fn n5_status_name(status: n5_status) -> *const c_char {
     })
 }
 
-/// Bytes per element of `dtype`: 1, 2, 4 or 8 for the numeric types; 0 for
-/// `N5_DTYPE_STRING`, `N5_DTYPE_OBJECT` (no fixed element size) and codes
-/// that are not dtypes.
+/// Bytes per element of `dtype`: 1, 2, 4 or 8 for the numeric types, 1
+/// for `N5_DTYPE_BOOL`, 2 for `N5_DTYPE_FLOAT16`, 8 and 16 for
+/// `N5_DTYPE_COMPLEX64` and `N5_DTYPE_COMPLEX128`, 8 for
+/// `N5_DTYPE_DATETIME64` and `N5_DTYPE_TIMEDELTA64`; 0 for the types whose
+/// size depends on the dataset (`N5_DTYPE_STRING`, `N5_DTYPE_OBJECT`,
+/// `N5_DTYPE_FIXED_UTF32`, `N5_DTYPE_FIXED_BYTES`, `N5_DTYPE_STRUCT`: see
+/// `n5_dataset_element_size`) and for codes that are not dtypes.
 #[no_mangle]
 pub extern "C" fn n5_dtype_size(dtype: n5_dtype) -> usize {
-    boundary::infallible("n5_dtype_size", 0, || match DataType::from_code(dtype) {
-        Some(t) if t.is_numeric() => t.size(),
-        _ => 0,
+    boundary::infallible("n5_dtype_size", 0, || match dtype {
+        20 | 21 => 8,
+        _ => match DataType::from_code(dtype) {
+            Some(t) if t.has_layout() => t.size(),
+            _ => 0,
+        },
     })
 }
 
-/// The attributes.json name of `dtype` (`"uint8"` ... `"float64"`,
-/// `"string"`, `"object"`); static; NULL for a code that is not a dtype.
+/// The name of `dtype`: the attributes.json name of N5's types (`"uint8"`
+/// ... `"float64"`, `"string"`, `"object"`), then `"bool"`, `"float16"`,
+/// `"complex64"`, `"complex128"`, `"fixed_utf32"`, `"fixed_bytes"`,
+/// `"struct"`, `"datetime64"`, `"timedelta64"`; static; NULL for a code
+/// that is not a dtype.
 #[no_mangle]
 pub extern "C" fn n5_dtype_name(dtype: n5_dtype) -> *const c_char {
     boundary::infallible("n5_dtype_name", std::ptr::null(), || {
-        let Some(t) = DataType::from_code(dtype) else {
+        if !DataType::is_code(dtype) {
             return std::ptr::null();
-        };
+        }
         let names = DTYPE_NAMES.get_or_init(|| {
-            DataType::ALL
+            DataType::NAMES
                 .iter()
-                .map(|t| CString::new(t.name()).expect("dtype names have no NUL"))
+                .map(|n| CString::new(*n).expect("dtype names have no NUL"))
                 .collect()
         });
-        let index = DataType::ALL.iter().position(|&a| a == t);
-        index.map_or(std::ptr::null(), |i| names[i].as_ptr())
+        names[dtype as usize - 1].as_ptr()
     })
 }
 
-/// NUL-terminated copies of [`DataType::name`], in the order of
-/// [`DataType::ALL`], made once and kept for the life of the process.
+/// NUL-terminated copies of [`DataType::NAMES`], made once and kept for
+/// the life of the process.
 static DTYPE_NAMES: OnceLock<Vec<CString>> = OnceLock::new();
 
-/// The dtype code of an attributes.json type name (`"uint16"` gives
-/// `N5_DTYPE_UINT16`); `N5_DTYPE_INVALID` (0) with the last error set for
-/// an unknown name (`N5_ERR_INVALID_ARGUMENT`), NULL or invalid UTF-8.
+/// The dtype code of a type name of `n5_dtype_name` (`"uint16"` gives
+/// `N5_DTYPE_UINT16`, `"bool"` `N5_DTYPE_BOOL`); `N5_DTYPE_INVALID` (0)
+/// with the last error set for an unknown name (`N5_ERR_INVALID_ARGUMENT`),
+/// NULL or invalid UTF-8.
 #[no_mangle]
 pub extern "C" fn n5_dtype_from_name(name: *const c_char) -> n5_dtype {
     let mut code = N5_DTYPE_INVALID;
     let status = boundary::status("n5_dtype_from_name", || {
         let name = convert::string(name, "name")?;
-        let t = DataType::from_name(name).map_err(|_| {
-            crate::Error::invalid_argument(format!("'{name}' is not an N5 dataType"))
-        })?;
-        code = t.code();
+        let index = DataType::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .ok_or_else(|| {
+                crate::Error::invalid_argument(format!("'{name}' is not a dtype name"))
+            })?;
+        code = index as i32 + 1;
         Ok(())
     });
     if status == super::N5_OK {

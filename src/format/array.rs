@@ -46,6 +46,23 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
     /// in native byte order.
     fn fill(&self) -> &[u8];
 
+    /// How the array's elements are stored (`n5_dataset_dtype_json`): the
+    /// format's own spelling of the type, the stored byte order, and the
+    /// codec of variable-length elements. By default an N5 dataset's:
+    /// the `dataType` name, big-endian.
+    fn stored_type(&self) -> StoredType {
+        let t = self.attributes().data_type.clone();
+        StoredType {
+            stored: Value::from(t.name()),
+            byte_order: if t.swap_width().is_some_and(|w| w > 1) {
+                "big"
+            } else {
+                "none"
+            },
+            object_codec: None,
+        }
+    }
+
     /// Whether data can be written to the array: an error saying why not
     /// when its metadata asks for a layout its codecs cannot give.
     fn check_write(&self) -> Result<()> {
@@ -132,6 +149,19 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
     fn region_writes(&self) -> RegionIo<'_> {
         self.region()
     }
+}
+
+/// How an array's elements are stored ([`Array::stored_type`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StoredType {
+    /// The format's spelling: the Zarr v3 `data_type` value, the Zarr v2
+    /// `dtype` value, or the N5 `dataType`.
+    pub stored: Value,
+    /// `"little"`, `"big"`, or `"none"` for types without a byte order.
+    pub byte_order: &'static str,
+    /// The codec of variable-length elements (`vlen-utf8`, `vlen-bytes`,
+    /// `pickle`, `json2`).
+    pub object_codec: Option<String>,
 }
 
 /// How the region code reads and writes an array's blocks.

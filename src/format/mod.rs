@@ -19,6 +19,7 @@
 
 pub(crate) mod array;
 pub(crate) mod consolidated;
+pub(crate) mod fill;
 pub mod hdf5;
 pub mod n5;
 pub(crate) mod node;

@@ -113,6 +113,25 @@ pub(crate) fn dataset_document(format: Format, attributes: &DatasetAttributes) -
     }
 }
 
+/// Whether an N5 dataset (or an HDF5 one, created from the same members)
+/// can have `attributes`: at least one dimension, and one of N5's twelve
+/// types ([`ErrorKind::Unsupported`] for the Zarr types).
+pub(crate) fn check_n5_array(attributes: &DatasetAttributes) -> Result<()> {
+    if attributes.dimensions.is_empty() {
+        return Err(Error::invalid_argument(
+            "ndim is 0; N5 and HDF5 datasets have 1 or more dimensions (Zarr arrays may have 0)",
+        ));
+    }
+    let t = &attributes.data_type;
+    if t.code() > crate::dtype::DataType::Object.code() {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("N5 datasets have no type '{t}' (their types are the ten numeric ones, string and object)"),
+        ));
+    }
+    Ok(())
+}
+
 /// The hierarchy of an N5, Zarr v2 or Zarr v3 container in a [`Store`].
 #[derive(Debug)]
 pub(crate) struct StoreTree {
@@ -457,6 +476,7 @@ impl Tree for StoreTree {
             let doc = ZarrArray::document_for(self.format, &attributes)?;
             return self.create_zarr_array(p, doc);
         }
+        check_n5_array(&attributes)?;
         self.create_group(p)?;
         let members = attributes.to_json();
         self.update_attributes(p, &mut |doc| {

@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::array::{Array, ObjectBlocks, Order, RegionIo, ShardedBlocks};
+use super::array::{Array, ObjectBlocks, Order, RegionIo, ShardedBlocks, StoredType};
+use super::fill::{self, Flavor};
 use super::node::{as_object_mut, parse_json, ZARRAY, ZARR_JSON};
 use super::zarr2;
 use super::zarr3::chain::Chain;
 use super::zarr3::index_cache::{self, IndexCache, IndexFrom};
-use super::zarr3::metadata::KeyEncoding;
+use super::zarr3::metadata::{CodecSpec, Endian, KeyEncoding};
 use super::zarr3::shard::{self, Entry, ShardLayout};
 use super::Format;
 use crate::codec::Compression;
@@ -62,7 +63,7 @@ pub(crate) struct ZarrArray {
 
 #[derive(Debug)]
 enum Codec {
-    V2(zarr2::metadata::ArrayMetadata),
+    V2(Box<zarr2::metadata::ArrayMetadata>),
     V3 {
         /// The chain of a chunk of the grid (a whole shard when sharded).
         chain: Chain,
@@ -150,18 +151,18 @@ impl ZarrArray {
             Format::Zarr2 => {
                 let meta = zarr2::metadata::ArrayMetadata::from_json(&document)?;
                 Ok(ZarrArray {
-                    attributes: at(&meta.shape, &meta.chunks, meta.data_type)?,
+                    attributes: at(&meta.shape, &meta.chunks, meta.data_type.clone())?,
                     write_refusal,
                     store,
                     path,
                     write_empty,
                     format,
-                    dtype: meta.data_type,
+                    dtype: meta.data_type.clone(),
                     shape: meta.shape.clone(),
                     outer: meta.chunks.clone(),
                     inner: meta.chunks.clone(),
                     fill: meta.fill_value.clone(),
-                    codec: Codec::V2(meta),
+                    codec: Codec::V2(Box::new(meta)),
                     document,
                     indexes: IndexCache::default(),
                 })
@@ -170,7 +171,7 @@ impl ZarrArray {
                 let meta = super::zarr3::metadata::ArrayMetadata::from_json(&document)?;
                 let chain = Chain::new(
                     meta.codecs.clone(),
-                    meta.data_type,
+                    meta.data_type.clone(),
                     meta.chunk_shape.clone(),
                     meta.fill_value.clone(),
                 );
@@ -179,19 +180,20 @@ impl ZarrArray {
                 let mut inner = meta.chunk_shape.clone();
                 let mut current = chain.clone();
                 while let Some(spec) = current.sharding().cloned() {
-                    let layout = ShardLayout::new(&spec, meta.data_type, &inner, &meta.fill_value);
+                    let layout =
+                        ShardLayout::new(&spec, meta.data_type.clone(), &inner, &meta.fill_value);
                     inner = layout.inner.shape.clone();
                     current = layout.inner.clone();
                     levels.push(layout);
                 }
                 Ok(ZarrArray {
-                    attributes: at(&meta.shape, &inner, meta.data_type)?,
+                    attributes: at(&meta.shape, &inner, meta.data_type.clone())?,
                     write_refusal,
                     store,
                     path,
                     write_empty,
                     format,
-                    dtype: meta.data_type,
+                    dtype: meta.data_type.clone(),
                     shape: meta.shape.clone(),
                     outer: meta.chunk_shape.clone(),
                     inner,
@@ -419,6 +421,8 @@ impl ZarrArray {
         let shape = reversed(&attrs.dimensions);
         let chunks: Vec<u64> = attrs.block_size.iter().rev().map(|&b| b as u64).collect();
         let elem = attrs.data_type.size();
+        // Fill value zero, as each type spells it (false, [0.0, 0.0], "").
+        let zero = vec![0u8; attrs.data_type.element_size()];
         let unsupported = |codec: &str| {
             Error::new(
                 crate::error::ErrorKind::Unsupported,
@@ -458,14 +462,13 @@ impl ZarrArray {
                     }),
                     Compression::Lz4 { .. } => json!({"id": "lz4", "acceleration": 1}),
                 };
-                let endian = (elem > 1).then_some(super::zarr3::metadata::Endian::Little);
                 Ok(json!({
                     "zarr_format": 2,
                     "shape": shape,
                     "chunks": chunks,
-                    "dtype": zarr2::metadata::dtype_string(attrs.data_type, endian),
+                    "dtype": zarr2::dtype::to_json(&attrs.data_type, super::zarr3::metadata::Endian::Little),
                     "compressor": compressor,
-                    "fill_value": 0,
+                    "fill_value": fill::to_json(&zero, &attrs.data_type, Flavor::V2, None),
                     "order": "C",
                     "filters": null,
                     "dimension_separator": "."
@@ -504,10 +507,10 @@ impl ZarrArray {
                     "zarr_format": 3,
                     "node_type": "array",
                     "shape": shape,
-                    "data_type": attrs.data_type.name(),
+                    "data_type": super::zarr3::dtype::to_json(&attrs.data_type),
                     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
                     "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-                    "fill_value": 0,
+                    "fill_value": fill::to_json(&zero, &attrs.data_type, Flavor::V3, None),
                     "codecs": codecs,
                     "attributes": {}
                 }))
@@ -700,6 +703,63 @@ impl Array for ZarrArray {
 
     fn fill(&self) -> &[u8] {
         &self.fill
+    }
+
+    fn stored_type(&self) -> StoredType {
+        let order = |e: Option<Endian>| match e {
+            Some(Endian::Little) => "little",
+            Some(Endian::Big) => "big",
+            None => "none",
+        };
+        match &self.codec {
+            Codec::V2(meta) => StoredType {
+                stored: meta.dtype_json.clone(),
+                byte_order: match (&meta.data_type, meta.endian) {
+                    (_, Some(e)) => order(Some(e)),
+                    // A struct's fields each have their own order.
+                    _ => "none",
+                },
+                object_codec: meta.object_codec.clone(),
+            },
+            Codec::V3 { chain, .. } => {
+                // The array -> bytes codec, inside shards too.
+                let mut specs = chain.specs.as_slice();
+                let mut endian = None;
+                let mut object_codec = None;
+                'find: loop {
+                    for spec in specs {
+                        match spec {
+                            CodecSpec::Bytes { endian: e } => {
+                                endian = *e;
+                                break 'find;
+                            }
+                            CodecSpec::Sharding { codecs, .. } => {
+                                specs = codecs.as_slice();
+                                continue 'find;
+                            }
+                            CodecSpec::Vlen { utf8 } => {
+                                object_codec = Some(
+                                    if *utf8 { "vlen-utf8" } else { "vlen-bytes" }.to_string(),
+                                );
+                                break 'find;
+                            }
+                            _ => {}
+                        }
+                    }
+                    break;
+                }
+                let has_order = self.dtype.swap_width().is_some_and(|w| w > 1);
+                StoredType {
+                    stored: self
+                        .document
+                        .get("data_type")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                    byte_order: if has_order { order(endian) } else { "none" },
+                    object_codec,
+                }
+            }
+        }
     }
 
     fn check_write(&self) -> Result<()> {

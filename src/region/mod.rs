@@ -8,6 +8,7 @@
 //! share (the grid of blocks a region touches, the units a read hands
 //! out, the output shared by the threads) and the entry points.
 
+mod elements;
 mod objects;
 mod sharded;
 
@@ -527,7 +528,7 @@ impl Dataset {
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, out.len())?;
-        self.check_numeric(&attrs)?;
+        self.check_layout(&attrs)?;
         let grid = Grid::new(&attrs, offset, shape)?;
         if grid.total == 1 {
             let o = grid.overlap(0)?;
@@ -566,7 +567,7 @@ impl Dataset {
         check_region(&attrs, offset, shape)?;
         let elem = attrs.data_type.size();
         check_buffer(shape, elem, data.len())?;
-        self.check_numeric(&attrs)?;
+        self.check_layout(&attrs)?;
         array.check_write()?;
         match array.region_writes() {
             RegionIo::Objects(blocks) => {

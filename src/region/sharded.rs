@@ -649,7 +649,7 @@ fn grid_of(attrs: &DatasetAttributes, shape: &[u64]) -> Result<DatasetAttributes
     DatasetAttributes::new(
         attrs.dimensions.clone(),
         block_size,
-        attrs.data_type,
+        attrs.data_type.clone(),
         Compression::Raw,
     )
 }

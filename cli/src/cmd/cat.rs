@@ -139,7 +139,7 @@ pub fn cat(a: &CatArgs, g: &Global) -> CliResult<u8> {
     };
     let elem = attrs.data_type.size();
     if format == Format::Npy {
-        npy::write_header(&mut sink, attrs.data_type, &shape).at(&sink_name)?;
+        npy::write_header(&mut sink, attrs.data_type.clone(), &shape).at(&sink_name)?;
     }
     let empty = shape.contains(&0);
     if !empty {

@@ -709,8 +709,13 @@ fn plan_dataset(
         }
         None => sa.compression.clone(),
     };
-    let attrs = DatasetAttributes::new(sa.dimensions.clone(), block, sa.data_type, compression)
-        .map_err(|e| CliError::usage(darg, e.message()))?;
+    let attrs = DatasetAttributes::new(
+        sa.dimensions.clone(),
+        block,
+        sa.data_type.clone(),
+        compression,
+    )
+    .map_err(|e| CliError::usage(darg, e.message()))?;
     // A Zarr source keeps its fill value and dimension names in Zarr; N5
     // has zeros.
     let source = (r.src.format() != Format::N5)

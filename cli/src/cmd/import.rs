@@ -376,7 +376,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             let h = npy::read_header(&mut input).map_err(|m| CliError::new(&a.input, m))?;
             check_header(
                 a,
-                h.data_type,
+                h.data_type.clone(),
                 &h.shape,
                 "the .npy file",
                 "(its own shape reversed)",
@@ -392,7 +392,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
                 Some(d) => format!("(the axes its {} description gives)", d.by),
                 None => "([width, height, pages])".into(),
             };
-            check_header(a, h.data_type, &h.shape, "the TIFF stack", &what)?;
+            check_header(a, h.data_type.clone(), &h.shape, "the TIFF stack", &what)?;
             described = h.described;
             input = Box::new(stack);
             // Pages are decoded to native order.

@@ -167,7 +167,8 @@ impl Stats {
             DataType::I64 => ints!(i64),
             DataType::F32 => floats!(f32),
             DataType::F64 => floats!(f64),
-            DataType::String | DataType::Object => {}
+            // Statistics are of the numeric types (checked before).
+            _ => {}
         }
         s
     }
@@ -254,7 +255,7 @@ fn block_info(
     let stats = if with_stats {
         let mut buf = vec![0u8; nominal_elements as usize * attrs.data_type.size()];
         ds.read_block_into(pos, &mut buf).at(file())?;
-        Some(Stats::of(attrs.data_type, &buf))
+        Some(Stats::of(attrs.data_type.clone(), &buf))
     } else {
         None
     };
@@ -361,7 +362,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
         let total = grid_count(&attrs.dimensions).unwrap_or(u64::MAX);
         let covered: u64 = infos.iter().map(|i| i.nominal_elements).sum();
         s.merge(&Stats::zeros(total.saturating_sub(covered)));
-        s.to_json(attrs.data_type)
+        s.to_json(attrs.data_type.clone())
     });
     let user = user_attributes(&doc);
 
@@ -629,7 +630,11 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
     let block: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
     let grid = attrs.grid_shape();
     let (stored, _) = stored_blocks(ds, &loc.arg)?;
-    let fill = zarr::fill_json(n5::format::Format::Hdf5, attrs.data_type, &ds.fill_value());
+    let fill = zarr::fill_json(
+        n5::format::Format::Hdf5,
+        attrs.data_type.clone(),
+        &ds.fill_value(),
+    );
     let filters: Vec<String> = h5["filters"]
         .as_array()
         .map(|f| f.iter().map(filter_line).collect())
@@ -659,11 +664,11 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
         let mut s = Stats::new();
         let zero = vec![0u64; attrs.ndim()];
         read_slabs(ds, &zero, &attrs.dimensions, |_, slab| {
-            s.merge(&Stats::of(attrs.data_type, slab));
+            s.merge(&Stats::of(attrs.data_type.clone(), slab));
             true
         })
         .at(&loc.arg)?;
-        Some(s.to_json(attrs.data_type))
+        Some(s.to_json(attrs.data_type.clone()))
     } else {
         None
     };
@@ -794,7 +799,7 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
 fn region_stats(ds: &Dataset, shard: &Shard) -> n5::Result<(u64, Stats)> {
     let t = ds.data_type();
     let mut stats = Stats::new();
-    let n = read_shard_slabs(ds, shard, |slab| stats.merge(&Stats::of(t, slab)))?;
+    let n = read_shard_slabs(ds, shard, |slab| stats.merge(&Stats::of(t.clone(), slab)))?;
     Ok((n, stats))
 }
 
@@ -823,7 +828,7 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
     let fill_value = doc
         .get("fill_value")
         .cloned()
-        .unwrap_or_else(|| zarr::fill_json(format, attrs.data_type, &fill));
+        .unwrap_or_else(|| zarr::fill_json(format, attrs.data_type.clone(), &fill));
     let dimension_names = doc.get("dimension_names").cloned().unwrap_or(Value::Null);
     let codecs = zarr::codecs_line(format, &doc);
     let keys = zarr::key_encoding_line(format, &doc);
@@ -906,11 +911,11 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
         }
         let total = grid_count(&attrs.dimensions).unwrap_or(u64::MAX);
         s.merge(&Stats::repeated(
-            attrs.data_type,
+            attrs.data_type.clone(),
             &fill,
             total.saturating_sub(covered),
         ));
-        s.to_json(attrs.data_type)
+        s.to_json(attrs.data_type.clone())
     });
 
     let mut out = Out::new();

@@ -348,7 +348,7 @@ impl ShardFile {
             (
                 MSG_DATATYPE,
                 CONSTANT,
-                datatype_message(self.dtype, self.big_endian),
+                datatype_message(self.dtype.clone(), self.big_endian),
             ),
             (MSG_FILL, CONSTANT, fill),
         ];

@@ -229,6 +229,7 @@ impl Tree for Hdf5Tree {
     /// deflate).
     fn create_array(&self, p: &str, attributes: DatasetAttributes) -> Result<Arc<dyn Array>> {
         super::check_compression(&attributes.compression)?;
+        crate::format::tree::check_n5_array(&attributes)?;
         let shape: Vec<u64> = attributes.dimensions.iter().rev().copied().collect();
         let chunk: Vec<u64> = attributes
             .block_size

@@ -175,7 +175,7 @@ impl Array for N5Array {
         let updated = DatasetAttributes::new(
             dimensions.to_vec(),
             a.block_size.clone(),
-            a.data_type,
+            a.data_type.clone(),
             a.compression.clone(),
         )?;
         Format::N5.update_user_attributes(&*self.store, &self.path, &mut |doc| {

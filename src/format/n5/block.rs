@@ -157,7 +157,7 @@ impl BlockHeader {
     /// [`BlockHeader::check`] for a header read from a block file of
     /// `file_len` bytes.
     pub fn check_in_file(&self, attrs: &DatasetAttributes, file_len: usize) -> Result<usize> {
-        let dtype = attrs.data_type;
+        let dtype = &attrs.data_type;
         match (self.mode, dtype) {
             (BlockMode::Object, DataType::Object) => {}
             (BlockMode::Object, _) => {
@@ -583,7 +583,7 @@ mod tests {
     #[test]
     fn byte_order_round_trip() {
         for t in DataType::NUMERIC {
-            let a = attrs(&[4], &[4], t);
+            let a = attrs(&[4], &[4], t.clone());
             let data: Vec<u8> = (0..4 * t.size() as u8).collect();
             let header = BlockHeader {
                 mode: BlockMode::Default,

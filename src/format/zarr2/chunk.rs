@@ -5,7 +5,7 @@
 //! reversed shape the API works with.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::zarr3::chain::{native, swap_in_place, transpose, untranspose};
+use crate::format::zarr3::chain::{transpose, untranspose};
 
 use super::metadata::{ArrayMetadata, Compressor};
 
@@ -20,8 +20,25 @@ fn reversed(rank: usize) -> Vec<usize> {
     (0..rank).rev().collect()
 }
 
+/// Chunks of object (`|O`) arrays have no binary layout: their elements
+/// are decoded one by one, never by [`decode`].
+fn check_layout(meta: &ArrayMetadata) -> Result<()> {
+    if meta.data_type.has_layout() {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "chunks of {} elements have no binary layout",
+                meta.data_type
+            ),
+        ))
+    }
+}
+
 /// Decodes the stored chunk `stored` into `out` (exactly [`chunk_bytes`]).
 pub(crate) fn decode(meta: &ArrayMetadata, stored: &[u8], out: &mut [u8]) -> Result<()> {
+    check_layout(meta)?;
     let n = chunk_bytes(meta);
     if out.len() != n {
         return Err(Error::new(
@@ -52,8 +69,8 @@ pub(crate) fn decode(meta: &ArrayMetadata, stored: &[u8], out: &mut [u8]) -> Res
                 crate::codec::Compression::Lz4 { block_size: 0 }.decode(stored, target)?
             }
         }
-        if elem > 1 && meta.endian != Some(native()) {
-            swap_in_place(target, elem);
+        if let Some(swap) = &meta.swap {
+            swap.swap_in_place(target);
         }
     }
     if let Some(f) = fortran {
@@ -68,6 +85,7 @@ pub(crate) fn decode(meta: &ArrayMetadata, stored: &[u8], out: &mut [u8]) -> Res
 
 /// Encodes the chunk `data` (native, C order) and appends it to `out`.
 pub(crate) fn encode(meta: &ArrayMetadata, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    check_layout(meta)?;
     let n = chunk_bytes(meta);
     if data.len() != n {
         return Err(Error::new(
@@ -89,8 +107,8 @@ pub(crate) fn encode(meta: &ArrayMetadata, data: &[u8], out: &mut Vec<u8>) -> Re
     } else {
         data.to_vec()
     };
-    if elem > 1 && meta.endian != Some(native()) {
-        swap_in_place(&mut bytes, elem);
+    if let Some(swap) = &meta.swap {
+        swap.swap_in_place(&mut bytes);
     }
     match &meta.compressor {
         Compressor::None => out.extend_from_slice(&bytes),

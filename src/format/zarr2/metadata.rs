@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::fill::{self, Flavor};
 use crate::format::uint_list;
-use crate::format::zarr3::metadata::{fill_value as fill_value_v3, Endian};
+use crate::format::zarr3::metadata::Endian;
 
 /// The largest rank an array may have (as for N5 datasets).
 const MAX_RANK: usize = crate::format::n5::metadata::MAX_RANK;
@@ -49,8 +50,17 @@ pub(crate) struct ArrayMetadata {
     pub chunks: Vec<u64>,
     /// Element type.
     pub data_type: DataType,
-    /// Byte order of stored elements (`None` for one-byte types).
+    /// Byte order of a stored element that is one number, complex or
+    /// UTF-32 string (`None` for one-byte types and structs).
     pub endian: Option<Endian>,
+    /// The `dtype` value as the document has it, written back as read.
+    pub dtype_json: Value,
+    /// What to byte-swap between stored and native elements (see
+    /// [`super::dtype::Parsed::swap`]).
+    pub swap: Option<DataType>,
+    /// How the elements of an object (`|O`) array are encoded: the id of
+    /// its filter (`vlen-utf8`, `vlen-bytes`, `pickle`, `json2`).
+    pub object_codec: Option<String>,
     /// Whether chunks are stored in Fortran order (first dimension fastest).
     pub fortran: bool,
     /// The compressor.
@@ -61,66 +71,6 @@ pub(crate) struct ArrayMetadata {
     pub fill_null: bool,
     /// `.` or `/` between the indices of chunk keys.
     pub separator: char,
-}
-
-/// The type, byte order and size of a NumPy type string such as `<u2`.
-pub(crate) fn parse_dtype(s: &str) -> Result<(DataType, Option<Endian>)> {
-    let unsupported = || {
-        Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "dtype '{s}' is not supported (the ten numeric types are: |u1, |i1, and <u2 ... >f8 in either byte order)"
-            ),
-        )
-    };
-    let (order, rest) = match s.chars().next() {
-        Some(c @ ('<' | '>' | '|' | '=')) => (Some(c), &s[1..]),
-        _ => (None, s),
-    };
-    let t = match rest {
-        "u1" => DataType::U8,
-        "u2" => DataType::U16,
-        "u4" => DataType::U32,
-        "u8" => DataType::U64,
-        "i1" => DataType::I8,
-        "i2" => DataType::I16,
-        "i4" => DataType::I32,
-        "i8" => DataType::I64,
-        "f4" => DataType::F32,
-        "f8" => DataType::F64,
-        _ => return Err(unsupported()),
-    };
-    let endian = match (order, t.size()) {
-        (_, 1) => None,
-        (Some('<'), _) => Some(Endian::Little),
-        (Some('>'), _) => Some(Endian::Big),
-        // '|' (not applicable) or none for a multi-byte type is ambiguous.
-        _ => return Err(unsupported()),
-    };
-    Ok((t, endian))
-}
-
-/// The NumPy type string of `t` in byte order `endian`.
-pub(crate) fn dtype_string(t: DataType, endian: Option<Endian>) -> String {
-    let code = match t {
-        DataType::U8 => "u1",
-        DataType::U16 => "u2",
-        DataType::U32 => "u4",
-        DataType::U64 => "u8",
-        DataType::I8 => "i1",
-        DataType::I16 => "i2",
-        DataType::I32 => "i4",
-        DataType::I64 => "i8",
-        DataType::F32 => "f4",
-        DataType::F64 => "f8",
-        DataType::String | DataType::Object => "V1",
-    };
-    let order = match (t.size(), endian) {
-        (1, _) => '|',
-        (_, Some(Endian::Big)) => '>',
-        _ => '<',
-    };
-    format!("{order}{code}")
 }
 
 impl Compressor {
@@ -240,6 +190,52 @@ impl Compressor {
     }
 }
 
+/// The object codec among `filters`: `|O` arrays need exactly one of
+/// `vlen-utf8`, `vlen-bytes`, `pickle`, `json2` (and structs with object
+/// fields `pickle` or `json2`); other filters are not supported.
+fn object_codec(filters: Option<&Value>, t: &DataType) -> Result<Option<String>> {
+    let ids: Vec<String> = match filters {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(f)) => f
+            .iter()
+            .map(|x| match x.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                _ => x.to_string(),
+            })
+            .collect(),
+        Some(other) => {
+            return Err(Error::invalid_metadata(format!(
+                "filters is {other}, not a list"
+            )))
+        }
+    };
+    let has_objects = match t {
+        DataType::Object => true,
+        DataType::Struct(_) => !t.has_layout(),
+        _ => false,
+    };
+    const OBJECT_CODECS: [&str; 4] = ["vlen-utf8", "vlen-bytes", "pickle", "json2"];
+    match ids.as_slice() {
+        [] if has_objects => Err(Error::invalid_metadata(
+            "an object (|O) dtype needs an object codec among its filters (vlen-utf8, vlen-bytes, pickle or json2)",
+        )),
+        [] => Ok(None),
+        [id] if has_objects && OBJECT_CODECS.contains(&id.as_str()) => {
+            if matches!(t, DataType::Struct(_)) && id.starts_with("vlen") {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    format!("a struct with object fields encoded by '{id}' is not supported (pickle and json2 are)"),
+                ));
+            }
+            Ok(Some(id.clone()))
+        }
+        ids => Err(Error::new(
+            ErrorKind::Unsupported,
+            format!("filters {} are not supported", ids.join(", ")),
+        )),
+    }
+}
+
 impl ArrayMetadata {
     /// Reads a .zarray document.
     pub(crate) fn from_json(doc: &Value) -> Result<ArrayMetadata> {
@@ -272,16 +268,15 @@ impl ArrayMetadata {
                 "chunks {chunks:?} has a zero extent"
             )));
         }
-        let (data_type, endian) = match map.get("dtype") {
-            Some(Value::String(s)) => parse_dtype(s)?,
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!("dtype {other} is not supported (structured types are not)"),
-                ))
-            }
-            None => return Err(Error::invalid_metadata("'dtype' is missing")),
-        };
+        let dtype_json = map
+            .get("dtype")
+            .ok_or_else(|| Error::invalid_metadata("'dtype' is missing"))?
+            .clone();
+        let super::dtype::Parsed {
+            mut data_type,
+            endian,
+            swap,
+        } = super::dtype::parse(&dtype_json)?;
         let chunk_bytes = chunks
             .iter()
             .try_fold(data_type.size() as u64, |a, &b| a.checked_mul(b))
@@ -303,28 +298,23 @@ impl ArrayMetadata {
             }
         };
         let compressor = Compressor::from_json(map.get("compressor").unwrap_or(&Value::Null))?;
-        match map.get("filters") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(f)) if f.is_empty() => {}
-            Some(Value::Array(f)) => {
-                let ids: Vec<String> = f
-                    .iter()
-                    .map(|x| x.get("id").map_or_else(|| x.to_string(), |i| i.to_string()))
-                    .collect();
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!("filters {} are not supported", ids.join(", ")),
-                ));
-            }
-            Some(other) => {
-                return Err(Error::invalid_metadata(format!(
-                    "filters is {other}, not a list"
-                )))
-            }
+        let object_codec = object_codec(map.get("filters"), &data_type)?;
+        if object_codec.as_deref() == Some("vlen-utf8") {
+            data_type = DataType::String;
         }
         let (fill_value, fill_null) = match map.get("fill_value") {
-            None | Some(Value::Null) => (vec![0u8; data_type.size()], true),
-            Some(v) => (fill_value_v3(v, data_type)?, false),
+            // zarr-python reads a null fill value as NaT for datetimes and
+            // timedeltas, as zeros otherwise.
+            None | Some(Value::Null) => match data_type {
+                DataType::DateTime64(_) | DataType::TimeDelta64(_) => {
+                    (i64::MIN.to_ne_bytes().to_vec(), true)
+                }
+                _ => (vec![0u8; data_type.element_size()], true),
+            },
+            Some(v) => (
+                fill::parse(v, &data_type, Flavor::V2, swap.as_ref())?,
+                false,
+            ),
         };
         let separator = match map.get("dimension_separator") {
             None | Some(Value::Null) => '.',
@@ -341,6 +331,9 @@ impl ArrayMetadata {
             chunks,
             data_type,
             endian,
+            dtype_json,
+            swap,
+            object_codec,
             fortran,
             compressor,
             fill_value,
@@ -356,15 +349,18 @@ impl ArrayMetadata {
             "zarr_format": 2,
             "shape": self.shape,
             "chunks": self.chunks,
-            "dtype": dtype_string(self.data_type, self.endian),
+            "dtype": self.dtype_json,
             "compressor": self.compressor.to_json(),
             "fill_value": if self.fill_null {
                 Value::Null
             } else {
-                crate::format::zarr3::metadata::fill_value_json(&self.fill_value, self.data_type)
+                fill::to_json(&self.fill_value, &self.data_type, Flavor::V2, self.swap.as_ref())
             },
             "order": if self.fortran { "F" } else { "C" },
-            "filters": Value::Null,
+            "filters": match &self.object_codec {
+                Some(id) => json!([{"id": id}]),
+                None => Value::Null,
+            },
             "dimension_separator": self.separator.to_string(),
         })
     }
@@ -399,7 +395,7 @@ mod tests {
     fn reads_what_zarr_python_writes_and_writes_it_back() {
         let m = ArrayMetadata::from_json(&zarray(json!({}))).unwrap();
         assert_eq!(
-            (m.data_type, m.endian),
+            (m.data_type.clone(), m.endian),
             (DataType::U16, Some(Endian::Little))
         );
         assert_eq!(m.chunk_key(&[1, 2]), "1.2");
@@ -436,11 +432,14 @@ mod tests {
     #[test]
     fn unsupported_types_compressors_and_filters_are_named() {
         for (extra, named) in [
-            (json!({"dtype": "<c8"}), "<c8"),
-            (json!({"dtype": "|b1"}), "|b1"),
-            (json!({"dtype": "<U4"}), "<U4"),
+            (json!({"dtype": "<c32"}), "<c32"),
+            (json!({"dtype": "<f16"}), "<f16"),
             (json!({"dtype": "|u2"}), "|u2"),
-            (json!({"dtype": [["a", "<u2"]]}), "structured"),
+            (json!({"dtype": [["p", "<u2", [2]]]}), "sub-array"),
+            (
+                json!({"dtype": "|O", "filters": [{"id": "msgpack2"}]}),
+                "msgpack2",
+            ),
             (json!({"compressor": {"id": "snappy"}}), "snappy"),
             (json!({"compressor": {"id": "lzma", "format": 2}}), "lzma"),
             (

@@ -2,4 +2,5 @@
 //! (`chunk`).
 
 pub(crate) mod chunk;
+pub(crate) mod dtype;
 pub(crate) mod metadata;

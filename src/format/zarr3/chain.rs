@@ -59,8 +59,26 @@ impl Chain {
     fn split(&self) -> usize {
         self.specs
             .iter()
-            .position(|c| matches!(c, CodecSpec::Bytes { .. } | CodecSpec::Sharding { .. }))
+            .position(|c| {
+                matches!(
+                    c,
+                    CodecSpec::Bytes { .. } | CodecSpec::Vlen { .. } | CodecSpec::Sharding { .. }
+                )
+            })
             .expect("parse_chain checks there is one")
+    }
+
+    /// Chunks of variable-length elements have no binary layout: they are
+    /// decoded element by element, never by [`Chain::decode`].
+    fn check_layout(&self) -> Result<()> {
+        if self.dtype.has_layout() {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("chunks of {} elements have no binary layout", self.dtype),
+            ))
+        }
     }
 
     /// The sharding codec when this chain is a plain `sharding_indexed` one
@@ -83,6 +101,7 @@ impl Chain {
 
     /// Decodes a stored chunk into `out` (exactly [`Chain::chunk_bytes`]).
     pub(crate) fn decode(&self, encoded: &[u8], out: &mut [u8]) -> Result<()> {
+        self.check_layout()?;
         if out.len() != self.chunk_bytes() {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -187,14 +206,14 @@ impl Chain {
                             })?;
                         target.copy_from_slice(data);
                     }
-                    if elem > 1 && *endian != Some(native()) {
-                        swap_in_place(target, elem);
+                    if endian.is_some_and(|e| e != native()) {
+                        self.dtype.swap_in_place(target);
                     }
                 }
                 sharding @ CodecSpec::Sharding { .. } => {
                     shard::decode_whole(
                         sharding,
-                        self.dtype,
+                        self.dtype.clone(),
                         &inner_shape,
                         &self.fill,
                         &current,
@@ -244,6 +263,7 @@ impl Chain {
         at: Option<&[u64]>,
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        self.check_layout()?;
         if data.len() != self.chunk_bytes() {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -278,9 +298,9 @@ impl Chain {
         // shard is assembled in `out` when no compressor follows.
         let mut bytes: Cow<[u8]> = match &self.specs[split] {
             CodecSpec::Bytes { endian } => {
-                if elem > 1 && *endian != Some(native()) {
+                if endian.is_some_and(|e| e != native()) {
                     let mut swapped = array.into_owned();
-                    swap_in_place(&mut swapped, elem);
+                    self.dtype.swap_in_place(&mut swapped);
                     Cow::Owned(swapped)
                 } else {
                     array
@@ -288,7 +308,13 @@ impl Chain {
             }
             sharding @ CodecSpec::Sharding { .. } if last_compressor.is_none() => {
                 let written = shard::encode_whole_at(
-                    sharding, self.dtype, &shape, &self.fill, at, &array, out,
+                    sharding,
+                    self.dtype.clone(),
+                    &shape,
+                    &self.fill,
+                    at,
+                    &array,
+                    out,
                 );
                 if let Err(e) = written {
                     out.truncate(start);
@@ -300,7 +326,13 @@ impl Chain {
             sharding @ CodecSpec::Sharding { .. } => {
                 let mut shard = Vec::new();
                 shard::encode_whole_at(
-                    sharding, self.dtype, &shape, &self.fill, at, &array, &mut shard,
+                    sharding,
+                    self.dtype.clone(),
+                    &shape,
+                    &self.fill,
+                    at,
+                    &array,
+                    &mut shard,
                 )?;
                 Cow::Owned(shard)
             }
@@ -323,7 +355,7 @@ impl Chain {
                     bytes = Cow::Owned(with_crc);
                 }
                 compressor if Some(i) == last_compressor => {
-                    if let Err(e) = encode_bytes(compressor, self.dtype, &bytes, out) {
+                    if let Err(e) = encode_bytes(compressor, &self.dtype, &bytes, out) {
                         out.truncate(start);
                         return Err(e);
                     }
@@ -331,7 +363,7 @@ impl Chain {
                 }
                 compressor => {
                     let mut next = Vec::with_capacity(bytes.len() / 2 + 64);
-                    encode_bytes(compressor, self.dtype, &bytes, &mut next)?;
+                    encode_bytes(compressor, &self.dtype, &bytes, &mut next)?;
                     bytes = Cow::Owned(next);
                 }
             }
@@ -373,8 +405,6 @@ pub(crate) fn native() -> Endian {
     }
 }
 
-pub(crate) use crate::geometry::swap_in_place;
-
 /// The shared codec that does the work of a bytes -> bytes codec.
 fn byte_codec(spec: &CodecSpec) -> Result<Compression> {
     Ok(match spec {
@@ -409,7 +439,7 @@ fn byte_codec(spec: &CodecSpec) -> Result<Compression> {
 }
 
 /// Compresses `data` with a bytes -> bytes compressor, appending to `out`.
-fn encode_bytes(spec: &CodecSpec, dtype: DataType, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+fn encode_bytes(spec: &CodecSpec, dtype: &DataType, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
     match spec {
         CodecSpec::Zstd {
             level,
@@ -500,8 +530,9 @@ mod tests {
     use super::*;
 
     fn chain(codecs: Value, dtype: DataType, shape: &[u64]) -> Chain {
-        let specs = parse_chain(Some(&codecs), dtype, shape, 0).unwrap();
-        Chain::new(specs, dtype, shape.to_vec(), vec![0; dtype.size()])
+        let specs = parse_chain(Some(&codecs), dtype.clone(), shape, 0).unwrap();
+        let fill = vec![0; dtype.size()];
+        Chain::new(specs, dtype, shape.to_vec(), fill)
     }
 
     /// A chunk of uint16 counting up, native order.

@@ -17,6 +17,11 @@ use super::metadata::{hdf5_shards_member, ArrayMetadata, CodecSpec, Endian, HDF5
 /// grid is `grid` (the shard shape, C order) and whose codecs are `codecs`
 /// (hdf5.md A2); `None` when they can.
 pub(crate) fn refusal(dtype: DataType, grid: &[u64], codecs: &[CodecSpec]) -> Option<String> {
+    if !dtype.is_numeric() {
+        return Some(format!(
+            "data type {dtype}: HDF5 shards hold the ten numeric types"
+        ));
+    }
     let rank = grid.len();
     if rank == 0 {
         return Some("a rank-0 array: HDF5 chunks only datasets of rank 1 and more".into());
@@ -62,6 +67,7 @@ pub(crate) fn refusal(dtype: DataType, grid: &[u64], codecs: &[CodecSpec]) -> Op
             CodecSpec::Crc32c => "inner codec 'crc32c': HDF5 has no CRC32C filter (its Fletcher32 is another checksum)".into(),
             CodecSpec::Transpose { .. } => format!("inner codec {transpose}"),
             CodecSpec::Sharding { .. } => "nested sharding: an HDF5 chunk cannot itself be a shard".into(),
+            CodecSpec::Vlen { .. } => "variable-length elements: HDF5 shards hold the ten numeric types".into(),
         };
         return Some(why);
     }

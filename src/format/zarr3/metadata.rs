@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::fill::{self, Flavor};
 use crate::format::uint_list;
 
 /// The name in zarr.json of the member that makes every shard libn5
@@ -179,6 +180,13 @@ pub(crate) enum CodecSpec {
         /// Byte order; `None` only for one-byte types.
         endian: Option<Endian>,
     },
+    /// `vlen-utf8` or `vlen-bytes` (array → bytes) of variable-length
+    /// strings or bytes: a u32le count, then per element a u32le length and
+    /// its bytes.
+    Vlen {
+        /// `vlen-utf8` (strings) rather than `vlen-bytes`.
+        utf8: bool,
+    },
     /// `sharding_indexed` (array → bytes): inner chunks with their own
     /// chain, and an index of (offset, nbytes) per inner chunk.
     Sharding {
@@ -236,7 +244,9 @@ impl CodecSpec {
     fn kind(&self) -> Kind {
         match self {
             CodecSpec::Transpose { .. } => Kind::ArrayToArray,
-            CodecSpec::Bytes { .. } | CodecSpec::Sharding { .. } => Kind::ArrayToBytes,
+            CodecSpec::Bytes { .. } | CodecSpec::Vlen { .. } | CodecSpec::Sharding { .. } => {
+                Kind::ArrayToBytes
+            }
             _ => Kind::BytesToBytes,
         }
     }
@@ -246,6 +256,8 @@ impl CodecSpec {
         match self {
             CodecSpec::Transpose { .. } => "transpose",
             CodecSpec::Bytes { .. } => "bytes",
+            CodecSpec::Vlen { utf8: true } => "vlen-utf8",
+            CodecSpec::Vlen { utf8: false } => "vlen-bytes",
             CodecSpec::Sharding { .. } => "sharding_indexed",
             CodecSpec::Gzip { .. } => "gzip",
             CodecSpec::Zstd { .. } => "zstd",
@@ -292,10 +304,27 @@ impl CodecSpec {
                     None | Some(Value::Null) => None,
                     Some(other) => return Err(bad(format!("'endian' is {other}"))),
                 };
-                if endian.is_none() && dtype.size() > 1 {
+                if !dtype.has_layout() {
+                    return Err(bad(format!(
+                        "{dtype} elements have no fixed size (their codec is vlen-utf8 or vlen-bytes)"
+                    )));
+                }
+                if endian.is_none() && dtype.swap_width().is_some_and(|w| w > 1) {
                     return Err(bad(format!("'endian' is required for {}", dtype.name())));
                 }
                 CodecSpec::Bytes { endian }
+            }
+            "vlen-utf8" | "vlen-bytes" => {
+                let utf8 = name == "vlen-utf8";
+                let fits = match dtype {
+                    DataType::String => true,
+                    DataType::Object => !utf8,
+                    _ => false,
+                };
+                if !fits {
+                    return Err(bad(format!("it does not encode {dtype} elements")));
+                }
+                CodecSpec::Vlen { utf8 }
             }
             "sharding_indexed" => {
                 if depth >= MAX_SHARDING_DEPTH {
@@ -318,7 +347,7 @@ impl CodecSpec {
                         "chunk_shape {inner:?} does not divide the shard shape {chunk_shape:?} (dimension {d})"
                     )));
                 }
-                let codecs = parse_chain(config.get("codecs"), dtype, &inner, depth + 1)
+                let codecs = parse_chain(config.get("codecs"), dtype.clone(), &inner, depth + 1)
                     .map_err(|e| e.context("sharding_indexed codecs"))?;
                 let per_shard: Vec<u64> = (0..rank).map(|d| chunk_shape[d] / inner[d]).collect();
                 let mut index_shape = per_shard.clone();
@@ -431,6 +460,7 @@ impl CodecSpec {
     pub(crate) fn to_json(&self) -> Value {
         let config = match self {
             CodecSpec::Transpose { order } => json!({"order": order}),
+            CodecSpec::Vlen { .. } => json!({}),
             CodecSpec::Bytes { endian } => match endian {
                 Some(Endian::Little) => json!({"endian": "little"}),
                 Some(Endian::Big) => json!({"endian": "big"}),
@@ -501,7 +531,7 @@ pub(crate) fn parse_chain(
     let mut shape = chunk_shape.to_vec();
     let mut seen_array_to_bytes = false;
     for item in items {
-        let spec = CodecSpec::parse(item, dtype, &shape, depth)?;
+        let spec = CodecSpec::parse(item, dtype.clone(), &shape, depth)?;
         let misplaced = match spec.kind() {
             Kind::ArrayToArray | Kind::ArrayToBytes => seen_array_to_bytes,
             Kind::BytesToBytes => !seen_array_to_bytes,
@@ -538,7 +568,7 @@ pub(crate) fn parse_chain(
 pub(crate) struct ArrayMetadata {
     /// The array's shape, document (C) order.
     pub shape: Vec<u64>,
-    /// Element type (one of the ten numeric types).
+    /// Element type.
     pub data_type: DataType,
     /// The regular grid's chunk shape (the shard shape of a sharded array).
     pub chunk_shape: Vec<u64>,
@@ -552,21 +582,6 @@ pub(crate) struct ArrayMetadata {
     pub dimension_names: Option<Value>,
     /// The user attributes.
     pub attributes: Map<String, Value>,
-}
-
-/// The data type called `name` in zarr.json, if it is one of the ten
-/// numeric types.
-pub(crate) fn data_type(name: &str) -> Result<DataType> {
-    match name {
-        "uint8" | "uint16" | "uint32" | "uint64" | "int8" | "int16" | "int32" | "int64"
-        | "float32" | "float64" => DataType::from_name(name),
-        other => Err(Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "data type '{other}' is not supported (the ten numeric types int8..int64, uint8..uint64, float32 and float64 are)"
-            ),
-        )),
-    }
 }
 
 impl ArrayMetadata {
@@ -645,13 +660,7 @@ impl ArrayMetadata {
             )));
         }
         let data_type = match map.get("data_type") {
-            Some(Value::String(s)) => data_type(s)?,
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorKind::Unsupported,
-                    format!("data type {other} is not supported (only the ten numeric types are)"),
-                ))
-            }
+            Some(v) => super::dtype::parse(v)?,
             None => return Err(Error::invalid_metadata("'data_type' is missing")),
         };
         let grid = map
@@ -690,10 +699,10 @@ impl ArrayMetadata {
             None => KeyEncoding::Default { separator: '/' },
         };
         let fill_value = match map.get("fill_value") {
-            Some(v) => fill_value(v, data_type)?,
+            Some(v) => fill::parse(v, &data_type, Flavor::V3, None)?,
             None => return Err(Error::invalid_metadata("'fill_value' is missing")),
         };
-        let mut codecs = parse_chain(map.get("codecs"), data_type, &chunk_shape, 0)?;
+        let mut codecs = parse_chain(map.get("codecs"), data_type.clone(), &chunk_shape, 0)?;
         // HDF5 shards; writes to an array whose codecs cannot hold them are
         // refused (`hdf5_shards::check_write`).
         if hdf5_shards_member(map)?.is_some() {
@@ -750,7 +759,7 @@ impl ArrayMetadata {
         doc.insert("zarr_format".into(), json!(3));
         doc.insert("node_type".into(), json!("array"));
         doc.insert("shape".into(), json!(self.shape));
-        doc.insert("data_type".into(), json!(self.data_type.name()));
+        doc.insert("data_type".into(), super::dtype::to_json(&self.data_type));
         doc.insert(
             "chunk_grid".into(),
             json!({"name": "regular", "configuration": {"chunk_shape": self.chunk_shape}}),
@@ -758,7 +767,7 @@ impl ArrayMetadata {
         doc.insert("chunk_key_encoding".into(), self.key_encoding.to_json());
         doc.insert(
             "fill_value".into(),
-            fill_value_json(&self.fill_value, self.data_type),
+            fill::to_json(&self.fill_value, &self.data_type, Flavor::V3, None),
         );
         doc.insert(
             "codecs".into(),
@@ -808,135 +817,6 @@ fn int_member(map: &Map<String, Value>, key: &str) -> Result<Option<i64>> {
             .as_i64()
             .map(Some)
             .ok_or_else(|| Error::invalid_metadata(format!("'{key}' is {v}, not an integer"))),
-    }
-}
-
-/// One element of `dtype` holding the fill value `v`, native byte order:
-/// integers in range; for floats also "NaN", "Infinity", "-Infinity" and
-/// "0x" followed by the IEEE 754 bits in hexadecimal.
-pub(crate) fn fill_value(v: &Value, dtype: DataType) -> Result<Vec<u8>> {
-    let bad =
-        || Error::invalid_metadata(format!("fill_value {v} is not a value of {}", dtype.name()));
-    macro_rules! int {
-        ($t:ty) => {{
-            let n = v
-                .as_i64()
-                .and_then(|n| <$t>::try_from(n).ok())
-                .or_else(|| v.as_u64().and_then(|n| <$t>::try_from(n).ok()))
-                // A whole number written as a float (z5py writes 0.0 for
-                // integer arrays), exactly representable.
-                .or_else(|| {
-                    v.as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0)
-                        .and_then(|f| <$t>::try_from(f as i64).ok())
-                })
-                .ok_or_else(bad)?;
-            n.to_ne_bytes().to_vec()
-        }};
-    }
-    let bytes = match dtype {
-        DataType::U8 => int!(u8),
-        DataType::U16 => int!(u16),
-        DataType::U32 => int!(u32),
-        DataType::U64 => int!(u64),
-        DataType::I8 => int!(i8),
-        DataType::I16 => int!(i16),
-        DataType::I32 => int!(i32),
-        DataType::I64 => int!(i64),
-        DataType::F32 => match v {
-            Value::String(s) => match float_word(s, 4).ok_or_else(bad)? {
-                Special::Bits(b) => (b as u32).to_ne_bytes().to_vec(),
-                Special::Value(f) => (f as f32).to_ne_bytes().to_vec(),
-            },
-            _ => (v.as_f64().ok_or_else(bad)? as f32).to_ne_bytes().to_vec(),
-        },
-        DataType::F64 => match v {
-            Value::String(s) => match float_word(s, 8).ok_or_else(bad)? {
-                Special::Bits(b) => b.to_ne_bytes().to_vec(),
-                Special::Value(f) => f.to_ne_bytes().to_vec(),
-            },
-            _ => v.as_f64().ok_or_else(bad)?.to_ne_bytes().to_vec(),
-        },
-        DataType::String | DataType::Object => return Err(bad()),
-    };
-    Ok(bytes)
-}
-
-enum Special {
-    Bits(u64),
-    Value(f64),
-}
-
-/// A float fill value given as a string: the three special names, or the
-/// bits in hexadecimal (`size` bytes).
-fn float_word(s: &str, size: usize) -> Option<Special> {
-    match s {
-        "NaN" => Some(Special::Value(f64::NAN)),
-        "Infinity" => Some(Special::Value(f64::INFINITY)),
-        "-Infinity" => Some(Special::Value(f64::NEG_INFINITY)),
-        _ => {
-            let hex = s.strip_prefix("0x")?;
-            if hex.len() != 2 * size || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return None;
-            }
-            u64::from_str_radix(hex, 16).ok().map(Special::Bits)
-        }
-    }
-}
-
-/// The fill value as zarr.json writes it: a number, or for floats that are
-/// not finite "NaN", "Infinity", "-Infinity" (other NaNs by their bits).
-#[cfg(test)]
-pub(crate) fn fill_value_json(bytes: &[u8], dtype: DataType) -> Value {
-    macro_rules! int {
-        ($t:ty) => {{
-            const N: usize = std::mem::size_of::<$t>();
-            let mut b = [0u8; N];
-            b.copy_from_slice(&bytes[..N]);
-            json!(<$t>::from_ne_bytes(b))
-        }};
-    }
-    match dtype {
-        DataType::U8 => int!(u8),
-        DataType::U16 => int!(u16),
-        DataType::U32 => int!(u32),
-        DataType::U64 => int!(u64),
-        DataType::I8 => int!(i8),
-        DataType::I16 => int!(i16),
-        DataType::I32 => int!(i32),
-        DataType::I64 => int!(i64),
-        DataType::F32 => {
-            let bits = u32::from_ne_bytes(bytes[..4].try_into().expect("4 bytes"));
-            let f = f32::from_bits(bits);
-            if f.is_nan() && bits != f32::NAN.to_bits() {
-                json!(format!("0x{bits:08x}"))
-            } else {
-                float_json(f64::from(f))
-            }
-        }
-        DataType::F64 => {
-            let bits = u64::from_ne_bytes(bytes[..8].try_into().expect("8 bytes"));
-            let f = f64::from_bits(bits);
-            if f.is_nan() && bits != f64::NAN.to_bits() {
-                json!(format!("0x{bits:016x}"))
-            } else {
-                float_json(f)
-            }
-        }
-        DataType::String | DataType::Object => Value::Null,
-    }
-}
-
-#[cfg(test)]
-fn float_json(f: f64) -> Value {
-    if f.is_nan() {
-        json!("NaN")
-    } else if f == f64::INFINITY {
-        json!("Infinity")
-    } else if f == f64::NEG_INFINITY {
-        json!("-Infinity")
-    } else {
-        json!(f)
     }
 }
 
@@ -1052,8 +932,8 @@ mod tests {
     #[test]
     fn unknown_things_are_unsupported_and_named() {
         for (extra, named) in [
-            (json!({"data_type": "complex64"}), "complex64"),
-            (json!({"data_type": "bool"}), "bool"),
+            (json!({"data_type": "int128"}), "int128"),
+            (json!({"data_type": "float8_e4m3"}), "float8_e4m3"),
             (
                 json!({"codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "lzf"}]}),
                 "lzf",
@@ -1080,7 +960,7 @@ mod tests {
 
     #[test]
     fn fill_values() {
-        let f = |v: Value, t| fill_value(&v, t);
+        let f = |v: Value, t: DataType| fill::parse(&v, &t, Flavor::V3, None);
         assert_eq!(f(json!(255), DataType::U8).unwrap(), [255]);
         assert!(f(json!(256), DataType::U8).is_err());
         assert!(f(json!(-1), DataType::U16).is_err());
@@ -1113,7 +993,8 @@ mod tests {
             (json!(-3), DataType::I8),
             (json!(2.5), DataType::F32),
         ] {
-            assert_eq!(fill_value_json(&f(v.clone(), t).unwrap(), t), v);
+            let bytes = f(v.clone(), t.clone()).unwrap();
+            assert_eq!(fill::to_json(&bytes, &t, Flavor::V3, None), v);
         }
     }
 

@@ -6,6 +6,7 @@
 //! (`hdf5_shards`).
 
 pub(crate) mod chain;
+pub(crate) mod dtype;
 pub(crate) mod hdf5_shards;
 pub(crate) mod index_cache;
 pub(crate) mod metadata;

@@ -314,7 +314,7 @@ pub(crate) fn decode_whole(
     bytes: &[u8],
     out: &mut [u8],
 ) -> Result<()> {
-    let layout = ShardLayout::new(spec, dtype, shape, fill);
+    let layout = ShardLayout::new(spec, dtype.clone(), shape, fill);
     let entries = layout.whole_index(bytes, "shard")?;
     let mut chunk = vec![0u8; layout.inner.chunk_bytes()];
     for (i, entry) in entries.iter().enumerate() {
@@ -401,7 +401,7 @@ impl ShardLayout {
             .map(|(p, c)| p * c)
             .collect();
         ShardFile::new(
-            inner.dtype,
+            inner.dtype.clone(),
             big_endian,
             extent,
             &shard,
@@ -441,7 +441,7 @@ pub(crate) fn encode_whole_at(
     data: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let layout = ShardLayout::new(spec, dtype, shape, fill);
+    let layout = ShardLayout::new(spec, dtype.clone(), shape, fill);
     layout.encode_from_at(at, out, |pos, chunk| {
         place(&layout, shape, pos, data, chunk, dtype.size(), false)
     })?;

@@ -232,7 +232,9 @@ fn native_type(data_type: DataType) -> hid_t {
         DataType::I32 => *H5T_NATIVE_INT32,
         DataType::I64 => *H5T_NATIVE_INT64,
         DataType::F32 => *H5T_NATIVE_FLOAT,
-        DataType::F64 | DataType::String | DataType::Object => *H5T_NATIVE_DOUBLE,
+        // Only numeric types reach libhdf5: HDF5 datasets of other types
+        // are refused before (creation) or never get this type (reading).
+        _ => *H5T_NATIVE_DOUBLE,
     }
 }
 
@@ -248,7 +250,8 @@ fn little_endian_type(data_type: DataType) -> hid_t {
         DataType::I32 => *H5T_STD_I32LE,
         DataType::I64 => *H5T_STD_I64LE,
         DataType::F32 => *H5T_IEEE_F32LE,
-        DataType::F64 | DataType::String | DataType::Object => *H5T_IEEE_F64LE,
+        // Numeric types only, as for `native_type`.
+        _ => *H5T_IEEE_F64LE,
     }
 }
 
@@ -516,7 +519,7 @@ fn describe(id: hid_t, context: &str) -> Result<Description> {
     // Nothing for types that are not numeric: their size is whatever the
     // file states (up to 4 GiB), and nothing reads their fill value.
     let mut fill_value = Vec::new();
-    if let Element::Numeric { data_type, .. } = element {
+    if let Element::Numeric { data_type, .. } = &element {
         fill_value = vec![0u8; data_type.size()];
         let mut status = H5D_fill_value_t::H5D_FILL_VALUE_UNDEFINED;
         let ret = unsafe { sys::h5p::H5Pfill_value_defined(dcpl.id(), &mut status) };
@@ -525,7 +528,7 @@ fn describe(id: hid_t, context: &str) -> Result<Description> {
             let ret = unsafe {
                 sys::h5p::H5Pget_fill_value(
                     dcpl.id(),
-                    native_type(data_type),
+                    native_type(data_type.clone()),
                     fill_value.as_mut_ptr().cast(),
                 )
             };
@@ -584,7 +587,7 @@ impl Dataset {
     /// scalar and null dataspaces).
     pub(crate) fn data_type(&self) -> Result<DataType> {
         match &self.description.element {
-            Element::Numeric { data_type, .. } => Ok(*data_type),
+            Element::Numeric { data_type, .. } => Ok(data_type.clone()),
             Element::Unsupported(what) => Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
@@ -1355,7 +1358,7 @@ impl File {
                 sys::h5p::H5Pset_chunk(dcpl.id(), rank as c_int, chunk.as_ptr()) >= 0
                     && sys::h5p::H5Pset_fill_value(
                         dcpl.id(),
-                        native_type(new.data_type),
+                        native_type(new.data_type.clone()),
                         zero.as_ptr().cast(),
                     ) >= 0
                     && sys::h5p::H5Pset_alloc_time(dcpl.id(), H5D_alloc_time_t::H5D_ALLOC_TIME_INCR)
@@ -1393,7 +1396,7 @@ impl File {
                     sys::h5d::H5Dcreate2(
                         self.inner().id(),
                         ctarget.as_ptr(),
-                        little_endian_type(new.data_type),
+                        little_endian_type(new.data_type.clone()),
                         space.id(),
                         lcpl.id(),
                         dcpl.id(),

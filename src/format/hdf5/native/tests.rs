@@ -764,7 +764,7 @@ fn files_created_here_read_back_in_h5py_and_h5dump() {
                         &NewDataset {
                             shape: &shape,
                             chunk: &[4, 8, 64],
-                            data_type: t,
+                            data_type: t.clone(),
                             compression,
                         },
                     )
@@ -774,14 +774,14 @@ fn files_created_here_read_back_in_h5py_and_h5dump() {
                 assert_eq!(d.chunk.as_deref(), Some(&chunk[..]), "{ds_path}");
                 assert_eq!(d.shape, shape);
                 assert_eq!(d.max_shape, shape.map(Some));
-                assert_eq!(ds.data_type().unwrap(), t);
+                assert_eq!(ds.data_type().unwrap(), t.clone());
                 let elem = t.size();
                 let n = (shape.iter().product::<u64>()) as usize;
                 let mut whole = vec![0u8; n * elem];
                 // Everything but the chunks of the last row of the first
                 // dimension, written in two boxes; one chunk, for gzip
                 // datasets, written whole with H5Dwrite_chunk.
-                let data = values(t, n, (i * 10 + j) as u64);
+                let data = values(t.clone(), n, (i * 10 + j) as u64);
                 let first = [0u64, 0, 0];
                 let upper = [8u64, 17, shape[2]];
                 let part = cut(&data, &shape, &first, &upper, elem);

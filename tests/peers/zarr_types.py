@@ -1,0 +1,184 @@
+"""zarr-python 3 against libn5 on every Zarr data type beyond the ten numeric
+ones (nwb.md section 1): bool, float16, complex64/128, fixed-length UTF-32
+strings, fixed bytes (null-terminated and raw), structs, datetime64 and
+timedelta64, and 0-d arrays, in Zarr v2 and v3, with random shapes, chunks,
+shards and fill values.
+
+    zarr_types.py write OUT SEED   arrays in OUT/v2.zarr and OUT/v3.zarr, and
+                                   OUT/manifest.json: for each array its path,
+                                   format and every element as libn5's
+                                   n5_region_read_json gives it (C order)
+    zarr_types.py compare A B      every array of the manifest in A/ equals
+                                   the one at the same path in B/ (written by
+                                   libn5), element for element and in fill
+                                   value
+"""
+import base64
+import json
+import math
+import os
+import sys
+
+import numcodecs
+import numpy as np
+import zarr
+
+
+def float_json(x):
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def element_json(x, dt):
+    """One element as n5_region_read_json gives it."""
+    if dt.fields is not None:
+        return {name: element_json(x[name], dt.fields[name][0]) for name in dt.names}
+    k = dt.kind
+    if k == "b":
+        return bool(x)
+    if k in "iu":
+        return int(x)
+    if k == "f":
+        return float_json(x)
+    if k == "c":
+        return [float_json(x.real), float_json(x.imag)]
+    if k == "U":
+        return str(x)
+    if k == "S":
+        return base64.b64encode(bytes(x).rstrip(b"\0")).decode()
+    if k == "V":
+        return base64.b64encode(bytes(x)).decode()
+    if k in "Mm":
+        return int(np.asarray(x).view("<i8"))
+    raise ValueError(dt)
+
+
+def random_value(rng, dt):
+    if dt.fields is not None:
+        return tuple(random_value(rng, dt.fields[n][0]) for n in dt.names)
+    k = dt.kind
+    if k == "b":
+        return bool(rng.integers(0, 2))
+    if k in "iu":
+        info = np.iinfo(dt)
+        return int(rng.integers(max(info.min, -1000), min(info.max, 1000)))
+    if k == "f":
+        return float(rng.choice([0.5, -2.25, 1e-7, np.nan, np.inf, 3.0, 65504.0 if dt.itemsize == 2 else 1e30]))
+    if k == "c":
+        return complex(rng.normal(), rng.choice([0.0, -1.5, np.nan]))
+    if k == "U":
+        n = dt.itemsize // 4
+        alphabet = "abcé😀 xyz"
+        return "".join(rng.choice(list(alphabet)) for _ in range(int(rng.integers(0, n + 1))))
+    if k == "S":
+        n = dt.itemsize
+        return bytes(int(b) for b in rng.integers(1, 256, int(rng.integers(0, n + 1))))
+    if k == "V":
+        return np.void(bytes(int(b) for b in rng.integers(0, 256, dt.itemsize)))
+    if k in "Mm":
+        v = int(rng.integers(-(10**12), 10**12))
+        return np.array(v, dtype="<i8").view(dt)[()]
+    raise ValueError(dt)
+
+
+def random_array(rng, dt, shape):
+    a = np.empty(shape, dtype=dt)
+    for idx in np.ndindex(*shape):
+        a[idx] = random_value(rng, dt)
+    return a
+
+
+DTYPES = [
+    "|b1", "<f2", ">f2", "<c8", ">c16", "<U5", ">U3", "|S4", "|V3",
+    "<M8[ms]", ">M8[10s]", "<m8[us]",
+    [("idx_start", "<i4"), ("count", "<i4"), ("timeseries", "<U12")],
+    [("x", "<f4"), ("flag", "|b1"), ("when", "<M8[s]"), ("z", "<c8")],
+]
+
+
+def write(out, seed):
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for fmt in (2, 3):
+        root = zarr.open_group(os.path.join(out, f"v{fmt}.zarr"), mode="w", zarr_format=fmt)
+        for i, spec in enumerate(DTYPES):
+            dt = np.dtype(spec)
+            if fmt == 3 and dt.byteorder == ">":
+                # Zarr v3 has one byte order per array, in its bytes codec.
+                dt = dt.newbyteorder("<")
+            for rank in (0, 1, 2):
+                shape = tuple(int(rng.integers(1, 9)) for _ in range(rank))
+                chunks = tuple(int(rng.integers(1, s + 1)) for s in shape)
+                kwargs = {}
+                if fmt == 2:
+                    # numcodecs' compressors take no buffers of datetimes.
+                    has_time = "M8" in str(dt.descr) or "m8" in str(dt.descr)
+                    kwargs["compressors"] = None if has_time else [numcodecs.Zstd(level=1)]
+                if fmt == 3 and rank > 0 and rng.integers(0, 2):
+                    shards = tuple(c * int(rng.integers(1, 3)) for c in chunks)
+                    kwargs["shards"] = shards
+                fill = random_value(rng, dt) if rng.integers(0, 2) else None
+                name = f"t{i}_r{rank}"
+                a = root.create_array(
+                    name, shape=shape, chunks=chunks, dtype=dt,
+                    fill_value=fill, **kwargs)
+                data = random_array(rng, dt, shape)
+                if rank > 0 and rng.integers(0, 2):
+                    # Leave part unwritten: it reads as the fill value.
+                    sl = tuple(slice(0, max(1, s // 2)) for s in shape)
+                    a[sl] = data[sl]
+                    full = np.full(shape, a.fill_value, dtype=dt) if a.fill_value is not None else np.zeros(shape, dt)
+                    full[sl] = data[sl]
+                    data = full
+                else:
+                    a[...] = data
+                back = a[...]
+                values = [element_json(x, dt) for x in np.asarray(back).reshape(-1)]
+                arrays.append({"format": fmt, "path": f"v{fmt}.zarr/{name}", "dtype": str(dt) if dt.fields is None else dt.descr,
+                               "shape": list(shape), "values": values})
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"seed": seed, "zarr": zarr.__version__, "arrays": arrays}, f)
+
+
+def same(a, b):
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return a.tobytes() == b.tobytes() or np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+def compare(dir_a, dir_b):
+    with open(os.path.join(dir_a, "manifest.json")) as f:
+        manifest = json.load(f)
+    bad = []
+    for entry in manifest["arrays"]:
+        a = zarr.open_array(os.path.join(dir_a, entry["path"]), mode="r")
+        try:
+            b = zarr.open_array(os.path.join(dir_b, entry["path"]), mode="r")
+        except Exception as e:  # noqa: BLE001 - reported with the path
+            bad.append(f"{entry['path']}: zarr-python cannot open libn5's array: {e!r}")
+            continue
+        if not same(a[...], b[...]):
+            bad.append(f"{entry['path']}: values differ: {a[...]!r} vs {b[...]!r}")
+        fa, fb = a.fill_value, b.fill_value
+        if not same(np.asarray(fa, dtype=a.dtype) if fa is not None else 0,
+                    np.asarray(fb, dtype=b.dtype) if fb is not None else 0):
+            bad.append(f"{entry['path']}: fill values differ: {fa!r} vs {fb!r}")
+    if bad:
+        print("\n".join(bad))
+        sys.exit(1)
+    print(f"{len(manifest['arrays'])} arrays equal")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "write":
+        write(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "compare":
+        compare(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,170 @@
+//! zarr-python 3 and libn5 on every Zarr data type beyond the ten numeric
+//! ones (nwb.md §1): bool, float16, complex64/128, fixed-length UTF-32
+//! strings, fixed bytes, structs, datetime64/timedelta64 and 0-d arrays, in
+//! Zarr v2 and v3, with random shapes, chunks, shards and fill values (the
+//! seed is printed; `N5_ZARR_PEERS_SEED` repeats a run).
+//!
+//! `tests/peers/zarr_types.py write` makes the arrays with zarr-python and a
+//! manifest of every element as `n5_region_read_json` must give it; libn5
+//! reads each array whole as JSON and compares. libn5 then writes a copy of
+//! every array (same metadata document, the elements read as bytes and
+//! written back as bytes) and zarr-python compares the copy with its own
+//! (`compare`), element for element and in fill value.
+//!
+//! The interpreter: `N5_NWB_PYTHON` (zarr-python 3.4 with hdmf-zarr and
+//! pynwb; `.venv-nwb` made by `tests/setup.sh nwb`), else
+//! `.venv-nwb/bin/python` in the repository. Without it the test says so
+//! and passes, unless `N5_REQUIRE_PEERS=1`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use n5::{Container, Mode, Options};
+use serde_json::Value;
+
+fn nwb_python() -> Option<PathBuf> {
+    let python = match std::env::var_os("N5_NWB_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-nwb/bin/python"),
+    };
+    if python.is_file() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("N5_REQUIRE_PEERS").is_none_or(|v| v != "1"),
+        "N5_REQUIRE_PEERS=1 but {} is missing; run tests/setup.sh nwb",
+        python.display()
+    );
+    eprintln!(
+        "zarr types: skipped: {} is missing; run tests/setup.sh nwb",
+        python.display()
+    );
+    None
+}
+
+fn seed() -> u64 {
+    let seed = std::env::var("N5_ZARR_PEERS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                % 1_000_000_007
+        });
+    eprintln!("zarr types: seed {seed} (N5_ZARR_PEERS_SEED={seed} repeats this run)");
+    seed
+}
+
+fn run(python: &Path, args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/zarr_types.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .env("PYTHONWARNINGS", "ignore")
+        .output()
+        .expect("run zarr_types.py");
+    assert!(
+        out.status.success(),
+        "zarr_types.py {args:?}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Equal JSON elements: integers, strings and booleans exactly, floats to
+/// within `tol` (relative; absolute near zero): the shortest decimal that
+/// reads back to a float16 or float32 is not the float64 zarr-python
+/// writes (the exact text of floats is the unit tests').
+fn close(a: &Value, b: &Value, tol: f64) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                return x == y;
+            }
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            x == y || (x - y).abs() <= tol * y.abs().max(1e-4)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| close(a, b, tol))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && close(va, vb, tol))
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn zarr_python_and_libn5_agree_on_every_data_type() {
+    let Some(python) = nwb_python() else {
+        return;
+    };
+    let seed = seed();
+    let dir = std::env::temp_dir().join(format!("n5-zarr-types-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (theirs, ours) = (dir.join("theirs"), dir.join("ours"));
+    std::fs::create_dir_all(&theirs).unwrap();
+    run(
+        &python,
+        &["write", theirs.to_str().unwrap(), &seed.to_string()],
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(theirs.join("manifest.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for entry in manifest["arrays"].as_array().unwrap() {
+        let path = entry["path"].as_str().unwrap();
+        let (root, name) = path.split_once('/').unwrap();
+        let c = Container::open(theirs.join(root), Mode::Read).unwrap();
+        let d = c
+            .open_dataset(name)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let attrs = d.attributes();
+        let zeros = vec![0u64; attrs.ndim()];
+        let text = d
+            .read_region_json(&zeros, &attrs.dimensions)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let got: Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"));
+        let dtype = entry["dtype"].to_string();
+        let tol = if dtype.contains("f2") || dtype.contains("float16") {
+            1e-3
+        } else {
+            1e-6
+        };
+        assert!(
+            close(&got, &entry["values"], tol),
+            "{path} ({}): libn5 reads\n{got}\nzarr-python wrote\n{}",
+            entry["dtype"],
+            entry["values"]
+        );
+        // The copy: the same document, the elements as bytes.
+        let format = &root[..2];
+        let options =
+            Options::from_json(&format!(r#"{{"format": "zarr{}"}}"#, &format[1..])).unwrap();
+        let out =
+            Container::open_with(ours.join(root).to_str().unwrap(), Mode::Create, options).unwrap();
+        let copy = out
+            .create_dataset_json(name, &d.metadata().unwrap())
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let n: u64 = attrs.dimensions.iter().product();
+        let mut bytes = vec![0u8; n as usize * d.element_size()];
+        d.read_region(&zeros, &attrs.dimensions, &mut bytes)
+            .unwrap();
+        copy.write_region(&zeros, &attrs.dimensions, &bytes)
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        checked += 1;
+    }
+    assert!(checked >= 80, "only {checked} arrays");
+    run(
+        &python,
+        &["compare", theirs.to_str().unwrap(), ours.to_str().unwrap()],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
