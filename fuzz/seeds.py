@@ -7,8 +7,10 @@ every attributes.json for the metadata target (and, behind a few attribute
 paths, for the attributes target), location strings and options for the
 location target, and S3 and GCS answers for the remote_answers target. The same block files, their N5 header
 taken off and the length they decode to put in front, seed codec_frames.
-Also chunks and pipelines for hdf5_chunks, and HDF5 files for hdf5_open
-(only when FUZZ_TARGETS, which run.sh sets, names it or is not set).
+Also chunks and pipelines for hdf5_chunks, HDF5 files for hdf5_open
+(only when FUZZ_TARGETS, which run.sh sets, names it or is not set), and
+for pickle_vm the pickled and json2 chunks of ../shared/corpus-hdmf with
+pickles numpy and Python write for other data.
 Writes fuzz/corpus/<target>/.
 """
 import hashlib
@@ -253,6 +255,7 @@ def main():
     for answer in ANSWERS:
         save("remote_answers", answer)
     hdf5_chunk_seeds()
+    pickle_seeds()
     if not os.path.isdir(SOURCE):
         print(f"seeds.py: no corpus at {SOURCE}; the targets start from nothing")
         return
@@ -356,6 +359,140 @@ def shard_seeds():
         save("zarr_shard", bytes([selector]) + shard[: len(shard) // 2])
         count += 2
     print(f"seeds.py: {count} shards for zarr_shard")
+
+
+def lz4_block(src):
+    """The bytes of one LZ4 block."""
+    out, i = bytearray(), 0
+    while i < len(src):
+        token = src[i]
+        i += 1
+        n = token >> 4
+        if n == 15:
+            while True:
+                i, n = i + 1, n + src[i]
+                if src[i - 1] != 255:
+                    break
+        out += src[i:i + n]
+        i += n
+        if i >= len(src):
+            break
+        offset = src[i] | src[i + 1] << 8
+        i += 2
+        m = token & 15
+        if m == 15:
+            while True:
+                i, m = i + 1, m + src[i]
+                if src[i - 1] != 255:
+                    break
+        for _ in range(m + 4):
+            out.append(out[-offset])
+    return bytes(out)
+
+
+def blosc1(frame):
+    """The bytes of a Blosc1 frame of 1-byte items (numcodecs' blosc of
+    pickled chunks: shuffling one byte moves nothing), stored or lz4;
+    None for any other."""
+    if len(frame) < 16:
+        return None
+    flags, typesize = frame[2], frame[3]
+    nbytes, blocksize, _ = struct.unpack("<III", frame[4:16])
+    if flags & 0x02:
+        return frame[16:16 + nbytes]
+    if typesize != 1 or flags & 0x04 or flags >> 5 != 1 or not blocksize:
+        return None
+    nblocks = -(-nbytes // blocksize)
+    out = b""
+    try:
+        for i, start in enumerate(struct.unpack(f"<{nblocks}I", frame[16:16 + 4 * nblocks])):
+            size = min(blocksize, nbytes - i * blocksize)
+            (csize,) = struct.unpack("<i", frame[start:start + 4])
+            data = frame[start + 4:start + 4 + csize]
+            out += data if csize == size else lz4_block(data)
+    except (IndexError, struct.error):
+        return None
+    return out if len(out) == nbytes else None
+
+
+# Pickles numpy 2.4 writes (protocol 5) for object arrays the corpus lacks:
+# [[1.5, 2**70], [None, 'é']]; [{'k': 1}, [1, 2], (3,), b'\x00\xff', True,
+# -5, 70000, -2**63, 2**64-1, 1e-7, inf]; and records [('a', '<u8'),
+# ('b', '>f8'), ('c', 'O')] of (1, 2.5, 's') and (400, nan, None).
+NUMPY_PICKLES = [
+    (4, "800595a6000000000000008c166e756d70792e5f636f72652e6d756c74696172726179948c0c5f7265636f6e"
+        "7374727563749493948c056e756d7079948c076e6461727261799493944b0085944301629487945294284b01"
+        "4b024b02869468038c0564747970659493948c024f3894898887945294284b038c017c944e4e4e4affffffff"
+        "4affffffff4b3f749462895d9428473ff80000000000008a090000000000000000404e8c02c3a99465749462"
+        "2e"),
+    (11, "800595d6000000000000008c166e756d70792e5f636f72652e6d756c74696172726179948c0c5f7265636f6e"
+        "7374727563749493948c056e756d7079948c076e6461727261799493944b0085944301629487945294284b01"
+        "4b0b859468038c0564747970659493948c024f3894898887945294284b038c017c944e4e4e4affffffff4aff"
+        "ffffff4b3f749462895d94287d948c016b944b01735d94284b014b02654b038594430200ff94884afbffffff"
+        "4a701101008a0800000000000000808a09ffffffffffffffff00473e7ad7f29abcaf48477ff0000000000000"
+        "657494622e"),
+    (2, "80059537010000000000008c166e756d70792e5f636f72652e6d756c74696172726179948c0c5f7265636f6e"
+        "7374727563749493948c056e756d7079948c076e6461727261799493944b0085944301629487945294284b01"
+        "4b02859468038c0564747970659493948c0356323494898887945294284b038c017c944e8c0161948c016294"
+        "8c01639487947d94286811680c8c02753894898887945294284b038c013c944e4e4e4affffffff4affffffff"
+        "4b007494624b0086946812680c8c02663894898887945294284b038c013e944e4e4e4affffffff4affffffff"
+        "4b007494624b0886946813680c8c024f3894898887945294284b0368104e4e4e4affffffff4affffffff4b3f"
+        "7494624b108694754b184b014b1b749462895d94284b014740040000000000008c01739487944d9001477ff8"
+        "0000000000004e8794657494622e"),
+]
+
+
+def pickle_seeds():
+    """Seeds of pickle_vm (selector: what the input is, times 2, plus 1 for
+    the compound; then the element count; then the bytes): every pickled
+    chunk of ../shared/corpus-hdmf after blosc, as a chunk and as a pickle
+    alone, and its json2 chunks of at most 64 KiB; the compound's fill
+    value; pickles numpy writes (above) and Python writes for plain data."""
+    import base64
+    import pickle
+    count = 0
+    for n, text in NUMPY_PICKLES:
+        data = bytes.fromhex(text)
+        save("pickle_vm", bytes([0, n]) + data)
+        save("pickle_vm", bytes([2, n]) + data)
+        count += 2
+    for value in [[1.5, 2**70, None, "é" * 200, 400, -1, True, b"xy", (1, 2, 3, 4), {"k": "v"}],
+                  {"source": ".", "path": "/a", "object_id": None}, 0, (0, 0, None)]:
+        save("pickle_vm", bytes([0, 1]) + pickle.dumps(value, protocol=5))
+        save("pickle_vm", bytes([7, 1]) + pickle.dumps(value, protocol=5))
+        count += 2
+    save("pickle_vm", bytes([7, 1]) + base64.b64decode("gAVLAC4="))
+    count += 1
+    source = os.path.join(os.path.dirname(os.path.abspath(SOURCE)), "corpus-hdmf")
+    if os.path.isdir(source):
+        for root, dirs, files in os.walk(source):
+            dirs.sort()
+            if ".zarray" not in files:
+                continue
+            zarray = json.load(open(os.path.join(root, ".zarray")))
+            codec = (zarray.get("filters") or [{}])[0].get("id")
+            if codec not in ("pickle", "json2"):
+                continue
+            compound = 1 if isinstance(zarray["dtype"], list) else 0
+            elements = 1
+            for c in zarray["chunks"]:
+                elements *= c
+            for name in sorted(files):
+                if name.startswith("."):
+                    continue
+                data = open(os.path.join(root, name), "rb").read()
+                if zarray.get("compressor") is not None:
+                    data = blosc1(data)
+                if data is None or len(data) > 1 << 16 or elements > 255:
+                    continue
+                if codec == "pickle":
+                    save("pickle_vm", bytes([2 + compound, elements]) + data)
+                    save("pickle_vm", bytes([0, elements]) + data)
+                    count += 2
+                else:
+                    save("pickle_vm", bytes([4 + compound, elements]) + data)
+                    count += 1
+    print(f"seeds.py: {count} pickles and json2 chunks for pickle_vm")
 
 
 main()

@@ -40,6 +40,8 @@ pub mod dtype;
 pub mod error;
 pub mod ffi;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod geometry;
 /// The N5 block wire format (see [`format::n5::block`]).
 pub use format::n5::block;
