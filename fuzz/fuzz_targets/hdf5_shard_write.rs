@@ -78,7 +78,7 @@ fn put(src: &[u8], dst: &mut [u8], dims: &[u64], at: &[u64], extent: &[u64], ele
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input(data);
-    let dtype = TYPES[input.byte() as usize % 10];
+    let dtype = TYPES[input.byte() as usize % 10].clone();
     let elem = dtype.size();
     let rank = 1 + input.byte() as usize % 3;
     let (mut shape, mut shard, mut inner) = (Vec::new(), Vec::new(), Vec::new());
