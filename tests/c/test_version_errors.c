@@ -119,8 +119,13 @@ static void test_dtypes(void)
         {N5_DTYPE_INT32, "int32", 4},     {N5_DTYPE_INT64, "int64", 8},
         {N5_DTYPE_FLOAT32, "float32", 4}, {N5_DTYPE_FLOAT64, "float64", 8},
         {N5_DTYPE_STRING, "string", 0},   {N5_DTYPE_OBJECT, "object", 0},
+        {N5_DTYPE_BOOL, "bool", 1},       {N5_DTYPE_FLOAT16, "float16", 2},
+        {N5_DTYPE_COMPLEX64, "complex64", 8}, {N5_DTYPE_COMPLEX128, "complex128", 16},
+        {N5_DTYPE_FIXED_UTF32, "fixed_utf32", 0}, {N5_DTYPE_FIXED_BYTES, "fixed_bytes", 0},
+        {N5_DTYPE_STRUCT, "struct", 0},   {N5_DTYPE_DATETIME64, "datetime64", 8},
+        {N5_DTYPE_TIMEDELTA64, "timedelta64", 8},
     };
-    static const n5_dtype invalid[] = {N5_DTYPE_INVALID, 13, -1, 100, INT32_MIN, INT32_MAX};
+    static const n5_dtype invalid[] = {N5_DTYPE_INVALID, 22, -1, 100, INT32_MIN, INT32_MAX};
     static const char *bad_names[] = {"", "bogus", "UINT8", "Uint8", "uint8 ", " uint8",
                                       "uint", "u8", "float", "double", "int128", "strings"};
     size_t i;
@@ -129,6 +134,8 @@ static void test_dtypes(void)
     CHECK_EQ(N5_DTYPE_FLOAT64, 10);
     CHECK_EQ(N5_DTYPE_STRING, 11);
     CHECK_EQ(N5_DTYPE_OBJECT, 12);
+    CHECK_EQ(N5_DTYPE_BOOL, 13);
+    CHECK_EQ(N5_DTYPE_TIMEDELTA64, 21);
     for (i = 0; i < sizeof types / sizeof types[0]; i++) {
         CHECK_EQ(n5_dtype_size(types[i].code), types[i].size);
         CHECK_LAST(N5_OK);
