@@ -336,6 +336,7 @@ impl StoreTree {
         }
         let array =
             ZarrArray::from_document(format, written, self.store.clone(), p, self.write_empty)?;
+        consolidated::refresh(format, store, &[p.to_string()])?;
         Ok(Arc::new(array))
     }
 }
@@ -421,15 +422,21 @@ impl Tree for StoreTree {
         store.create_dir(p)?;
         // Zarr marks every group on the way down with its own document.
         let mut prefix = String::new();
+        let mut marked = Vec::new();
         for component in p.split('/').filter(|c| !c.is_empty()) {
             prefix = path::join(&prefix, component);
             format.mark_group(store, &prefix)?;
+            marked.push(prefix.clone());
         }
-        Ok(())
+        consolidated::refresh(format, store, &marked)
     }
 
     fn remove(&self, p: &str) -> Result<bool> {
-        self.store.delete_dir(p)
+        let removed = self.store.delete_dir(p)?;
+        if removed {
+            consolidated::refresh(self.format, &*self.store, &[p.to_string()])?;
+        }
+        Ok(removed)
     }
 
     /// N5: the whole attributes.json; Zarr v3: the `attributes` of its
@@ -449,7 +456,8 @@ impl Tree for StoreTree {
         p: &str,
         f: &mut dyn FnMut(&mut Value) -> Result<()>,
     ) -> Result<()> {
-        self.format.update_user_attributes(&*self.store, p, f)
+        self.format.update_user_attributes(&*self.store, p, f)?;
+        consolidated::refresh(self.format, &*self.store, &[p.to_string()])
     }
 
     fn create_array(&self, p: &str, attributes: DatasetAttributes) -> Result<Arc<dyn Array>> {
