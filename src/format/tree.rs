@@ -47,6 +47,32 @@ pub(crate) trait Tree: Send + Sync + fmt::Debug {
     /// Whether an array is at `p`.
     fn is_array(&self, p: &str) -> Result<bool>;
 
+    /// What is at `p`: a group, an array, or (`None`) no node. By default
+    /// from [`Tree::node_exists`] and [`Tree::is_array`].
+    fn kind(&self, p: &str) -> Result<Option<NodeKind>> {
+        if !self.node_exists(p)? {
+            return Ok(None);
+        }
+        Ok(Some(if self.is_array(p)? {
+            NodeKind::Array
+        } else {
+            NodeKind::Group
+        }))
+    }
+
+    /// Whether the format has hdmf-zarr links (group attributes naming
+    /// other nodes, `super::links`); by default not.
+    fn has_links(&self) -> bool {
+        false
+    }
+
+    /// Whether a container is at the location the tree was opened at,
+    /// where opening could not tell (a store that cannot list opens at any
+    /// URL); by default, yes.
+    fn root_present(&self) -> Result<bool> {
+        Ok(true)
+    }
+
     /// Whether [`Tree::children`] can answer.
     fn can_list(&self) -> Result<bool>;
 
@@ -378,6 +404,37 @@ impl Tree for StoreTree {
 
     fn is_array(&self, p: &str) -> Result<bool> {
         Ok(self.format.node_kind(&*self.store, p)? == Some(NodeKind::Array))
+    }
+
+    /// Zarr: the node's own document, else (as [`Tree::node_exists`]) a
+    /// directory outside any array is a group; N5 as by default.
+    fn kind(&self, p: &str) -> Result<Option<NodeKind>> {
+        let (format, store) = (self.format, &*self.store);
+        if format == Format::N5 {
+            if !self.node_exists(p)? {
+                return Ok(None);
+            }
+            return Ok(format.node_kind(store, p)?.or(Some(NodeKind::Group)));
+        }
+        if let Some(kind) = format.node_kind(store, p)? {
+            return Ok(Some(kind));
+        }
+        let implicit = p.is_empty()
+            || (store.capabilities().list
+                && store.is_dir(p)?
+                && format.array_above(store, p)?.is_none());
+        Ok(implicit.then_some(NodeKind::Group))
+    }
+
+    /// Zarr v2 and v3 containers have them.
+    fn has_links(&self) -> bool {
+        self.format != Format::N5
+    }
+
+    /// Where the store lists, opening found the root; elsewhere (plain
+    /// HTTP) the root must hold a format's marker.
+    fn root_present(&self) -> Result<bool> {
+        Ok(self.store.capabilities().list || super::root_marker(&*self.store)?.is_some())
     }
 
     /// The store lists, or (on a store that cannot, like plain HTTP) a
