@@ -7,7 +7,8 @@
 //! inside the linking container and fails), numeric datasets read through
 //! links to the manifest's hashes, and a `source` whose `..` climbs above
 //! the bucket or the host's root is `N5_ERR_INVALID_ARGUMENT`; a missing
-//! sibling is `N5_ERR_DANGLING_LINK`.
+//! sibling is `N5_ERR_DANGLING_LINK`; writers creating links in one group
+//! at once on S3 lose none.
 //!
 //! The servers are started by the tests (n5-testkit) on 127.0.0.1 and
 //! stopped with the process; without their binaries a test says so and
@@ -167,6 +168,26 @@ fn external_links_follow_to_the_sibling_on_s3() {
     );
     let r = c.resolve("g/raw/data").unwrap();
     assert_eq!(r["location"], format!("{base}nwb-external-target.nwb.zarr"));
+    // Writers with handles of their own (as on as many machines) creating
+    // links in one group at once: conditional updates lose none.
+    std::thread::scope(|scope| {
+        for i in 0..6 {
+            let (linking, options) = (&linking, &options);
+            scope.spawn(move || {
+                let w = C::open(linking, n5::ffi::N5_MODE_READ_WRITE, options).unwrap();
+                let source = "../nwb-external-target.nwb.zarr";
+                w.create_link("g", &format!("c{i}"), source, "/acquisition/raw")
+                    .unwrap();
+            });
+        }
+    });
+    let names: Vec<String> = c.links("g").unwrap().as_array().unwrap()[3..]
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["c0", "c1", "c2", "c3", "c4", "c5"], "{names:?}");
     assert!(store
         .delete_dir(&format!("hdmf-{}", std::process::id()))
         .unwrap());
