@@ -597,6 +597,12 @@ n5_status n5_block_list(const n5_dataset *d, char *buf, size_t buf_cap, size_t *
  *   blocks like any other; `false` skips them and deletes a stored block
  *   that becomes all zeros (missing blocks read as zeros; an HDF5 chunk
  *   cannot be freed, and one not allocated stays so).
+ * - `"follow_links"`: `true` (default) resolves paths through hdmf-zarr
+ *   links in Zarr containers (NWB files): a path segment that is no node
+ *   but a link of its group leads to the link's target, possibly in
+ *   another container, which is opened read-only with these options and
+ *   kept on this handle; `false` makes links neither listed nor found
+ *   (`n5_links_list` and `n5_link_resolve` work either way).
  * - `"format"`: the format of a container that `N5_MODE_CREATE` makes:
  *   `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"` (a prefix on `root` takes
  *   precedence; existing containers keep their own).
@@ -670,7 +676,7 @@ n5_status n5_container_mode(const n5_container *c, n5_mode *out_mode);
 
 /**
  * The options in effect, as a JSON object such as
- * `{"threads":2,"write_empty_blocks":true,"io_concurrency":4,"cache_bytes":0,
+ * `{"threads":2,"write_empty_blocks":true,"follow_links":true,"io_concurrency":4,"cache_bytes":0,
  * "retry":{"max_attempts":8,"max_seconds":60.0,"request_timeout_seconds":30.0}}`
  * (never credentials; same text convention as `n5_container_version`).
  */
@@ -678,26 +684,34 @@ n5_status n5_container_options(const n5_container *c, char *buf, size_t buf_cap,
 
 /**
  * Whether a group or dataset exists at `path`: `*out_exists` is 1 or 0.
+ * Through a link (Zarr containers, `"follow_links"`), whether its target
+ * exists: 0 for a dangling link; a link cycle is `N5_ERR_LINK_CYCLE`.
  */
 n5_status n5_exists(const n5_container *c, const char *path, int32_t *out_exists);
 
 /**
  * Whether a dataset exists at `path`: `*out_is_dataset` is 1 or 0 (0 for a
- * plain group and for a missing path).
+ * plain group, a missing path and a dangling link; through a link, for
+ * its target).
  */
 n5_status n5_dataset_exists(const n5_container *c, const char *path, int32_t *out_is_dataset);
 
 /**
  * Create the group at `path` and its missing parents; existing groups are
- * left as they are.
+ * left as they are. Through a link of this container the group is created
+ * below the link's target; a link at `path` is `N5_ERR_ALREADY_EXISTS`,
+ * and a path through an external link `N5_ERR_READ_ONLY`.
  */
 n5_status n5_group_create(n5_container *c, const char *path);
 
 /**
  * The child groups and datasets of the group at `path` as a JSON array of
  * names, sorted (`["raw","seg"]`); `[]` on a dataset (block directories
- * are not children). `N5_ERR_NOT_FOUND` when `path` does not exist. Same
- * text convention as `n5_container_version`.
+ * are not children). In Zarr containers the names of the group's links
+ * are members too, sorted with the others (unless `"follow_links"` is
+ * false), and `path` may lead through links. `N5_ERR_NOT_FOUND` when
+ * `path` does not exist, `N5_ERR_DANGLING_LINK` when it leads through a
+ * dangling link. Same text convention as `n5_container_version`.
  */
 n5_status n5_list(const n5_container *c,
                   const char *path,
@@ -708,7 +722,8 @@ n5_status n5_list(const n5_container *c,
 /**
  * Every group and dataset below `path`, as a JSON array of paths relative
  * to it (`["raw","raw/s0","seg"]`), depth first in sorted order, not
- * descending into datasets. Same text convention as `n5_container_version`.
+ * descending into datasets. Links are listed as entries and not descended
+ * into. Same text convention as `n5_container_version`.
  */
 n5_status n5_list_recursive(const n5_container *c,
                             const char *path,
@@ -736,6 +751,8 @@ n5_status n5_list_names(const n5_container *c,
 /**
  * Remove the group or dataset at `path` with everything below it. A path
  * that does not exist is not an error; the root is `N5_ERR_INVALID_ARGUMENT`.
+ * When the last segment of `path` is a link, the link entry is removed,
+ * never its target; a path through an external link is `N5_ERR_READ_ONLY`.
  */
 n5_status n5_remove(n5_container *c, const char *path);
 
@@ -957,6 +974,105 @@ n5_status n5_dataset_element_size(const n5_dataset *d, size_t *out_size);
  * convention as `n5_dataset_compression`.
  */
 n5_status n5_dataset_dtype_json(const n5_dataset *d, char *buf, size_t buf_cap, size_t *out_len);
+
+/**
+ * The links held by the group at `group_path` (itself resolved through
+ * links), in stored order, as a JSON array: `[{"name", "source", "path",
+ * "target": {"location", "path", "kind"} | null}]`, where `target` is the
+ * final node (further links followed) and, when the link leads nowhere,
+ * `target` is null and `"error"` (the message) and `"status"` (the
+ * status name, such as `"N5_ERR_DANGLING_LINK"`) say why. `[]` for a
+ * group without links, for a dataset, and in N5 and HDF5 containers
+ * (which have no links). Works whatever `"follow_links"` says.
+ *
+ * A link is stored in its group's attributes as `{"name", "source",
+ * "path"}` under `_LINKS` (Zarr v3) or `zarr_link` (Zarr v2); `source` is
+ * `"."` (this container) or a location relative to this container
+ * (`"../other.nwb.zarr"`, resolved on every backend: a directory join for
+ * paths, RFC 3986 for URLs), `path` is absolute in the target container.
+ *
+ * Errors: `N5_ERR_NOT_FOUND` for a missing group, `N5_ERR_INVALID_METADATA`
+ * for a malformed list. Text output convention: `buf == NULL` with
+ * `buf_cap == 0` stores only the length (without NUL) in `*out_len`; a
+ * smaller buffer gives `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set.
+ */
+n5_status n5_links_list(const n5_container *c,
+                        const char *group_path,
+                        char *buf,
+                        size_t buf_cap,
+                        size_t *out_len);
+
+/**
+ * The node at `path`, following links in every segment (whatever
+ * `"follow_links"` says), as JSON `{"location", "path", "kind", "hops"}`:
+ * `hops` is the number of links followed (0 for a plain node, and always
+ * in N5 and HDF5 containers, which have no links). At most 40 links are
+ * followed per call.
+ *
+ * Errors: `N5_ERR_NOT_FOUND` (nothing at `path`), `N5_ERR_DANGLING_LINK`
+ * (a link on the way leads to a missing container or path; the message
+ * names the link and which is missing), `N5_ERR_LINK_CYCLE` (a cycle, or
+ * more than 40 links), `N5_ERR_UNSUPPORTED` (an absolute `source`),
+ * `N5_ERR_INVALID_ARGUMENT` (a `source` climbing above the file-system
+ * root, the bucket or the host's root). Same text convention as
+ * `n5_links_list`.
+ */
+n5_status n5_link_resolve(const n5_container *c,
+                          const char *path,
+                          char *buf,
+                          size_t buf_cap,
+                          size_t *out_len);
+
+/**
+ * Add the link `name` to the group at `group_path` (resolved through
+ * links), in the stored form of the container's format (Zarr v3 `_LINKS`,
+ * Zarr v2 `zarr_link`; appended to the list the group already has), as a
+ * conditional update of the group's attributes (concurrent creators lose
+ * nothing); consolidated metadata, where the container has it, is updated
+ * too. `source` is `"."` or a location relative to this container;
+ * `target_path` is absolute in the target (a missing leading `/` is
+ * added). The target is resolved first and must exist; the link stores the
+ * final node (its container relative to this one, its own path), as
+ * hdmf-zarr does.
+ *
+ * Errors: `N5_ERR_UNSUPPORTED` in N5 and HDF5 containers;
+ * `N5_ERR_READ_ONLY` on a read-only handle or for a group behind an
+ * external link; `N5_ERR_INVALID_ARGUMENT` for a name that is empty, `.`,
+ * `..` or holds `/`, and for a dataset at `group_path`;
+ * `N5_ERR_NOT_FOUND` for a missing group; `N5_ERR_ALREADY_EXISTS` when
+ * `name` is a member or a link of the group; `N5_ERR_DANGLING_LINK` when
+ * the target (or its container) is missing, nothing written.
+ */
+n5_status n5_link_create(n5_container *c,
+                         const char *group_path,
+                         const char *name,
+                         const char *source,
+                         const char *target_path);
+
+/**
+ * The node an hdmf-zarr object reference names, as JSON `{"location",
+ * "path", "kind"}`. `reference_json` is the reference as JSON text, in any
+ * stored form: the Zarr v3 attribute value `{"_REFERENCE": {"source",
+ * "path"}}`, the Zarr v2 attribute value `{"zarr_dtype": "object",
+ * "value": {"source", "path", ...}}`, a JSON string (a v3 element: an
+ * absolute path in this container, `"\"/acquisition/ts_a\""`), or an
+ * object with `source` and `path` (a v2 element, or a normalised one).
+ * `owner_path` is the node holding the reference (resolved through
+ * links): `source` is relative to the container that node is in. Links in
+ * the target's path are followed; object ids are not checked.
+ *
+ * Errors: `N5_ERR_JSON` for text that is not JSON,
+ * `N5_ERR_INVALID_ARGUMENT` for JSON that is no reference,
+ * `N5_ERR_NOT_FOUND` for a missing owner, `N5_ERR_DANGLING_LINK` when the
+ * target or its container is missing (the message names the source and
+ * path). Same text convention as `n5_links_list`.
+ */
+n5_status n5_reference_resolve(const n5_container *c,
+                               const char *owner_path,
+                               const char *reference_json,
+                               char *buf,
+                               size_t buf_cap,
+                               size_t *out_len);
 
 /**
  * Read the region at `offset[ndim]` with `shape[ndim]` into `buf`

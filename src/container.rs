@@ -6,15 +6,20 @@
 //! make at once. Which format a location holds, what a path holds and
 //! where its documents are is the format layer's (`format::open`,
 //! `format::tree`); this file checks arguments and modes and delegates.
+//! Every path is resolved through hdmf-zarr links where the container has
+//! them (`crate::links`, `format::links`): a path that is no node is tried
+//! through the links of its groups before it counts as missing.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
 use crate::attrpath;
 use crate::error::{Error, ErrorKind, Result};
-use crate::format::node::as_object_mut;
+use crate::format::links::{self, Found, Place};
+use crate::format::node::{as_object_mut, NodeKind};
 use crate::format::open::{open_in_store, open_tree, OpenTree};
 use crate::format::tree::Tree;
 use crate::format::{Format, FormatOptions};
@@ -90,6 +95,12 @@ pub struct Options {
     /// (`"hdf5": {"default_block_size": [64, 64, 64, 1, 1]}`: see
     /// [`crate::format::hdf5::Hdf5Options`]).
     pub format_options: FormatOptions,
+    /// Whether paths are resolved through hdmf-zarr links (`true`, the
+    /// default): a path segment that is no node but a link of its group
+    /// leads to the link's target. `false` makes links neither listed nor
+    /// found; [`Container::links`] and [`Container::resolve_link`] work
+    /// either way.
+    pub follow_links: bool,
 }
 
 impl Default for Options {
@@ -100,6 +111,7 @@ impl Default for Options {
             storage: StorageOptions::default(),
             format: None,
             format_options: FormatOptions::default(),
+            follow_links: true,
         }
     }
 }
@@ -140,6 +152,14 @@ impl Options {
                         ))
                     })?
                 }
+                "follow_links" => {
+                    options.follow_links = v.as_bool().ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "options: follow_links must be true or false, not {}",
+                            crate::storage::options::shown_value(v)
+                        ))
+                    })?
+                }
                 "format" => {
                     let name = v.as_str().ok_or_else(|| {
                         Error::invalid_argument(format!(
@@ -157,7 +177,8 @@ impl Options {
                     {
                         return Err(Error::invalid_argument(format!(
                             "options: unknown key '{other}' (known: threads, write_empty_blocks, \
-                             format, io_concurrency, cache_bytes, s3, gcs, http, retry, {})",
+                             follow_links, format, io_concurrency, cache_bytes, s3, gcs, http, \
+                             retry, {})",
                             FormatOptions::KEYS
                         )));
                     }
@@ -173,9 +194,16 @@ pub(crate) struct Inner {
     /// The container's hierarchy in the format layer.
     pub(crate) tree: Arc<dyn Tree>,
     pub(crate) location: String,
+    /// The parsed location; `None` for a container opened in a store.
+    pub(crate) parsed: Option<Location>,
     pub(crate) mode: Mode,
     pub(crate) options: Options,
-    pub(crate) pool: Pool,
+    /// Shared with the containers its links open.
+    pub(crate) pool: Arc<Pool>,
+    /// The containers external links named, opened read-only, by location.
+    pub(crate) linked: Mutex<HashMap<String, Container>>,
+    /// Whether the container was opened to follow a link.
+    pub(crate) via_link: bool,
 }
 
 /// An open N5 container. Cheap to clone; clones share the same root.
@@ -217,17 +245,39 @@ impl Container {
                 display: location.display().to_string(),
             },
         };
+        Container::open_parsed(parsed, mode, options, None)
+    }
+
+    /// Open the container at the parsed `parsed`; one that a link of
+    /// another container opens shares that container's thread pool
+    /// (`linked_from`).
+    pub(crate) fn open_parsed(
+        parsed: Location,
+        mode: Mode,
+        options: Options,
+        linked_from: Option<&Container>,
+    ) -> Result<Container> {
         let how = Container::how(&parsed.display, mode, &options);
         let tree = open_tree(&parsed, &how, || {
             let store = crate::storage::open(&parsed, &options.storage)?;
             Container::prepare_store(store, &parsed.display, mode, &options)
         })?;
-        Ok(Container::with_tree(
-            tree,
-            parsed.display.clone(),
-            mode,
-            options,
-        ))
+        let pool = match linked_from {
+            Some(c) => c.inner.pool.clone(),
+            None => Arc::new(Pool::new(options.threads)),
+        };
+        Ok(Container {
+            inner: Arc::new(Inner {
+                tree,
+                location: parsed.display.clone(),
+                parsed: Some(parsed),
+                mode,
+                pool,
+                options,
+                linked: Mutex::new(HashMap::new()),
+                via_link: linked_from.is_some(),
+            }),
+        })
     }
 
     /// Open the container held by `store` (any [`Store`], such as a
@@ -282,15 +332,19 @@ impl Container {
         })
     }
 
-    /// The container whose hierarchy is `tree`.
+    /// The container whose hierarchy is `tree`, opened in a store (no
+    /// location of its own to resolve external links against).
     fn with_tree(tree: Arc<dyn Tree>, location: String, mode: Mode, options: Options) -> Self {
         Container {
             inner: Arc::new(Inner {
                 tree,
                 location,
+                parsed: None,
                 mode,
-                pool: Pool::new(options.threads),
+                pool: Arc::new(Pool::new(options.threads)),
                 options,
+                linked: Mutex::new(HashMap::new()),
+                via_link: false,
             }),
         }
     }
@@ -339,6 +393,15 @@ impl Container {
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.inner.via_link {
+            return Err(Error::new(
+                ErrorKind::ReadOnly,
+                format!(
+                    "container '{}' is the target of an external link, which is only read",
+                    self.inner.location
+                ),
+            ));
+        }
         if self.inner.mode == Mode::Read {
             return Err(Error::new(
                 ErrorKind::ReadOnly,
@@ -346,6 +409,87 @@ impl Container {
             ));
         }
         Ok(())
+    }
+
+    /// Whether `other` is this very container (not another handle opened
+    /// at the same place).
+    pub(crate) fn same(&self, other: &Container) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether paths are resolved through links here: the options ask
+    /// for it and the format has links.
+    pub(crate) fn follows_links(&self) -> bool {
+        self.inner.options.follow_links && self.tree().has_links()
+    }
+
+    /// Check that a write at `path`, which resolved into `target`, stays in
+    /// this container: through an external link it is
+    /// [`ErrorKind::ReadOnly`].
+    pub(crate) fn writable_through(&self, target: &Container, path: &str) -> Result<()> {
+        if self.same(target) {
+            return self.check_writable();
+        }
+        Err(Error::new(
+            ErrorKind::ReadOnly,
+            format!(
+                "'{}' leads through an external link into '{}', which links only read",
+                display(path.trim_start_matches('/')),
+                target.location()
+            ),
+        ))
+    }
+
+    /// The node at the normalised `p`, links followed as the options say;
+    /// [`ErrorKind::NotFound`] when there is none.
+    fn node_at(&self, p: &str) -> Result<Found<Container>> {
+        match self.locate(p)? {
+            Place::Found(found) => Ok(found),
+            Place::Missing { .. } => Err(Error::new(
+                ErrorKind::NotFound,
+                format!("no group or dataset at '{}'", display(p)),
+            )),
+        }
+    }
+
+    /// Where a new node at `path` goes: the normalised path, or the path
+    /// it leads to through links of this container. A link there is
+    /// [`ErrorKind::AlreadyExists`]; a path through an external link is
+    /// [`ErrorKind::ReadOnly`].
+    pub(crate) fn place_for_new(&self, path: &str) -> Result<(Container, String)> {
+        let p = path::normalize(path)?;
+        if !self.follows_links() {
+            return Ok((self.clone(), p));
+        }
+        let (container, target) = match self.locate(&p)? {
+            Place::Found(found) if found.link => {
+                return Err(Error::new(
+                    ErrorKind::AlreadyExists,
+                    format!("'{}' is a link in its group", display(&p)),
+                ))
+            }
+            Place::Found(found) => (found.container, found.path),
+            Place::Missing { container, path } => (container, path),
+        };
+        self.writable_through(&container, &p)?;
+        Ok((container, target))
+    }
+
+    /// The existing group or dataset at `path` whose attributes a write
+    /// changes: the normalised path, or the node a link of this container
+    /// leads to.
+    fn node_to_write(&self, path: &str) -> Result<(Container, String)> {
+        let p = path::normalize(path)?;
+        if !self.follows_links() {
+            self.require_group(&p)?;
+            return Ok((self.clone(), p));
+        }
+        if self.tree().node_exists(&p)? {
+            return Ok((self.clone(), p));
+        }
+        let found = self.node_at(&p)?;
+        self.writable_through(&found.container, &p)?;
+        Ok((found.container, found.path))
     }
 
     /// The user attributes of the node at the normalised `path` (N5: its
@@ -408,66 +552,125 @@ impl Container {
         self.tree().can_list()
     }
 
-    /// Whether a group or dataset exists at `path`.
+    /// Whether a group or dataset exists at `path` (through links: whether
+    /// the link's target does; `false` for a dangling link).
     pub fn exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        self.tree().node_exists(&p)
+        let direct = self.tree().node_exists(&p)?;
+        if direct || !self.follows_links() {
+            return Ok(direct);
+        }
+        match self.locate(&p) {
+            Ok(place) => Ok(matches!(place, Place::Found(_))),
+            Err(e) if e.kind() == ErrorKind::DanglingLink => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether a dataset exists at `path` (a group whose attributes describe
-    /// a dataset).
+    /// a dataset; through links, the target; `false` for a dangling link).
     pub fn dataset_exists(&self, path: &str) -> Result<bool> {
         let p = path::normalize(path)?;
-        self.tree().is_array(&p)
+        let direct = self.tree().is_array(&p)?;
+        if direct || !self.follows_links() {
+            return Ok(direct);
+        }
+        match self.locate(&p) {
+            Ok(Place::Found(found)) => Ok(found.kind == NodeKind::Array),
+            Ok(Place::Missing { .. }) => Ok(false),
+            Err(e) if e.kind() == ErrorKind::DanglingLink => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Create the group at `path` and every missing parent. Existing groups
-    /// are left as they are.
+    /// are left as they are; a link at `path` is
+    /// [`ErrorKind::AlreadyExists`], and a path through a link of this
+    /// container creates the group below the link's target.
     pub fn create_group(&self, path: &str) -> Result<()> {
         self.check_writable()?;
-        let p = path::normalize(path)?;
-        self.tree().create_group(&p)
+        let (c, p) = self.place_for_new(path)?;
+        c.tree().create_group(&p)
     }
 
-    /// The child groups and datasets of the group at `path`, sorted. A
-    /// dataset has no children (its block directories are not listed).
+    /// The child groups and datasets of the group at `path`, sorted, with
+    /// the names of its links (which are members too) where links are
+    /// followed. A dataset has no children (its block directories are not
+    /// listed).
     pub fn list(&self, path: &str) -> Result<Vec<String>> {
         let p = path::normalize(path)?;
         self.require_listing()?;
-        self.require_group(&p)?;
-        if self.tree().is_array(&p)? {
+        let found = self.node_at(&p)?;
+        let c = &found.container;
+        c.require_listing()?;
+        if found.kind == NodeKind::Array {
             return Ok(Vec::new());
         }
-        self.tree().children(&p)
+        let mut names = c.tree().children(&found.path)?;
+        if self.follows_links() {
+            names.extend(self.link_names(c, &found.path, &names)?);
+            names.sort();
+        }
+        Ok(names)
+    }
+
+    /// The names of the links of the group at `p` of `c` that are not
+    /// among `nodes` (a node wins over a link of its name), in stored order.
+    fn link_names(&self, c: &Container, p: &str, nodes: &[String]) -> Result<Vec<String>> {
+        let mut names: Vec<String> = Vec::new();
+        for link in links::links_of(c.tree(), p)? {
+            if !nodes.contains(&link.name) && !names.contains(&link.name) {
+                names.push(link.name);
+            }
+        }
+        Ok(names)
     }
 
     /// Every group and dataset below `path`, as paths relative to it,
-    /// depth first in sorted order; the walk does not descend into datasets.
+    /// depth first in sorted order; the walk does not descend into
+    /// datasets, nor into links, which are listed as entries where links
+    /// are followed.
     pub fn deep_list(&self, path: &str) -> Result<Vec<String>> {
         let p = path::normalize(path)?;
         self.require_listing()?;
-        self.require_group(&p)?;
+        let found = self.node_at(&p)?;
+        found.container.require_listing()?;
         let mut out = Vec::new();
-        if !self.tree().is_array(&p)? {
-            self.deep_list_into(&p, "", &mut out)?;
+        if found.kind != NodeKind::Array {
+            self.deep_list_into(&found.container, &found.path, "", &mut out)?;
         }
         Ok(out)
     }
 
-    fn deep_list_into(&self, base: &str, rel: &str, out: &mut Vec<String>) -> Result<()> {
+    fn deep_list_into(
+        &self,
+        c: &Container,
+        base: &str,
+        rel: &str,
+        out: &mut Vec<String>,
+    ) -> Result<()> {
         let here = path::join(base, rel);
-        for child in self.tree().children(&here)? {
+        let nodes = c.tree().children(&here)?;
+        let mut children: Vec<(String, bool)> = nodes.iter().map(|n| (n.clone(), true)).collect();
+        if self.follows_links() {
+            let links = self.link_names(c, &here, &nodes)?;
+            children.extend(links.into_iter().map(|n| (n, false)));
+            children.sort();
+        }
+        for (child, node) in children {
             let child_rel = path::join(rel, &child);
             out.push(child_rel.clone());
-            if !self.tree().is_array(&path::join(base, &child_rel))? {
-                self.deep_list_into(base, &child_rel, out)?;
+            if node && !c.tree().is_array(&path::join(base, &child_rel))? {
+                self.deep_list_into(c, base, &child_rel, out)?;
             }
         }
         Ok(())
     }
 
-    /// Remove the group or dataset at `path` with everything below it.
-    /// Returns whether anything was there. Removing the root is an error.
+    /// Remove the group or dataset at `path` with everything below it, or,
+    /// when the last segment of `path` is a link, the link (never its
+    /// target). Returns whether anything was there. Removing the root is
+    /// an error; through an external link, [`ErrorKind::ReadOnly`].
     pub fn remove(&self, path: &str) -> Result<bool> {
         self.check_writable()?;
         let p = path::normalize(path)?;
@@ -476,12 +679,32 @@ impl Container {
                 "refusing to remove the container root",
             ));
         }
-        if !self.tree().node_exists(&p)? {
+        if self.tree().node_exists(&p)? {
+            return self.tree().remove(&p);
+        }
+        if !self.follows_links() {
             // Nothing there, or a file that is not a group or dataset
             // (exists() says no): there is no group to remove.
             return Ok(false);
         }
-        self.tree().remove(&p)
+        let (parent, name) = p.rsplit_once('/').unwrap_or(("", &p));
+        let group = match self.locate(parent)? {
+            Place::Found(found) if found.kind == NodeKind::Group => found,
+            _ => return Ok(false),
+        };
+        let (c, child) = (&group.container, path::join(&group.path, name));
+        if c.tree().node_exists(&child)? {
+            self.writable_through(c, &p)?;
+            return c.tree().remove(&child);
+        }
+        if !links::links_of(c.tree(), &group.path)?
+            .iter()
+            .any(|l| l.name == name)
+        {
+            return Ok(false);
+        }
+        self.writable_through(c, &p)?;
+        links::remove_link(c.tree(), &group.path, name)
     }
 
     /// Delete the temporary files (`.n5tmp.*`) that writers killed in the
@@ -502,14 +725,35 @@ impl Container {
     /// (plain HTTP), a group without attributes.json cannot be told from
     /// no group, and both give `{}`.
     pub fn attributes(&self, path: &str) -> Result<Value> {
+        Ok(self.attributes_at(path)?.0)
+    }
+
+    /// The attributes document of the node at `path` (see
+    /// [`Container::attributes`]), with the container and path it was read
+    /// at (a link's target).
+    fn attributes_at(&self, path: &str) -> Result<(Value, Container, String)> {
         let p = path::normalize(path)?;
         if let Some(doc) = self.read_attributes_file(&p)? {
-            return Ok(doc);
+            return Ok((doc, self.clone(), p));
         }
-        if self.store().capabilities().list {
+        if self.follows_links() {
+            match self.locate(&p)? {
+                Place::Found(found) => {
+                    let doc = found
+                        .container
+                        .read_attributes_file(&found.path)?
+                        .unwrap_or_else(|| Value::Object(Map::new()));
+                    return Ok((doc, found.container, found.path));
+                }
+                Place::Missing { container, .. } if container.store().capabilities().list => {
+                    self.require_group(&p)?;
+                }
+                Place::Missing { .. } => {}
+            }
+        } else if self.store().capabilities().list {
             self.require_group(&p)?;
         }
-        Ok(Value::Object(Map::new()))
+        Ok((Value::Object(Map::new()), self.clone(), p))
     }
 
     /// Merge `attributes` into the document at `path`: each top-level key
@@ -517,9 +761,8 @@ impl Container {
     /// exist. A document that is not an object is replaced by one.
     pub fn set_attributes(&self, path: &str, attributes: &Map<String, Value>) -> Result<()> {
         self.check_writable()?;
-        let p = path::normalize(path)?;
-        self.require_group(&p)?;
-        self.update_attributes(&p, |doc| {
+        let (c, p) = self.node_to_write(path)?;
+        c.update_attributes(&p, |doc| {
             let map = as_object_mut(doc);
             for (k, v) in attributes {
                 map.insert(k.clone(), v.clone());
@@ -531,15 +774,14 @@ impl Container {
     /// The value at the N5 attribute path `key` (`a/b[2]`) in the document
     /// at `path`, `None` when absent.
     pub fn get_attribute(&self, path: &str, key: &str) -> Result<Option<Value>> {
-        let doc = self.attributes(path)?;
+        let (doc, c, p) = self.attributes_at(path)?;
         let found = attrpath::get(&doc, key)?.cloned();
         if found.is_none() {
             // A top-level key the attributes leave out may be stored in a
             // form JSON has none of: say so rather than "absent".
             if let Some(attrpath::Token::Key(top)) = attrpath::parse(key)?.first() {
                 if doc.get(top).is_none() {
-                    let p = path::normalize(path)?;
-                    self.tree().check_left_out(&p, top)?;
+                    c.tree().check_left_out(&p, top)?;
                 }
             }
         }
@@ -550,23 +792,21 @@ impl Container {
     /// objects and arrays. The group must exist.
     pub fn set_attribute(&self, path: &str, key: &str, value: Value) -> Result<()> {
         self.check_writable()?;
-        let p = path::normalize(path)?;
-        self.require_group(&p)?;
+        let (c, p) = self.node_to_write(path)?;
         attrpath::parse(key)?;
-        self.update_attributes(&p, |doc| attrpath::set(doc, key, value.clone()))
+        c.update_attributes(&p, |doc| attrpath::set(doc, key, value.clone()))
     }
 
     /// Remove the value at the N5 attribute path `key` and return it
     /// (`None` when it was absent; array elements after it shift down).
     pub fn remove_attribute(&self, path: &str, key: &str) -> Result<Option<Value>> {
         self.check_writable()?;
-        let p = path::normalize(path)?;
-        self.require_group(&p)?;
+        let (c, p) = self.node_to_write(path)?;
         attrpath::parse(key)?;
-        if self.read_attributes_file(&p)?.is_none() {
+        if c.read_attributes_file(&p)?.is_none() {
             return Ok(None);
         }
-        self.update_attributes(&p, |doc| attrpath::remove(doc, key))
+        c.update_attributes(&p, |doc| attrpath::remove(doc, key))
     }
 }
 
@@ -594,6 +834,13 @@ mod tests {
         assert!(Options::from_json(r#"{"hdf5": {"chunks": [8]}}"#).is_err());
         assert!(Options::from_json(r#"{"format": "h5"}"#).is_err());
         assert!(Options::from_json(r#"{"format": 3}"#).is_err());
+        assert!(Options::default().follow_links);
+        assert!(
+            !Options::from_json(r#"{"follow_links": false}"#)
+                .unwrap()
+                .follow_links
+        );
+        assert!(Options::from_json(r#"{"follow_links": 0}"#).is_err());
         assert_eq!(Mode::from_code(2), Some(Mode::Create));
         assert_eq!(Mode::from_code(3), None);
     }

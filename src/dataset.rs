@@ -14,6 +14,7 @@ use crate::container::Container;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::array::Array;
+use crate::format::links::Place;
 use crate::format::n5::block::{BlockHeader, DataBlock};
 use crate::format::n5::metadata::DatasetAttributes;
 use crate::format::Format;
@@ -24,11 +25,13 @@ impl Container {
     /// Create a dataset at `path` (and its parent groups). User attributes
     /// already on a group at `path` are kept; a dataset already there is an
     /// [`ErrorKind::AlreadyExists`] error.
+    /// Through a link of this container the dataset is created below the
+    /// link's target; a link at `path` is [`ErrorKind::AlreadyExists`].
     pub fn create_dataset(&self, path: &str, attributes: DatasetAttributes) -> Result<Dataset> {
         self.check_writable()?;
-        let p = path::normalize(path)?;
-        let array = self.tree().create_array(&p, attributes)?;
-        Ok(Dataset::new(self.clone(), p, array))
+        let (c, p) = self.place_for_new(path)?;
+        let array = c.tree().create_array(&p, attributes)?;
+        Ok(Dataset::new(c, p, array))
     }
 
     /// The metadata document [`Container::create_dataset`] writes for
@@ -52,18 +55,32 @@ impl Container {
     /// `compression`) for N5. Shapes are in the document's own order. The
     /// document is checked whole before anything is written; user
     /// attributes of a group already at `path` are kept.
+    /// Links are treated as in [`Container::create_dataset`].
     pub fn create_dataset_json(&self, path: &str, document: &Value) -> Result<Dataset> {
         self.check_writable()?;
-        let p = path::normalize(path)?;
-        let array = self.tree().create_array_json(&p, document)?;
-        Ok(Dataset::new(self.clone(), p, array))
+        let (c, p) = self.place_for_new(path)?;
+        let array = c.tree().create_array_json(&p, document)?;
+        Ok(Dataset::new(c, p, array))
     }
 
-    /// Open the dataset at `path`, reading its metadata once.
+    /// Open the dataset at `path`, reading its metadata once. Through links
+    /// (where they are followed), the link's target: the dataset belongs to
+    /// the target's container (its [`Dataset::path`] is the target's), which
+    /// for an external link is read-only and kept alive by the dataset.
     pub fn open_dataset(&self, path: &str) -> Result<Dataset> {
         let p = path::normalize(path)?;
-        let array = self.tree().open_array(&p)?;
-        Ok(Dataset::new(self.clone(), p, array))
+        let missing = match self.tree().open_array(&p) {
+            Ok(array) => return Ok(Dataset::new(self.clone(), p, array)),
+            Err(e) if e.kind() == ErrorKind::NotFound && self.follows_links() => e,
+            Err(e) => return Err(e),
+        };
+        match self.locate(&p)? {
+            Place::Found(found) if !found.container.same(self) || found.path != p => {
+                let array = found.container.tree().open_array(&found.path)?;
+                Ok(Dataset::new(found.container, found.path, array))
+            }
+            _ => Err(missing),
+        }
     }
 }
 

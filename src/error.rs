@@ -90,6 +90,37 @@ impl ErrorKind {
             ErrorKind::Internal => 99,
         }
     }
+
+    /// The name of this kind's C status code (`"N5_ERR_NOT_FOUND"`), as
+    /// `n5_status_name` gives it.
+    pub const fn status_name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "N5_ERR_INVALID_ARGUMENT",
+            ErrorKind::NullPointer => "N5_ERR_NULL_POINTER",
+            ErrorKind::InvalidUtf8 => "N5_ERR_INVALID_UTF8",
+            ErrorKind::Io => "N5_ERR_IO",
+            ErrorKind::NotFound => "N5_ERR_NOT_FOUND",
+            ErrorKind::AlreadyExists => "N5_ERR_ALREADY_EXISTS",
+            ErrorKind::InvalidMetadata => "N5_ERR_INVALID_METADATA",
+            ErrorKind::Unsupported => "N5_ERR_UNSUPPORTED",
+            ErrorKind::DtypeMismatch => "N5_ERR_DTYPE_MISMATCH",
+            ErrorKind::ShapeMismatch => "N5_ERR_SHAPE_MISMATCH",
+            ErrorKind::OutOfBounds => "N5_ERR_OUT_OF_BOUNDS",
+            ErrorKind::BufferSize => "N5_ERR_BUFFER_SIZE",
+            ErrorKind::BufferTooSmall => "N5_ERR_BUFFER_TOO_SMALL",
+            ErrorKind::Codec => "N5_ERR_CODEC",
+            ErrorKind::ReadOnly => "N5_ERR_READ_ONLY",
+            ErrorKind::Json => "N5_ERR_JSON",
+            ErrorKind::InvalidHandle => "N5_ERR_INVALID_HANDLE",
+            ErrorKind::Network => "N5_ERR_NETWORK",
+            ErrorKind::AccessDenied => "N5_ERR_ACCESS_DENIED",
+            ErrorKind::DanglingLink => "N5_ERR_DANGLING_LINK",
+            ErrorKind::LinkCycle => "N5_ERR_LINK_CYCLE",
+            ErrorKind::UnsafePickle => "N5_ERR_UNSAFE_PICKLE",
+            ErrorKind::Panic => "N5_ERR_PANIC",
+            ErrorKind::Internal => "N5_ERR_INTERNAL",
+        }
+    }
 }
 
 /// An error with its kind and a human-readable message.

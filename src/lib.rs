@@ -1,8 +1,9 @@
 //! libn5: the N5 API over N5, Zarr v2 and Zarr v3 containers.
 //!
 //! The Rust core in three layers. The API: containers, groups and
-//! attributes ([`container`]), datasets and blocks ([`dataset`]) and region
-//! I/O ([`region`]), with N5 attribute paths ([`attrpath`]) and
+//! attributes ([`container`]), datasets and blocks ([`dataset`]), region
+//! I/O ([`region`]) and hdmf-zarr links and object references
+//! ([`links`]), with N5 attribute paths ([`attrpath`]) and
 //! container-relative paths ([`path`]). Below it the format layer
 //! ([`format`](mod@format): what the bytes mean; N5's block wire format
 //! [`block`] and dataset metadata [`metadata`], Zarr v2, Zarr v3 and
@@ -43,6 +44,7 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 mod geometry;
+pub mod links;
 /// The N5 block wire format (see [`format::n5::block`]).
 pub use format::n5::block;
 /// N5 dataset metadata (see [`format::n5::metadata`]).

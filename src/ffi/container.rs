@@ -86,6 +86,12 @@ fn parse_json(text: &str, arg: &str) -> Result<Value> {
 ///   blocks like any other; `false` skips them and deletes a stored block
 ///   that becomes all zeros (missing blocks read as zeros; an HDF5 chunk
 ///   cannot be freed, and one not allocated stays so).
+/// - `"follow_links"`: `true` (default) resolves paths through hdmf-zarr
+///   links in Zarr containers (NWB files): a path segment that is no node
+///   but a link of its group leads to the link's target, possibly in
+///   another container, which is opened read-only with these options and
+///   kept on this handle; `false` makes links neither listed nor found
+///   (`n5_links_list` and `n5_link_resolve` work either way).
 /// - `"format"`: the format of a container that `N5_MODE_CREATE` makes:
 ///   `"n5"`, `"zarr2"`, `"zarr3"` or `"hdf5"` (a prefix on `root` takes
 ///   precedence; existing containers keep their own).
@@ -214,7 +220,7 @@ pub extern "C" fn n5_container_mode(c: *const n5_container, out_mode: *mut n5_mo
 }
 
 /// The options in effect, as a JSON object such as
-/// `{"threads":2,"write_empty_blocks":true,"io_concurrency":4,"cache_bytes":0,
+/// `{"threads":2,"write_empty_blocks":true,"follow_links":true,"io_concurrency":4,"cache_bytes":0,
 /// "retry":{"max_attempts":8,"max_seconds":60.0,"request_timeout_seconds":30.0}}`
 /// (never credentials; same text convention as `n5_container_version`).
 #[no_mangle]
@@ -230,6 +236,7 @@ pub extern "C" fn n5_container_options(
         let mut map = serde_json::Map::new();
         map.insert("threads".into(), o.threads.into());
         map.insert("write_empty_blocks".into(), o.write_empty_blocks.into());
+        map.insert("follow_links".into(), o.follow_links.into());
         let remote = c.store().capabilities().remote;
         map.extend(o.storage.to_json_without_secrets(remote));
         let text = json_text(&Value::Object(map));
@@ -238,6 +245,8 @@ pub extern "C" fn n5_container_options(
 }
 
 /// Whether a group or dataset exists at `path`: `*out_exists` is 1 or 0.
+/// Through a link (Zarr containers, `"follow_links"`), whether its target
+/// exists: 0 for a dangling link; a link cycle is `N5_ERR_LINK_CYCLE`.
 #[no_mangle]
 pub extern "C" fn n5_exists(
     c: *const n5_container,
@@ -255,7 +264,8 @@ pub extern "C" fn n5_exists(
 }
 
 /// Whether a dataset exists at `path`: `*out_is_dataset` is 1 or 0 (0 for a
-/// plain group and for a missing path).
+/// plain group, a missing path and a dangling link; through a link, for
+/// its target).
 #[no_mangle]
 pub extern "C" fn n5_dataset_exists(
     c: *const n5_container,
@@ -273,7 +283,9 @@ pub extern "C" fn n5_dataset_exists(
 }
 
 /// Create the group at `path` and its missing parents; existing groups are
-/// left as they are.
+/// left as they are. Through a link of this container the group is created
+/// below the link's target; a link at `path` is `N5_ERR_ALREADY_EXISTS`,
+/// and a path through an external link `N5_ERR_READ_ONLY`.
 #[no_mangle]
 pub extern "C" fn n5_group_create(c: *mut n5_container, path: *const c_char) -> n5_status {
     boundary::status("n5_group_create", || {
@@ -284,8 +296,11 @@ pub extern "C" fn n5_group_create(c: *mut n5_container, path: *const c_char) -> 
 
 /// The child groups and datasets of the group at `path` as a JSON array of
 /// names, sorted (`["raw","seg"]`); `[]` on a dataset (block directories
-/// are not children). `N5_ERR_NOT_FOUND` when `path` does not exist. Same
-/// text convention as `n5_container_version`.
+/// are not children). In Zarr containers the names of the group's links
+/// are members too, sorted with the others (unless `"follow_links"` is
+/// false), and `path` may lead through links. `N5_ERR_NOT_FOUND` when
+/// `path` does not exist, `N5_ERR_DANGLING_LINK` when it leads through a
+/// dangling link. Same text convention as `n5_container_version`.
 #[no_mangle]
 pub extern "C" fn n5_list(
     c: *const n5_container,
@@ -301,7 +316,8 @@ pub extern "C" fn n5_list(
 
 /// Every group and dataset below `path`, as a JSON array of paths relative
 /// to it (`["raw","raw/s0","seg"]`), depth first in sorted order, not
-/// descending into datasets. Same text convention as `n5_container_version`.
+/// descending into datasets. Links are listed as entries and not descended
+/// into. Same text convention as `n5_container_version`.
 #[no_mangle]
 pub extern "C" fn n5_list_recursive(
     c: *const n5_container,
@@ -357,6 +373,8 @@ pub extern "C" fn n5_list_names(
 
 /// Remove the group or dataset at `path` with everything below it. A path
 /// that does not exist is not an error; the root is `N5_ERR_INVALID_ARGUMENT`.
+/// When the last segment of `path` is a link, the link entry is removed,
+/// never its target; a path through an external link is `N5_ERR_READ_ONLY`.
 #[no_mangle]
 pub extern "C" fn n5_remove(c: *mut n5_container, path: *const c_char) -> n5_status {
     boundary::status("n5_remove", || {

@@ -9,8 +9,9 @@
 //! header's documentation.
 //!
 //! Modules, in the header's order: [`status`] (versions, errors, dtypes),
-//! [`container`] (containers, groups, attributes), [`dataset`] (dataset
-//! metadata), [`block`] (blocks of every kind) and [`region`] (regions).
+//! [`container`] (containers, groups, attributes), [`links`] (hdmf-zarr
+//! links and object references), [`dataset`] (dataset metadata),
+//! [`block`] (blocks of every kind) and [`region`] (regions).
 //! `boundary`, `convert` and `handle` hold the machinery they share.
 
 // The exported functions take raw pointers from C and are declared safe
@@ -28,6 +29,7 @@ pub mod container;
 pub(crate) mod convert;
 pub mod dataset;
 pub(crate) mod handle;
+pub mod links;
 pub mod region;
 pub mod status;
 

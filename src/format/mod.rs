@@ -11,6 +11,10 @@
 //! through the storage layer (`storage`) and never knows which backend
 //! holds the bytes (HDF5 files are local paths).
 //!
+//! hdmf-zarr links and object references (`links`), which NWB files in
+//! Zarr keep in group attributes, are read and resolved here too, and
+//! zarr-python's consolidated metadata (`consolidated`) is kept up to date.
+//!
 //! This file owns the choice of the format of a container in a store: the
 //! location's prefix, else the markers its root holds, else a probe one
 //! level down, else the name's suffix, else N5; and the options of the
@@ -21,6 +25,7 @@ pub(crate) mod array;
 pub(crate) mod consolidated;
 pub(crate) mod fill;
 pub mod hdf5;
+pub(crate) mod links;
 pub mod n5;
 pub(crate) mod node;
 pub(crate) mod open;

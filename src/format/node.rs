@@ -32,10 +32,12 @@ pub(crate) enum NodeKind {
 }
 
 /// Whether the last component of `key` is a metadata document of any
-/// format (never a chunk, so never kept by the block cache).
+/// format, consolidated ones included (never a chunk, so never kept by the
+/// block cache).
 pub(crate) fn is_metadata_key(key: &str) -> bool {
     let name = key.rsplit('/').next().unwrap_or(key);
     matches!(name, N5_ATTRIBUTES | ZARR_JSON | ZGROUP | ZARRAY | ZATTRS)
+        || name == super::consolidated::ZMETADATA
 }
 
 /// Parse a metadata document read from `key`; an error names it.
@@ -302,6 +304,7 @@ mod tests {
         assert_eq!(f.user_attributes(&s, "w").unwrap(), None);
 
         assert!(is_metadata_key("a/b/.zarray") && is_metadata_key("zarr.json"));
+        assert!(is_metadata_key(".zmetadata"));
         assert!(!is_metadata_key("a/c/0/0") && !is_metadata_key("a/zarr.json.tmp"));
     }
 }

@@ -47,6 +47,32 @@ pub(crate) trait Tree: Send + Sync + fmt::Debug {
     /// Whether an array is at `p`.
     fn is_array(&self, p: &str) -> Result<bool>;
 
+    /// What is at `p`: a group, an array, or (`None`) no node. By default
+    /// from [`Tree::node_exists`] and [`Tree::is_array`].
+    fn kind(&self, p: &str) -> Result<Option<NodeKind>> {
+        if !self.node_exists(p)? {
+            return Ok(None);
+        }
+        Ok(Some(if self.is_array(p)? {
+            NodeKind::Array
+        } else {
+            NodeKind::Group
+        }))
+    }
+
+    /// Whether the format has hdmf-zarr links (group attributes naming
+    /// other nodes, `super::links`); by default not.
+    fn has_links(&self) -> bool {
+        false
+    }
+
+    /// Whether a container is at the location the tree was opened at,
+    /// where opening could not tell (a store that cannot list opens at any
+    /// URL); by default, yes.
+    fn root_present(&self) -> Result<bool> {
+        Ok(true)
+    }
+
     /// Whether [`Tree::children`] can answer.
     fn can_list(&self) -> Result<bool>;
 
@@ -355,6 +381,7 @@ impl StoreTree {
         }
         let array =
             ZarrArray::from_document(format, written, self.store.clone(), p, self.write_empty)?;
+        consolidated::refresh(format, store, &[p.to_string()])?;
         Ok(Arc::new(array))
     }
 }
@@ -396,6 +423,37 @@ impl Tree for StoreTree {
 
     fn is_array(&self, p: &str) -> Result<bool> {
         Ok(self.format.node_kind(&*self.store, p)? == Some(NodeKind::Array))
+    }
+
+    /// Zarr: the node's own document, else (as [`Tree::node_exists`]) a
+    /// directory outside any array is a group; N5 as by default.
+    fn kind(&self, p: &str) -> Result<Option<NodeKind>> {
+        let (format, store) = (self.format, &*self.store);
+        if format == Format::N5 {
+            if !self.node_exists(p)? {
+                return Ok(None);
+            }
+            return Ok(format.node_kind(store, p)?.or(Some(NodeKind::Group)));
+        }
+        if let Some(kind) = format.node_kind(store, p)? {
+            return Ok(Some(kind));
+        }
+        let implicit = p.is_empty()
+            || (store.capabilities().list
+                && store.is_dir(p)?
+                && format.array_above(store, p)?.is_none());
+        Ok(implicit.then_some(NodeKind::Group))
+    }
+
+    /// Zarr v2 and v3 containers have them.
+    fn has_links(&self) -> bool {
+        self.format != Format::N5
+    }
+
+    /// Where the store lists, opening found the root; elsewhere (plain
+    /// HTTP) the root must hold a format's marker.
+    fn root_present(&self) -> Result<bool> {
+        Ok(self.store.capabilities().list || super::root_marker(&*self.store)?.is_some())
     }
 
     /// The store lists, or (on a store that cannot, like plain HTTP) a
@@ -440,15 +498,21 @@ impl Tree for StoreTree {
         store.create_dir(p)?;
         // Zarr marks every group on the way down with its own document.
         let mut prefix = String::new();
+        let mut marked = Vec::new();
         for component in p.split('/').filter(|c| !c.is_empty()) {
             prefix = path::join(&prefix, component);
             format.mark_group(store, &prefix)?;
+            marked.push(prefix.clone());
         }
-        Ok(())
+        consolidated::refresh(format, store, &marked)
     }
 
     fn remove(&self, p: &str) -> Result<bool> {
-        self.store.delete_dir(p)
+        let removed = self.store.delete_dir(p)?;
+        if removed {
+            consolidated::refresh(self.format, &*self.store, &[p.to_string()])?;
+        }
+        Ok(removed)
     }
 
     /// N5: the whole attributes.json; Zarr v3: the `attributes` of its
@@ -468,7 +532,8 @@ impl Tree for StoreTree {
         p: &str,
         f: &mut dyn FnMut(&mut Value) -> Result<()>,
     ) -> Result<()> {
-        self.format.update_user_attributes(&*self.store, p, f)
+        self.format.update_user_attributes(&*self.store, p, f)?;
+        consolidated::refresh(self.format, &*self.store, &[p.to_string()])
     }
 
     fn create_array(&self, p: &str, attributes: DatasetAttributes) -> Result<Arc<dyn Array>> {

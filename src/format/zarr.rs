@@ -805,6 +805,7 @@ impl Array for ZarrArray {
         })?;
         let array =
             resized.ok_or_else(|| Error::new(ErrorKind::Internal, "the resize did not run"))?;
+        super::consolidated::refresh(self.format, store, std::slice::from_ref(&self.path))?;
         Ok(Arc::new(array))
     }
 

@@ -15,10 +15,17 @@
 //! in N5Factory) may stand before any of them. Percent-escapes in URLs are decoded once;
 //! `..` in a location resolves as in paths, and a location that would go
 //! above its bucket or host root is an error.
+//!
+//! This file also joins a location with a relative reference to another
+//! container, as hdmf-zarr links name their targets
+//! ([`Location::resolve_relative`], and back, [`Location::relative_reference`]):
+//! a directory join for file-system paths, RFC 3986 resolution for URLs,
+//! never above the file-system root, the bucket or the host's root.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
 
-use super::http::{percent_decode, redact_url};
+use super::http::{encode_path_component, percent_decode, redact_url};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A format named in front of a location.
@@ -363,6 +370,279 @@ fn aws_host(host: &str) -> Option<AwsHost> {
     })
 }
 
+/// Whether a relative container reference (a link's `source`) is in fact
+/// absolute: it starts with `/` or `\`, or with a scheme (`s3:`, `file:`,
+/// or a drive letter such as `C:`).
+fn is_absolute_reference(reference: &str) -> bool {
+    if reference.starts_with('/') || reference.starts_with('\\') {
+        return true;
+    }
+    let first = reference.split('/').next().unwrap_or("");
+    match first.split_once(':') {
+        Some((scheme, _)) => {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        }
+        None => false,
+    }
+}
+
+/// One component of a file-system path being joined.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    /// `..` that a relative path keeps (it climbs above where it starts).
+    Up,
+    /// A name.
+    Name(OsString),
+}
+
+/// A file-system path taken apart lexically: whether it is absolute, and
+/// its components with `.` dropped and `..` applied (`/..` is `/`).
+fn path_parts(path: &Path) -> (bool, Vec<Part>) {
+    let mut absolute = false;
+    let mut parts = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => absolute = true,
+            Component::CurDir => {}
+            Component::ParentDir => climb(&mut parts, absolute),
+            Component::Normal(name) => parts.push(Part::Name(name.to_os_string())),
+        }
+    }
+    (absolute, parts)
+}
+
+/// Apply `..` to `parts`: drop the last name; above the start of a
+/// relative path, keep the `..`; above the root of an absolute one, stay
+/// (callers that must refuse that check first).
+fn climb(parts: &mut Vec<Part>, absolute: bool) {
+    match parts.last() {
+        Some(Part::Name(_)) => {
+            parts.pop();
+        }
+        _ if absolute => {}
+        _ => parts.push(Part::Up),
+    }
+}
+
+/// The path of `parts`, absolute or not.
+fn path_of(absolute: bool, parts: &[Part]) -> PathBuf {
+    let mut out = PathBuf::from(if absolute { "/" } else { "" });
+    for p in parts {
+        match p {
+            Part::Up => out.push(".."),
+            Part::Name(n) => out.push(n),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// A URL location taken apart: `scheme://authority`, and the path's
+/// segments (as written, percent-escapes kept) with dot segments applied.
+fn url_parts(text: &str) -> Option<(String, Vec<String>)> {
+    let scheme_end = text.find("://")?;
+    let rest = &text[scheme_end + 3..];
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let head = format!(
+        "{}://{}",
+        text[..scheme_end].to_ascii_lowercase(),
+        &rest[..authority_end]
+    );
+    let mut segments: Vec<String> = Vec::new();
+    for s in rest[authority_end..].split('/') {
+        match percent_decode(s, "location").ok().as_deref() {
+            Some("" | ".") => {}
+            Some("..") => {
+                segments.pop();
+            }
+            _ => segments.push(s.to_string()),
+        }
+    }
+    Some((head, segments))
+}
+
+impl Location {
+    /// Whether the location is written as a URL (`file://`, `s3://`,
+    /// `gs://`, `http(s)://`) rather than as a file-system path.
+    fn is_url(&self) -> bool {
+        self.display
+            .get(..self.display.find("://").unwrap_or(0))
+            .is_some_and(|scheme| !scheme.is_empty())
+    }
+
+    /// How many leading segments of the URL's path are no part of the
+    /// container's place but name its bucket (S3 and GCS addressed by
+    /// path over `https://`): `..` never removes them.
+    fn url_floor(&self) -> usize {
+        let https = !self.display.to_ascii_lowercase().starts_with("s3://")
+            && !self.display.to_ascii_lowercase().starts_with("gs://");
+        match &self.backend {
+            Backend::S3(l) if https && l.path_style == Some(true) => 1,
+            Backend::Gcs(_) if https => 1,
+            _ => 0,
+        }
+    }
+
+    /// What the root a URL location's `..` cannot climb above is, for
+    /// messages.
+    fn root_name(&self) -> &'static str {
+        match &self.backend {
+            Backend::S3(_) | Backend::Gcs(_) => "its bucket",
+            Backend::Web(_) => "the host's root",
+            Backend::File(_) => "the file-system root",
+        }
+    }
+
+    /// The location of the container that `reference` names relative to
+    /// the container at this location, as hdmf-zarr links name their
+    /// targets (`"../b.nwb.zarr"` from `/d/a.nwb.zarr` is
+    /// `/d/b.nwb.zarr`): for file-system paths a directory join, for URLs
+    /// (`file://`, `s3://`, `gs://`, `http(s)://`) RFC 3986 resolution
+    /// against the location with a `/` appended; dot segments are removed
+    /// lexically (symlinks are not resolved) and names are taken as they
+    /// are (percent-encoded into URLs). With `from_parent`, the reference
+    /// is relative to the directory that holds the container instead (the
+    /// form hdmf-zarr 0.10.0 wrote). The result has no format prefix.
+    ///
+    /// An absolute reference (`/x`, `//host/x`, `s3://b/x`) is
+    /// [`ErrorKind::Unsupported`]; one whose `..` climbs above the
+    /// file-system root, the bucket (S3, GCS) or the host's root (HTTP) is
+    /// [`ErrorKind::InvalidArgument`], never clamped.
+    pub fn resolve_relative(&self, reference: &str, from_parent: bool) -> Result<Location> {
+        if reference.is_empty() || reference.contains('\0') {
+            return Err(Error::invalid_argument(format!(
+                "the container reference '{}' is empty or holds a NUL character",
+                reference.escape_default()
+            )));
+        }
+        if is_absolute_reference(reference) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the container reference '{reference}' is absolute; only references relative \
+                     to the linking container are followed"
+                ),
+            ));
+        }
+        let above = || {
+            Error::invalid_argument(format!(
+                "the container reference '{reference}' climbs above {} of '{}'",
+                self.root_name(),
+                self.display
+            ))
+        };
+        if !self.is_url() {
+            let Backend::File(base) = &self.backend else {
+                return Err(Error::new(
+                    ErrorKind::Internal,
+                    format!("'{}' is neither a URL nor a path", self.display),
+                ));
+            };
+            let (absolute, mut parts) = path_parts(base);
+            let steps = from_parent.then_some("..").into_iter();
+            for step in steps.chain(reference.split('/')) {
+                match step {
+                    "" | "." => {}
+                    ".." if absolute && parts.is_empty() => return Err(above()),
+                    ".." => climb(&mut parts, absolute),
+                    name => parts.push(Part::Name(name.into())),
+                }
+            }
+            let path = path_of(absolute, &parts);
+            let display = path.to_string_lossy().into_owned();
+            return Ok(Location {
+                format: None,
+                backend: Backend::File(path),
+                display,
+            });
+        }
+        let (head, mut segments) = url_parts(&self.display).ok_or_else(above)?;
+        let floor = self.url_floor();
+        let steps = from_parent.then_some("..").into_iter();
+        for step in steps.chain(reference.split('/')) {
+            match step {
+                "" | "." => {}
+                ".." if segments.len() <= floor => return Err(above()),
+                ".." => {
+                    segments.pop();
+                }
+                name => {
+                    let mut encoded = String::new();
+                    encode_path_component(name, &mut encoded);
+                    segments.push(encoded);
+                }
+            }
+        }
+        Location::parse(&format!("{head}/{}", segments.join("/")))
+    }
+
+    /// The relative reference from the container at this location to the
+    /// one at `target` that [`Location::resolve_relative`] resolves back
+    /// to it (`"../b.nwb.zarr"`; `"."` for the same place); `None` when no
+    /// relative reference reaches it (another backend, bucket or host, or
+    /// a relative path that climbs above where this one starts).
+    pub fn relative_reference(&self, target: &Location) -> Option<String> {
+        let (from, to): (Vec<String>, Vec<String>) = match (self.is_url(), target.is_url()) {
+            (false, false) => {
+                let (Backend::File(a), Backend::File(b)) = (&self.backend, &target.backend) else {
+                    return None;
+                };
+                let ((abs_a, a), (abs_b, b)) = (path_parts(a), path_parts(b));
+                if abs_a != abs_b {
+                    return None;
+                }
+                let text = |parts: Vec<Part>| -> Option<Vec<String>> {
+                    parts
+                        .into_iter()
+                        .map(|p| match p {
+                            Part::Up => Some("..".to_string()),
+                            Part::Name(n) => n.into_string().ok(),
+                        })
+                        .collect()
+                };
+                (text(a)?, text(b)?)
+            }
+            (true, true) => {
+                let ((head_a, a), (head_b, b)) =
+                    (url_parts(&self.display)?, url_parts(&target.display)?);
+                let floor = self.url_floor();
+                if head_a != head_b
+                    || a.len() < floor
+                    || b.len() < floor
+                    || a[..floor] != b[..floor]
+                {
+                    return None;
+                }
+                let decoded = |segments: Vec<String>| -> Option<Vec<String>> {
+                    segments
+                        .iter()
+                        .map(|s| percent_decode(s, "location").ok())
+                        .collect()
+                };
+                (decoded(a)?, decoded(b)?)
+            }
+            _ => return None,
+        };
+        let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+        if from[common..].iter().any(|s| s == "..") {
+            return None;
+        }
+        let mut steps: Vec<&str> = vec![".."; from.len() - common];
+        steps.extend(to[common..].iter().map(String::as_str));
+        Some(if steps.is_empty() {
+            ".".to_string()
+        } else {
+            steps.join("/")
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,5 +810,176 @@ mod tests {
         );
         let e = Location::parse("https://user:secret@example.org/v.n5").unwrap_err();
         assert!(!e.message().contains("secret"), "{e}");
+    }
+
+    fn joined(base: &str, reference: &str) -> Result<String> {
+        Location::parse(base)?
+            .resolve_relative(reference, false)
+            .map(|l| l.display)
+    }
+
+    #[test]
+    fn relative_references_join_on_every_backend() {
+        let cases = [
+            ("/d/a.nwb.zarr", "../b.nwb.zarr", "/d/b.nwb.zarr"),
+            ("/d/a.nwb.zarr/", "../b.nwb.zarr", "/d/b.nwb.zarr"),
+            ("/d/x/../a.zarr", "./../b.zarr", "/d/b.zarr"),
+            ("/d/a.zarr", "sub/inner.zarr", "/d/a.zarr/sub/inner.zarr"),
+            ("/d/a.zarr", "../../e/b.zarr", "/e/b.zarr"),
+            ("a.zarr", "../b.zarr", "b.zarr"),
+            ("a.zarr", "../../b.zarr", "../b.zarr"),
+            ("../c/a.zarr", "../b.zarr", "../c/b.zarr"),
+            ("file:///d/a.zarr", "../my b.zarr", "file:///d/my%20b.zarr"),
+            (
+                "file://localhost/d/a.zarr",
+                "../b.zarr",
+                "file://localhost/d/b.zarr",
+            ),
+            ("s3://bucket/p/a.zarr", "../b.zarr", "s3://bucket/p/b.zarr"),
+            ("s3://bucket/a.zarr", "../b.zarr", "s3://bucket/b.zarr"),
+            (
+                "gs://bucket/p/q/a.zarr",
+                "../../b.zarr",
+                "gs://bucket/p/b.zarr",
+            ),
+            (
+                "http://127.0.0.1:8080/c/a.zarr",
+                "../b.zarr",
+                "http://127.0.0.1:8080/c/b.zarr",
+            ),
+            (
+                "https://h/a%20b/a.zarr",
+                "../ü.zarr",
+                "https://h/a%20b/%C3%BC.zarr",
+            ),
+            (
+                "https://s3.amazonaws.com/bucket/a.zarr",
+                "../b.zarr",
+                "https://s3.amazonaws.com/bucket/b.zarr",
+            ),
+            (
+                "https://storage.googleapis.com/bucket/p/a.zarr",
+                "../b.zarr",
+                "https://storage.googleapis.com/bucket/p/b.zarr",
+            ),
+        ];
+        for (base, reference, want) in cases {
+            assert_eq!(
+                joined(base, reference).unwrap(),
+                want,
+                "{base} + {reference}"
+            );
+        }
+        // The parent-relative form of hdmf-zarr 0.10.0.
+        let l = Location::parse("/d/a.zarr").unwrap();
+        assert_eq!(
+            l.resolve_relative("b.zarr", true).unwrap().display,
+            "/d/b.zarr"
+        );
+        let l = Location::parse("s3://b/p/a.zarr").unwrap();
+        assert_eq!(
+            l.resolve_relative("b.zarr", true).unwrap().display,
+            "s3://b/p/b.zarr"
+        );
+        // The joined location opens the same backend.
+        let l = Location::parse("s3://bucket/p/a.zarr").unwrap();
+        let b = l.resolve_relative("../b.zarr", false).unwrap();
+        assert_eq!(b.backend, s3("bucket", "p/b.zarr", None, None, None));
+    }
+
+    #[test]
+    fn relative_references_never_climb_above_a_root_nor_start_absolute() {
+        for (base, reference) in [
+            ("/a.zarr", "../../b.zarr"),
+            ("/d/a.zarr", "../../../b.zarr"),
+            ("file:///a.zarr", "../../b.zarr"),
+            ("s3://bucket/a.zarr", "../../b.zarr"),
+            ("s3://bucket/p/a.zarr", "../../../b.zarr"),
+            ("gs://bucket/a.zarr", "../../x"),
+            ("http://127.0.0.1:1/a.zarr", "../../x"),
+            ("https://s3.amazonaws.com/bucket/a.zarr", "../../other/x"),
+        ] {
+            let e = joined(base, reference).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                ErrorKind::InvalidArgument,
+                "{base} + {reference}: {e}"
+            );
+            assert!(e.message().contains(reference), "{e}");
+        }
+        for reference in [
+            "/abs.zarr",
+            "//host/x",
+            "s3://b/x",
+            "file:///x",
+            "C:x",
+            "\\x",
+        ] {
+            let e = joined("/d/a.zarr", reference).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{reference}: {e}");
+        }
+        for reference in ["", "a\0b"] {
+            let e = joined("/d/a.zarr", reference).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{reference:?}");
+        }
+        // A name with a colon after the first segment is relative.
+        assert_eq!(joined("/d/a.zarr", "../x/b:c").unwrap(), "/d/x/b:c");
+    }
+
+    #[test]
+    fn relative_references_back_from_a_target() {
+        let reference = |a: &str, b: &str| {
+            Location::parse(a)
+                .unwrap()
+                .relative_reference(&Location::parse(b).unwrap())
+        };
+        assert_eq!(
+            reference("/d/a.zarr", "/d/b.zarr").as_deref(),
+            Some("../b.zarr")
+        );
+        assert_eq!(reference("/d/a.zarr", "/d/a.zarr/").as_deref(), Some("."));
+        assert_eq!(
+            reference("/d/a.zarr", "/e/f/b.zarr").as_deref(),
+            Some("../../e/f/b.zarr")
+        );
+        assert_eq!(
+            reference("a.zarr", "../b.zarr").as_deref(),
+            Some("../../b.zarr")
+        );
+        assert_eq!(
+            reference("s3://k/p/a.zarr", "s3://k/p/my%20b.zarr").as_deref(),
+            Some("../my b.zarr")
+        );
+        assert_eq!(
+            reference("http://h:1/a/x.zarr", "http://h:1/b/y.zarr").as_deref(),
+            Some("../../b/y.zarr")
+        );
+        for (a, b) in [
+            ("s3://k/a.zarr", "s3://other/a.zarr"),
+            ("s3://k/a.zarr", "gs://k/a.zarr"),
+            ("/d/a.zarr", "file:///d/b.zarr"),
+            ("/d/a.zarr", "b.zarr"),
+            ("../x/a.zarr", "b.zarr"),
+            (
+                "https://s3.amazonaws.com/k/a.zarr",
+                "https://s3.amazonaws.com/other/a.zarr",
+            ),
+        ] {
+            assert_eq!(reference(a, b), None, "{a} -> {b}");
+        }
+        // Every reference resolves back to its target.
+        for (a, b) in [
+            ("/d/a.zarr", "/e/b.zarr"),
+            ("a.zarr", "../b.zarr"),
+            ("gs://k/p/q/a.zarr", "gs://k/z/b.zarr"),
+        ] {
+            let (la, lb) = (Location::parse(a).unwrap(), Location::parse(b).unwrap());
+            let r = la.relative_reference(&lb).unwrap();
+            assert_eq!(
+                la.resolve_relative(&r, false).unwrap().display,
+                b,
+                "{a} {r}"
+            );
+        }
     }
 }

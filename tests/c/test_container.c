@@ -11,10 +11,11 @@
 #include <sys/stat.h>
 
 
-/* What n5_container_options adds for a local container with default storage
-   options (c-api.md and storage.md: io_concurrency, cache_bytes, retry). */
+/* What n5_container_options adds for a local container with default link and
+   storage options (nwb.md: follow_links; c-api.md and storage.md:
+   io_concurrency, cache_bytes, retry). */
 #define LOCAL_STORAGE                                                                   \
-    ",\"io_concurrency\":4,\"cache_bytes\":0,\"retry\":{\"max_attempts\":8,\"max_seconds\":60.0," \
+    ",\"follow_links\":true,\"io_concurrency\":4,\"cache_bytes\":0,\"retry\":{\"max_attempts\":8,\"max_seconds\":60.0," \
     "\"request_timeout_seconds\":30.0}}"
 
 static int make_dir(const char *abs_path)
@@ -255,7 +256,7 @@ static void test_options(void)
         "\"retry\":{\"max_attempts\":3,\"max_seconds\":5},"
         "\"s3\":{\"access_key_id\":\"AKIDEXAMPLE\",\"secret_access_key\":\"s3cr3t\"}}"));
     CHECK_TEXT(n5t_text_options, c,
-               "{\"threads\":1,\"write_empty_blocks\":true,\"io_concurrency\":16,"
+               "{\"threads\":1,\"write_empty_blocks\":true,\"follow_links\":true,\"io_concurrency\":16,"
                "\"cache_bytes\":1048576,\"retry\":{\"max_attempts\":3,\"max_seconds\":5.0,"
                "\"request_timeout_seconds\":30.0}}");
     n5_container_free(c);

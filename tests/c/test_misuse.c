@@ -127,6 +127,25 @@ static void test_null_container_functions(void)
     NULLARG(n5_attribute_remove(c, NULL, "k"), "path");
     NULLARG(n5_attribute_remove(c, "g", NULL), "key");
 
+    NULLARG(n5_links_list(NULL, "g", buf, sizeof buf, &len), "c");
+    NULLARG(n5_links_list(c, NULL, buf, sizeof buf, &len), "group_path");
+    NULLARG(n5_links_list(c, "g", NULL, 4, &len), "buf");
+    NULLARG(n5_links_list(c, "g", NULL, 0, NULL), "out_len");
+    NULLARG(n5_link_resolve(NULL, "g", buf, sizeof buf, &len), "c");
+    NULLARG(n5_link_resolve(c, NULL, buf, sizeof buf, &len), "path");
+    NULLARG(n5_link_resolve(c, "g", NULL, 4, &len), "buf");
+    NULLARG(n5_link_resolve(c, "g", NULL, 0, NULL), "out_len");
+    NULLARG(n5_link_create(NULL, "g", "l", ".", "/g"), "c");
+    NULLARG(n5_link_create(c, NULL, "l", ".", "/g"), "group_path");
+    NULLARG(n5_link_create(c, "g", NULL, ".", "/g"), "name");
+    NULLARG(n5_link_create(c, "g", "l", NULL, "/g"), "source");
+    NULLARG(n5_link_create(c, "g", "l", ".", NULL), "target_path");
+    NULLARG(n5_reference_resolve(NULL, "g", "\"/g\"", buf, sizeof buf, &len), "c");
+    NULLARG(n5_reference_resolve(c, NULL, "\"/g\"", buf, sizeof buf, &len), "owner_path");
+    NULLARG(n5_reference_resolve(c, "g", NULL, buf, sizeof buf, &len), "reference_json");
+    NULLARG(n5_reference_resolve(c, "g", "\"/g\"", NULL, 4, &len), "buf");
+    NULLARG(n5_reference_resolve(c, "g", "\"/g\"", NULL, 0, NULL), "out_len");
+
     NULLARG_H(n5_dataset_create(NULL, "x", 2, dims, bs, N5_DTYPE_UINT8, NULL), "c");
     NULLARG_H(n5_dataset_create(c, NULL, 2, dims, bs, N5_DTYPE_UINT8, NULL), "path");
     NULLARG_H(n5_dataset_create(c, "x", 2, NULL, bs, N5_DTYPE_UINT8, NULL), "dimensions");

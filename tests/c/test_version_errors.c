@@ -245,6 +245,9 @@ static void test_every_call_clears(void)
     CLEARS(n5_attribute_set(c, "g", "b", "2"));
     CLEARS(n5_attribute_get(c, "g", "b", buf, sizeof buf, &len));
     CLEARS(n5_attribute_remove(c, "g", "b"));
+    CLEARS(n5_links_list(c, "g", buf, sizeof buf, &len));
+    CLEARS(n5_link_resolve(c, "g", buf, sizeof buf, &len));
+    CLEARS(n5_reference_resolve(c, "", "\"/g\"", buf, sizeof buf, &len));
     CLEARS(n5_remove(c, "g"));
     {
         n5_dataset *d2;

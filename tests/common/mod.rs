@@ -2,6 +2,7 @@
 //! up after themselves, and deterministic test data.
 #![allow(dead_code)]
 
+pub mod capi;
 pub mod corpus_check;
 pub mod object_store;
 pub mod places;
@@ -89,6 +90,46 @@ pub fn manifest() -> serde_json::Value {
     let path = corpus_dir().join("manifest.json");
     let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&text).unwrap()
+}
+
+/// The hdmf-zarr corpus (`shared/corpus-hdmf`: NWB files written by
+/// hdmf-zarr with links and object references), found in `N5_SHARED_DIR`
+/// or beside the repository, canonicalised (so that locations joined from
+/// it compare as text); `None` with a message when absent, unless
+/// `N5_REQUIRE_PEERS=1`, which makes that a failure.
+pub fn hdmf_corpus_dir() -> Option<PathBuf> {
+    let shared = std::env::var_os("N5_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let dir = shared.join("corpus-hdmf");
+    if dir.join("manifest.json").is_file() {
+        return Some(std::fs::canonicalize(dir).unwrap());
+    }
+    let why = format!(
+        "the hdmf-zarr corpus is not at {} (set N5_SHARED_DIR to the shared folder)",
+        dir.display()
+    );
+    assert!(
+        std::env::var("N5_REQUIRE_PEERS").as_deref() != Ok("1"),
+        "{why}; N5_REQUIRE_PEERS=1 requires it"
+    );
+    eprintln!("SKIPPED: {why}");
+    None
+}
+
+/// Copy the directory `from` to `to` (made), every file and directory
+/// writable whatever the source's modes.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::write(&target, std::fs::read(entry.path()).unwrap()).unwrap();
+        }
+    }
 }
 
 /// A JSON array of unsigned integers.

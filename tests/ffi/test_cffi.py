@@ -231,7 +231,7 @@ class CffiTest(unittest.TestCase):
         self.assertEqual(text(lib.n5_container_root, c), root)
         self.assertEqual(json.loads(text(lib.n5_container_options, c)),
                          {"threads": 2, "write_empty_blocks": True,
-                          "io_concurrency": 4, "cache_bytes": 0,
+                          "follow_links": True, "io_concurrency": 4, "cache_bytes": 0,
                           "retry": {"max_attempts": 8, "max_seconds": 60.0,
                                     "request_timeout_seconds": 30.0}})
         mode = ffi.new("n5_mode *")

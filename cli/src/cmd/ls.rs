@@ -1,9 +1,16 @@
 //! `n5 ls` and `n5 tree`: the groups and datasets below a path, with each
 //! dataset's data type, shape, block size and compression, as a table, a
-//! tree, or JSON. Listing needs a store that lists (a directory, S3, GCS):
-//! over plain HTTP(S) only a dataset's own entry can be shown.
+//! tree, or JSON. Links of hdmf-zarr (NWB) containers show as
+//! `name -> path` (same container) or `name -> source:path`, dangling ones
+//! saying what is missing, and are never descended into. Listing needs a
+//! store that lists (a directory, S3, GCS): over plain HTTP(S) only a
+//! dataset's own entry can be shown.
+
+use std::collections::HashMap;
 
 use clap::Args;
+use n5::format::Format;
+use n5::links::{LinkEntry, Missing};
 use n5::{Container, Mode};
 use serde_json::{json, Map, Value};
 
@@ -21,7 +28,8 @@ pub struct LsArgs {
     /// List everything below, not only the children.
     #[arg(short, long)]
     pub recursive: bool,
-    /// Print a JSON array of {path, type, dataType, dimensions, blockSize, compression}.
+    /// Print a JSON array of {path, type, dataType, dimensions, blockSize, compression}
+    /// (links: {name, type: "link", source, path, target, error}).
     #[arg(long)]
     pub json: bool,
 }
@@ -34,6 +42,102 @@ pub struct TreeArgs {
     /// Print the tree as nested JSON objects with "children".
     #[arg(long)]
     pub json: bool,
+}
+
+/// The links of the groups a listing meets, read once per group: which of
+/// its members are links (rather than nodes of the same name).
+struct Links<'a> {
+    c: &'a Container,
+    /// Per group path: its links by name.
+    groups: HashMap<String, HashMap<String, LinkEntry>>,
+}
+
+impl<'a> Links<'a> {
+    fn new(c: &'a Container) -> Links<'a> {
+        Links {
+            c,
+            groups: HashMap::new(),
+        }
+    }
+
+    /// The link that `name` in the group at `group` is, `None` for a node
+    /// (a node wins over a link of its name) and in formats without links.
+    fn get(&mut self, group: &str, name: &str) -> CliResult<Option<LinkEntry>> {
+        if !matches!(self.c.format(), Format::Zarr2 | Format::Zarr3) {
+            return Ok(None);
+        }
+        let c = self.c;
+        let links = match self.groups.entry(group.to_string()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut by_name = HashMap::new();
+                for entry in c.links(group).at(group)? {
+                    by_name.entry(entry.link.name.clone()).or_insert(entry);
+                }
+                e.insert(by_name)
+            }
+        };
+        if !links.contains_key(name) {
+            return Ok(None);
+        }
+        let full = join(group, name);
+        c.link(&full).at(&full)
+    }
+}
+
+/// Where a link leads, as listings show it: its path, after `source:` for
+/// another container.
+fn link_target(e: &LinkEntry) -> String {
+    if e.link.source == "." {
+        e.link.path.clone()
+    } else {
+        format!("{}:{}", e.link.source, e.link.path)
+    }
+}
+
+/// What follows a link's name in text listings: ` -> target`, and why it
+/// leads nowhere when it does.
+fn link_suffix(e: &LinkEntry) -> String {
+    let note = match (&e.target, e.missing) {
+        (Ok(_), _) => String::new(),
+        (Err(_), Some(Missing::Container)) => "  (dangling: container missing)".into(),
+        (Err(_), Some(Missing::Object)) => "  (dangling: no object at path)".into(),
+        (Err(err), None) => format!("  (broken: {})", err.message()),
+    };
+    format!(" -> {}{note}", link_target(e))
+}
+
+/// A link as a JSON entry: `name`, `"type": "link"`, its `source` and
+/// `path`, `target` (`{"location", "path", "kind"}` or null) and `error`
+/// (null when it resolves), as `n5_links_list` gives them.
+fn link_json(name: &str, e: &LinkEntry) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(name));
+    m.insert("type".into(), json!("link"));
+    let listed = e.to_json();
+    for key in ["source", "path", "target", "error", "status"] {
+        match listed.get(key) {
+            Some(v) => m.insert(key.into(), v.clone()),
+            None if key == "error" => m.insert(key.into(), Value::Null),
+            None => None,
+        };
+    }
+    Value::Object(m)
+}
+
+/// Lines of a table whose rows are nodes (`name` and cells) or links (the
+/// name only, its ` -> target` appended after the columns are aligned, so
+/// that no link widens them).
+fn table_with_links(rows: &[(Vec<String>, Option<String>)]) -> Vec<String> {
+    let cells: Vec<Vec<String>> = rows.iter().map(|(r, _)| r.clone()).collect();
+    table(&cells)
+        .into_iter()
+        .zip(rows)
+        .map(|(line, (_, suffix))| match suffix {
+            Some(s) => format!("{line}{s}"),
+            None => line,
+        })
+        .collect()
 }
 
 /// Open the container of `loc` for reading and check that `loc` exists.
@@ -105,7 +209,8 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
     let c = open_existing(&loc, g)?;
     let here = node(&c, &loc.inner);
-    let entries: Vec<(String, Node)> = match here {
+    let mut links = Links::new(&c);
+    let entries: Vec<(String, Result<Node, LinkEntry>)> = match here {
         Node::Group if !can_list_nodes(&c) => return Err(cannot_list(&loc)),
         Node::Group => {
             let names = if a.recursive {
@@ -113,36 +218,49 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
             } else {
                 c.list(&loc.inner).at(&loc.arg)?
             };
-            names
-                .into_iter()
-                .map(|name| {
-                    let n = node(&c, &join(&loc.inner, &name));
-                    (name, n)
-                })
-                .collect()
+            let mut entries = Vec::with_capacity(names.len());
+            for name in names {
+                let full = join(&loc.inner, &name);
+                let (parent, last) = full.rsplit_once('/').unwrap_or(("", &full));
+                let entry = match links.get(parent, last)? {
+                    Some(link) => Err(link),
+                    None => Ok(node(&c, &full)),
+                };
+                entries.push((name, entry));
+            }
+            entries
         }
         other => {
             let name = loc.inner.rsplit('/').next().unwrap_or("").to_string();
-            vec![(if name.is_empty() { ".".into() } else { name }, other)]
+            vec![(if name.is_empty() { ".".into() } else { name }, Ok(other))]
         }
     };
     let mut out = Out::new();
     if a.json {
-        let list: Vec<Value> = entries.iter().map(|(p, n)| entry_json(p, n)).collect();
-        out.json(&Value::Array(list))?;
-    } else {
-        let rows: Vec<Vec<String>> = entries
+        let list: Vec<Value> = entries
             .iter()
-            .map(|(p, n)| {
-                let mut row = vec![match n {
-                    Node::Group => format!("{p}/"),
-                    _ => p.clone(),
-                }];
-                row.extend(cells(n));
-                row
+            .map(|(p, n)| match n {
+                Ok(n) => entry_json(p, n),
+                Err(link) => link_json(p, link),
             })
             .collect();
-        for line in table(&rows) {
+        out.json(&Value::Array(list))?;
+    } else {
+        let rows: Vec<(Vec<String>, Option<String>)> = entries
+            .iter()
+            .map(|(p, n)| match n {
+                Ok(n) => {
+                    let mut row = vec![match n {
+                        Node::Group => format!("{p}/"),
+                        _ => p.clone(),
+                    }];
+                    row.extend(cells(n));
+                    (row, None)
+                }
+                Err(link) => (vec![p.clone()], Some(link_suffix(link))),
+            })
+            .collect();
+        for line in table_with_links(&rows) {
             out.line(&line)?;
         }
     }
@@ -150,42 +268,53 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
     Ok(EXIT_OK)
 }
 
-/// The tree below `path` as nested JSON.
-fn tree_json(c: &Container, path: &str, name: &str) -> CliResult<Value> {
+/// The tree below `path` as nested JSON; links are leaves.
+fn tree_json(links: &mut Links, path: &str, name: &str) -> CliResult<Value> {
+    let c = links.c;
     let n = node(c, path);
     let mut v = entry_json(path, &n);
     v["name"] = json!(name);
     if matches!(n, Node::Group) {
         let mut children = Vec::new();
         for child in c.list(path).at(path)? {
-            children.push(tree_json(c, &join(path, &child), &child)?);
+            match links.get(path, &child)? {
+                Some(link) => children.push(link_json(&child, &link)),
+                None => children.push(tree_json(links, &join(path, &child), &child)?),
+            }
         }
         v["children"] = Value::Array(children);
     }
     Ok(v)
 }
 
-/// The tree below `path` as text lines, each child drawn under `indent`.
+/// The tree below `path` as text lines, each child drawn under `indent`;
+/// links are leaves.
 fn tree_lines(
-    c: &Container,
+    links: &mut Links,
     path: &str,
     indent: &str,
-    rows: &mut Vec<Vec<String>>,
+    rows: &mut Vec<(Vec<String>, Option<String>)>,
 ) -> CliResult<()> {
+    let c = links.c;
     let children = c.list(path).at(path)?;
     for (i, child) in children.iter().enumerate() {
         let last = i + 1 == children.len();
         let full = join(path, child);
-        let n = node(c, &full);
         let branch = if last { "└── " } else { "├── " };
-        let mut row = vec![format!("{indent}{branch}{child}")];
+        let name = format!("{indent}{branch}{child}");
+        if let Some(link) = links.get(path, child)? {
+            rows.push((vec![name], Some(link_suffix(&link))));
+            continue;
+        }
+        let n = node(c, &full);
+        let mut row = vec![name];
         if !matches!(n, Node::Group) {
             row.extend(cells(&n));
         }
-        rows.push(row);
+        rows.push((row, None));
         if matches!(n, Node::Group) {
             let next = format!("{indent}{}", if last { "    " } else { "│   " });
-            tree_lines(c, &full, &next, rows)?;
+            tree_lines(links, &full, &next, rows)?;
         }
     }
     Ok(())
@@ -201,7 +330,7 @@ pub fn tree(a: &TreeArgs, g: &Global) -> CliResult<u8> {
         if !can_list_nodes(&c) && matches!(node(&c, &loc.inner), Node::Group) {
             return Err(cannot_list(&loc));
         }
-        let v = tree_json(&c, &loc.inner, &name)?;
+        let v = tree_json(&mut Links::new(&c), &loc.inner, &name)?;
         out.json(&v)?;
     } else {
         let n = node(&c, &loc.inner);
@@ -210,8 +339,8 @@ pub fn tree(a: &TreeArgs, g: &Global) -> CliResult<u8> {
             Node::Group => {
                 out.line(&name)?;
                 let mut rows = Vec::new();
-                tree_lines(&c, &loc.inner, "", &mut rows)?;
-                for line in table(&rows) {
+                tree_lines(&mut Links::new(&c), &loc.inner, "", &mut rows)?;
+                for line in table_with_links(&rows) {
                     out.line(&line)?;
                 }
             }
