@@ -1126,6 +1126,79 @@ n5_status n5_region_read_json(const n5_dataset *d,
                               size_t *out_len);
 
 /**
+ * Read the strings of the region at `offset[ndim]` with `shape[ndim]` of an
+ * `N5_DTYPE_STRING` (Zarr variable-length) or `N5_DTYPE_FIXED_UTF32`
+ * dataset into `buf` packed as `n5_block_read_strings` packs them: each
+ * string's UTF-8 bytes followed by a NUL, exactly `prod(shape)` of them in
+ * N5 order (fixed strings without their NUL padding). `*out_len` receives
+ * the packed length, NULs included. Size query: `buf == NULL` with
+ * `buf_cap == 0` stores only `*out_len`; a capacity below it is
+ * `N5_ERR_BUFFER_TOO_SMALL` with `*out_len` set. A string holding U+0000
+ * is `N5_ERR_UNSUPPORTED` naming it (use `n5_region_read_bytes` or
+ * `n5_region_read_json`).
+ */
+n5_status n5_region_read_strings(const n5_dataset *d,
+                                 size_t ndim,
+                                 const uint64_t *offset,
+                                 const uint64_t *shape,
+                                 char *buf,
+                                 size_t buf_cap,
+                                 size_t *out_len);
+
+/**
+ * Write the strings of the region at `offset[ndim]` with `shape[ndim]` of
+ * an `N5_DTYPE_STRING` or `N5_DTYPE_FIXED_UTF32` dataset from `packed`
+ * (`packed_len` bytes: each string's UTF-8 bytes followed by a NUL, N5
+ * order). A number of strings other than `prod(shape)` is
+ * `N5_ERR_BUFFER_SIZE`, invalid UTF-8 `N5_ERR_INVALID_UTF8`, a string
+ * longer than a fixed field `N5_ERR_INVALID_ARGUMENT` naming it.
+ */
+n5_status n5_region_write_strings(n5_dataset *d,
+                                  size_t ndim,
+                                  const uint64_t *offset,
+                                  const uint64_t *shape,
+                                  const char *packed,
+                                  size_t packed_len);
+
+/**
+ * Read the elements of the region at `offset[ndim]` with `shape[ndim]` of
+ * an `N5_DTYPE_OBJECT` (Zarr `vlen-bytes`) or `N5_DTYPE_STRING` dataset:
+ * their bytes concatenated in N5 order into `buf`, `*out_len` their total,
+ * and each one's length in `out_lengths[lengths_len]` (`lengths_len` must
+ * be `prod(shape)`: `N5_ERR_BUFFER_SIZE`). Size query: `buf == NULL` with
+ * `buf_cap == 0` stores `*out_len` and fills `out_lengths`; a capacity
+ * below `*out_len` is `N5_ERR_BUFFER_TOO_SMALL`. Pickled and JSON
+ * (legacy) object arrays are `N5_ERR_UNSUPPORTED`: use
+ * `n5_region_read_json`.
+ */
+n5_status n5_region_read_bytes(const n5_dataset *d,
+                               size_t ndim,
+                               const uint64_t *offset,
+                               const uint64_t *shape,
+                               void *buf,
+                               size_t buf_cap,
+                               size_t *out_len,
+                               uint64_t *out_lengths,
+                               size_t lengths_len);
+
+/**
+ * Write the elements of the region at `offset[ndim]` with `shape[ndim]` of
+ * an `N5_DTYPE_OBJECT` (`vlen-bytes`) or `N5_DTYPE_STRING` dataset (UTF-8,
+ * checked: `N5_ERR_INVALID_UTF8`): `data[data_len]` their bytes
+ * concatenated in N5 order, `lengths[lengths_len]` each one's length
+ * (`lengths_len` must be `prod(shape)` and the lengths must add up to
+ * `data_len`: `N5_ERR_BUFFER_SIZE`).
+ */
+n5_status n5_region_write_bytes(n5_dataset *d,
+                                size_t ndim,
+                                const uint64_t *offset,
+                                const uint64_t *shape,
+                                const void *data,
+                                size_t data_len,
+                                const uint64_t *lengths,
+                                size_t lengths_len);
+
+/**
  * The major version of the loaded library (`N5_VERSION_MAJOR` of its header).
  */
 uint32_t n5_version_major(void);

@@ -243,19 +243,90 @@ fn decode_prefix(
     }
 }
 
+/// Decodes a whole Blosc1 frame whose decoded size the caller does not
+/// know, up to `limit` bytes. A frame whose header claims at most 256 times
+/// its compressed size (more than any lz4 or blosclz frame can expand) is
+/// decoded at once; a larger claim is decoded one internal block at a time
+/// (blocks of at most 4 MiB), so memory follows what the data really
+/// decodes to.
+pub(crate) fn decode_unsized(payload: &[u8], limit: usize) -> Result<Vec<u8>> {
+    if payload.len() < BLOSC_MIN_HEADER_LENGTH as usize {
+        return Err(Error::codec(format!(
+            "blosc: a {}-byte payload is shorter than the 16-byte frame header",
+            payload.len()
+        )));
+    }
+    let nbytes = le32(payload, 4);
+    let blocksize = le32(payload, 8);
+    let cbytes = le32(payload, 12).min(payload.len());
+    let typesize = (payload[3] as usize).max(1);
+    if nbytes > limit {
+        return Err(Error::codec(format!(
+            "blosc: the frame claims {nbytes} bytes, more than {limit}"
+        )));
+    }
+    if nbytes <= cbytes.saturating_mul(256) + (1 << 20) {
+        let mut out = vec![0u8; nbytes];
+        decode(payload, &mut out)?;
+        return Ok(out);
+    }
+    let memcpyed = payload[2] & BLOSC_MEMCPYED as u8 != 0;
+    if payload[0] != 2 || nbytes > BLOSC_MAX_BUFFERSIZE as usize {
+        return Err(Error::codec("blosc: the frame header is invalid"));
+    }
+    if memcpyed
+        || blocksize == 0
+        || blocksize > GETITEM_MAX_BLOCK
+        || !blocksize.is_multiple_of(typesize)
+        || !nbytes.is_multiple_of(typesize)
+    {
+        return Err(Error::codec(format!(
+            "blosc: a frame of {cbytes} bytes claiming {nbytes} in blocks of {blocksize}"
+        )));
+    }
+    // Validated like `decode` does before c-blosc sees it.
+    let mut validated = 0usize;
+    // SAFETY: `payload` is valid for `cbytes` ≤ payload.len() bytes, at
+    // least the 16-byte header; `validated` is a valid place.
+    let rc = unsafe {
+        blosc_cbuffer_validate(payload.as_ptr().cast::<c_void>(), cbytes, &mut validated)
+    };
+    if rc != 0 || validated != nbytes {
+        return Err(Error::codec("blosc: the frame header is invalid"));
+    }
+    let mut out = Vec::new();
+    while out.len() < nbytes {
+        let start = out.len();
+        let len = blocksize.min(nbytes - start);
+        out.resize(start + len, 0);
+        getitem_at(payload, start / typesize, len / typesize, &mut out[start..])?;
+    }
+    Ok(out)
+}
+
 /// `blosc_getitem` of the first `nitems` items of a frame that
 /// [`decode_prefix`] checked, into `dest` (exactly `nitems * typesize` bytes).
 fn getitem(payload: &[u8], nitems: usize, dest: &mut [u8]) -> Result<()> {
+    getitem_at(payload, 0, nitems, dest)
+}
+
+/// `blosc_getitem` of `nitems` items from item `start` of a frame whose
+/// header was checked, into `dest` (exactly `nitems * typesize` bytes,
+/// within the frame's `nbytes`).
+fn getitem_at(payload: &[u8], start: usize, nitems: usize, dest: &mut [u8]) -> Result<()> {
+    if start > c_int::MAX as usize || nitems > c_int::MAX as usize {
+        return Err(Error::codec("blosc: more items than c-blosc can address"));
+    }
     // SAFETY: the header was validated (version, cbytes within `payload`,
     // nbytes ≤ BLOSC_MAX_BUFFERSIZE, 0 < blocksize ≤ nbytes, typesize > 0) and
-    // `start` 0 with `nitems` items of `typesize` bytes lies within the
+    // `nitems` items of `typesize` bytes from item `start` lie within the
     // frame's `nbytes`, so c-blosc takes no early exit that would leak or
     // print; `dest` is valid for writing `nitems * typesize` bytes, which is
     // all blosc_getitem writes. It uses a local context, no global state.
     let n = unsafe {
         blosc_getitem(
             payload.as_ptr().cast::<c_void>(),
-            0,
+            start as c_int,
             nitems as c_int,
             dest.as_mut_ptr().cast::<c_void>(),
         )

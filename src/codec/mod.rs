@@ -9,6 +9,7 @@
 
 mod blosc;
 mod bzip2;
+mod growing;
 mod gzip;
 mod lz4;
 mod stream;
@@ -19,6 +20,7 @@ mod zstd;
 #[cfg(test)]
 mod corpus_tests;
 
+pub(crate) use growing::decode_unsized;
 pub(crate) use lz4::encode_numcodecs as lz4_encode_numcodecs;
 pub(crate) use zstd::encode_frame as zstd_encode_frame;
 

@@ -164,6 +164,21 @@ pub(crate) fn check_ndim(ds: &Dataset, ndim: usize) -> Result<()> {
     Ok(())
 }
 
+/// Copy the `len` values at `ptr` (any alignment; NULL only with `len` 0):
+/// an array of any length, such as element lengths.
+pub(crate) fn u64_slice(ptr: *const u64, len: usize, arg: &str) -> Result<Vec<u64>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    non_null(ptr, arg)?;
+    check_len(len.saturating_mul(8))?;
+    Ok((0..len)
+        // SAFETY: non-NULL and, by the header's rule 2, valid for `len`
+        // values for the call; read unaligned so any alignment is accepted.
+        .map(|i| unsafe { ptr.add(i).read_unaligned() })
+        .collect())
+}
+
 /// Copy the `ndim` values at `ptr` (any alignment).
 pub(crate) fn u64s(ptr: *const u64, ndim: usize, arg: &str) -> Result<Vec<u64>> {
     if ndim > crate::metadata::MAX_RANK {

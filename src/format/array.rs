@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::Format;
 use crate::error::{Error, ErrorKind, Result};
+pub(crate) use crate::format::elements::Elements;
 use crate::format::n5::block::{BlockHeader, DataBlock};
 use crate::format::n5::metadata::DatasetAttributes;
 use crate::storage::{ByteRange, Store};
@@ -139,6 +140,21 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
     /// blocks).
     fn write_object_block(&self, _grid_pos: &[u64], _bytes: &[u8]) -> Result<()> {
         Err(unsupported_on(self.format(), "object blocks"))
+    }
+
+    /// The elements of the block at `grid_pos` of an array of
+    /// variable-length elements (its nominal shape, N5 order), `None` when
+    /// not stored.
+    fn read_elements(&self, _grid_pos: &[u64]) -> Result<Option<Elements>> {
+        Err(unsupported_on(self.format(), "variable-length elements"))
+    }
+
+    /// Replace the block at `grid_pos` of an array of variable-length
+    /// elements with `elements` (as many as the nominal block holds), or
+    /// delete it when they are all the fill value and empty chunks are not
+    /// written.
+    fn write_elements(&self, _grid_pos: &[u64], _elements: &Elements) -> Result<()> {
+        Err(unsupported_on(self.format(), "variable-length elements"))
     }
 
     /// How region reads reach the array's blocks.

@@ -23,6 +23,7 @@
 
 pub(crate) mod array;
 pub(crate) mod consolidated;
+pub(crate) mod elements;
 pub(crate) mod fill;
 pub mod hdf5;
 pub(crate) mod links;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::array::{Array, ObjectBlocks, Order, RegionIo, ShardedBlocks, StoredType};
+use super::array::{Array, Elements, ObjectBlocks, Order, RegionIo, ShardedBlocks, StoredType};
 use super::fill::{self, Flavor};
 use super::node::{as_object_mut, parse_json, ZARRAY, ZARR_JSON};
 use super::zarr2;
@@ -248,6 +248,33 @@ impl ZarrArray {
             .collect()
     }
 
+    /// The key of the object holding the variable-length block at N5 grid
+    /// position `pos`, and the number of its inner chunk when sharded
+    /// (one level of sharding; nested sharding of such elements is not
+    /// supported).
+    fn elements_key(&self, pos: &[u64]) -> Result<(String, Option<usize>)> {
+        match &self.codec {
+            Codec::V3 { levels, .. } if !levels.is_empty() => {
+                if levels.len() > 1 {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        "nested sharding of variable-length elements is not supported",
+                    ));
+                }
+                let shard_pos = self.outer_of_block(pos);
+                let key = path::join(&self.path, &self.outer_key(&shard_pos));
+                let (outer, inner) = (reversed(&self.outer), reversed(&self.inner));
+                // The inner chunk's position in the shard, C order.
+                let within: Vec<u64> = (0..pos.len())
+                    .rev()
+                    .map(|d| pos[d] * inner[d] % outer[d] / inner[d])
+                    .collect();
+                Ok((key, Some(levels[0].number(&within))))
+            }
+            _ => Ok((path::join(&self.path, &self.outer_key(pos)), None)),
+        }
+    }
+
     /// Decodes a stored chunk of the grid (a whole shard when sharded) into
     /// `out` ([`ZarrArray::outer_bytes`]): native byte order, C order of
     /// the chunk, which is N5 order of the reversed shape.
@@ -423,6 +450,21 @@ impl ZarrArray {
         let elem = attrs.data_type.size();
         // Fill value zero, as each type spells it (false, [0.0, 0.0], "").
         let zero = vec![0u8; attrs.data_type.element_size()];
+        // Strings and bytes of variable length: their vlen codec (a v2
+        // filter, the v3 array -> bytes codec).
+        let vlen = match attrs.data_type {
+            DataType::String => Some("vlen-utf8"),
+            DataType::Object => Some("vlen-bytes"),
+            _ => None,
+        };
+        let object_filter = match vlen {
+            Some(id) => json!([{"id": id}]),
+            None => Value::Null,
+        };
+        let array_to_bytes = match vlen {
+            Some(name) => json!({"name": name, "configuration": {}}),
+            None => json!({"name": "bytes", "configuration": {"endian": "little"}}),
+        };
         let unsupported = |codec: &str| {
             Error::new(
                 crate::error::ErrorKind::Unsupported,
@@ -470,13 +512,12 @@ impl ZarrArray {
                     "compressor": compressor,
                     "fill_value": fill::to_json(&zero, &attrs.data_type, Flavor::V2, None),
                     "order": "C",
-                    "filters": null,
+                    "filters": object_filter,
                     "dimension_separator": "."
                 }))
             }
             _ => {
-                let mut codecs =
-                    vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+                let mut codecs = vec![array_to_bytes];
                 match &attrs.compression {
                     Compression::Raw => {}
                     Compression::Gzip { level, .. } => codecs.push(
@@ -716,7 +757,20 @@ impl Array for ZarrArray {
                 stored: meta.dtype_json.clone(),
                 byte_order: match (&meta.data_type, meta.endian) {
                     (_, Some(e)) => order(Some(e)),
-                    // A struct's fields each have their own order.
+                    // A struct's fields each have their own order: the
+                    // description gives one when they agree.
+                    (DataType::Struct(_), None) => {
+                        let native = super::zarr3::chain::native();
+                        let other = match native {
+                            Endian::Little => Endian::Big,
+                            Endian::Big => Endian::Little,
+                        };
+                        match &meta.swap {
+                            None => order(Some(native)),
+                            Some(s) if *s == meta.data_type => order(Some(other)),
+                            Some(_) => "none",
+                        }
+                    }
                     _ => "none",
                 },
                 object_codec: meta.object_codec.clone(),
@@ -748,14 +802,14 @@ impl Array for ZarrArray {
                     }
                     break;
                 }
-                let has_order = self.dtype.swap_width().is_some_and(|w| w > 1);
+                // Types without an order say "none" in their description.
                 StoredType {
                     stored: self
                         .document
                         .get("data_type")
                         .cloned()
                         .unwrap_or(Value::Null),
-                    byte_order: if has_order { order(endian) } else { "none" },
+                    byte_order: order(endian),
                     object_codec,
                 }
             }
@@ -941,6 +995,103 @@ impl Array for ZarrArray {
         }
         out.sort_unstable();
         Ok(out)
+    }
+
+    /// The chunk, or in a sharded array (one level of sharding) the inner
+    /// chunk found through the shard's index.
+    fn read_elements(&self, grid_pos: &[u64]) -> Result<Option<Elements>> {
+        let (key, inner) = self.elements_key(grid_pos)?;
+        let what = self.store.describe(&key);
+        let Some(bytes) = self.store.get(&key)? else {
+            return Ok(None);
+        };
+        match (&self.codec, inner) {
+            (Codec::V2(meta), _) => zarr2::chunk::decode_elements(meta, &bytes, &what).map(Some),
+            (Codec::V3 { chain, .. }, None) => chain.decode_elements(&bytes, &what).map(Some),
+            (Codec::V3 { levels, .. }, Some(i)) => {
+                let layout = &levels[0];
+                let entries = layout.whole_index(&bytes, &what)?;
+                let Some(e) = entries[i] else {
+                    return Ok(None);
+                };
+                let part = &bytes[e.offset as usize..(e.offset + e.nbytes) as usize];
+                let what = format!("{what}: inner chunk {:?}", layout.position(i));
+                layout.inner.decode_elements(part, &what).map(Some)
+            }
+        }
+    }
+
+    /// A sharded array's shard is read and replaced atomically
+    /// ([`Store::update`]), its other inner chunks kept as stored.
+    fn write_elements(&self, grid_pos: &[u64], elements: &Elements) -> Result<()> {
+        let n = self.attributes.block_num_elements();
+        if elements.len() != n {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!("{} elements for a block of {n}", elements.len()),
+            ));
+        }
+        let (key, inner) = self.elements_key(grid_pos)?;
+        let what = self.store.describe(&key);
+        let fill = elements.all_equal(&self.fill);
+        let encode = |out: &mut Vec<u8>| -> Result<()> {
+            match &self.codec {
+                Codec::V2(meta) => zarr2::chunk::encode_elements(meta, elements, out),
+                Codec::V3 { chain, levels, .. } => match levels.first() {
+                    Some(layout) => layout.inner.encode_elements(elements, out),
+                    None => chain.encode_elements(elements, out),
+                },
+            }
+            .map_err(|e| e.context(what.clone()))
+        };
+        let Some(i) = inner else {
+            if fill && !self.write_empty {
+                return self.store.delete(&key).map(|_| ());
+            }
+            let mut out = Vec::new();
+            encode(&mut out)?;
+            return self.store.put(&key, &[&out]);
+        };
+        let Codec::V3 { levels, .. } = &self.codec else {
+            unreachable!("only Zarr v3 arrays are sharded")
+        };
+        let layout = &levels[0];
+        let mut mine = Vec::new();
+        if !fill {
+            encode(&mut mine)?;
+        }
+        let mut empty = false;
+        self.store.update(&key, &mut |current| {
+            let entries = match current {
+                Some(bytes) => layout.whole_index(bytes, &what)?,
+                None => vec![None; layout.chunks()],
+            };
+            let parts: Vec<Option<&[u8]>> = entries
+                .iter()
+                .enumerate()
+                .map(|(j, e)| {
+                    if j == i {
+                        (!fill).then_some(&mine[..])
+                    } else {
+                        e.and_then(|e| {
+                            current.map(|b| &b[e.offset as usize..(e.offset + e.nbytes) as usize])
+                        })
+                    }
+                })
+                .collect();
+            empty = parts.iter().all(Option::is_none);
+            if empty {
+                return Ok(None);
+            }
+            let mut out = Vec::new();
+            layout.assemble(&parts, &mut out)?;
+            Ok(Some(out))
+        })?;
+        if empty {
+            self.store.delete(&key)?;
+        }
+        self.indexes.forget(&key);
+        Ok(())
     }
 
     fn region(&self) -> RegionIo<'_> {

@@ -6,10 +6,12 @@
 
 use serde_json::{json, Map, Value};
 
+use super::{check_region, Grid};
 use crate::dataset::Dataset;
-use crate::dtype::json::{utf32_string, write_element};
+use crate::dtype::json::{utf32_string, write_element, write_string};
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::array::Elements;
 
 /// Which parts of a dataset hold object references (hdmf-zarr's markers in
 /// its attributes).
@@ -73,6 +75,22 @@ pub(crate) fn normalise_text_reference(s: &str) -> Value {
     json!({"source": ".", "path": s})
 }
 
+/// A stored reference element of any form, normalised: an object with a
+/// `path` (v2 `ZarrReference`s, normalised ones), a string (a path or JSON
+/// text), and `null`, `0` or `""` (a fill value) as `null`; anything else
+/// is a [`ErrorKind::Codec`] error.
+pub(crate) fn normalise_reference(v: &Value) -> Result<Value> {
+    match v {
+        Value::Null => Ok(Value::Null),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(Value::Null),
+        Value::String(s) => Ok(normalise_text_reference(s)),
+        Value::Object(o) if o.get("path").is_some_and(Value::is_string) => {
+            Ok(normalise_object_reference(o))
+        }
+        other => Err(Error::codec(format!("{other} is not an object reference"))),
+    }
+}
+
 /// A reference stored as an object (`{"source", "path", "object_id",
 /// "source_object_id"}`), normalised: `source` and `path` first, the two
 /// ids when the object has them (as stored, null included).
@@ -132,13 +150,7 @@ impl Dataset {
         let attrs = self.attributes();
         let t = attrs.data_type.clone();
         if !t.has_layout() {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "JSON of {t} elements of dataset '{}' is not supported yet",
-                    crate::path::display(self.path())
-                ),
-            ));
+            return self.read_region_json_variable(offset, shape);
         }
         attrs.check_rank(shape.len(), "shape")?;
         let size = t.size();
@@ -183,6 +195,452 @@ impl Dataset {
         }
         out.push(']');
         Ok(out)
+    }
+}
+
+/// The strides (in elements) of an N5-order `shape`, dimension 0 fastest.
+fn strides(shape: &[u64]) -> Vec<usize> {
+    let mut s = vec![1usize; shape.len()];
+    for d in 1..shape.len() {
+        s[d] = s[d - 1] * shape[d - 1] as usize;
+    }
+    s
+}
+
+/// Visits every position of the N5-order box `extent`, dimension 0
+/// fastest, giving `f` its index along `a` (strides, from `at_a`) and
+/// along `b` (from `at_b`).
+fn each_position(
+    extent: &[u64],
+    (a, at_a): (&[usize], &[u64]),
+    (b, at_b): (&[usize], &[u64]),
+    mut f: impl FnMut(usize, usize),
+) {
+    let n: u64 = extent.iter().product();
+    let mut idx = vec![0u64; extent.len()];
+    for _ in 0..n {
+        let (mut ia, mut ib) = (0usize, 0usize);
+        for d in 0..extent.len() {
+            ia += (at_a[d] + idx[d]) as usize * a[d];
+            ib += (at_b[d] + idx[d]) as usize * b[d];
+        }
+        f(ia, ib);
+        for d in 0..extent.len() {
+            idx[d] += 1;
+            if idx[d] < extent[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// The number of elements of `shape`, checked.
+fn count(shape: &[u64]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1u64, |a, &s| a.checked_mul(s))
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= isize::MAX as usize / 16)
+        .ok_or_else(|| Error::invalid_argument(format!("a region of {shape:?} is too large")))
+}
+
+impl Dataset {
+    /// Check that the dataset holds variable-length elements.
+    fn check_variable(&self, what: &str) -> Result<()> {
+        let t = self.data_type();
+        if t.has_layout() || self.array().own_blocks("").is_ok() {
+            return Err(Error::new(
+                ErrorKind::DtypeMismatch,
+                format!(
+                    "{what} takes Zarr string and bytes arrays; dataset '{}' holds {t}",
+                    crate::path::display(self.path())
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The variable-length elements of the region at `offset` of `shape`
+    /// (N5 order): each block the region touches read once, missing blocks
+    /// giving the fill value.
+    pub(crate) fn read_region_elements(&self, offset: &[u64], shape: &[u64]) -> Result<Elements> {
+        self.check_variable("reading elements")?;
+        let array = self.array();
+        let attrs = array.attributes();
+        check_region(&attrs, offset, shape)?;
+        let n = count(shape)?;
+        let grid = Grid::new(&attrs, offset, shape)?;
+        let nominal: Vec<u64> = attrs.block_size.iter().map(|&b| u64::from(b)).collect();
+        let (sr, sb) = (strides(shape), strides(&nominal));
+        let per_block = attrs.block_num_elements();
+        // Which block and element each region element comes from.
+        let mut blocks: Vec<Option<Elements>> = Vec::with_capacity(grid.total);
+        let mut from = vec![(0u32, 0usize); n];
+        for i in 0..grid.total {
+            let o = grid.overlap(i)?;
+            let block = array
+                .read_elements(&o.grid_pos)
+                .map_err(|e| e.context(format!("block {:?}", o.grid_pos)))?;
+            if let Some(b) = &block {
+                if b.len() != per_block {
+                    return Err(Error::codec(format!(
+                        "block {:?} holds {} elements, {per_block} expected",
+                        o.grid_pos,
+                        b.len()
+                    )));
+                }
+            }
+            blocks.push(block);
+            each_position(
+                &o.extent,
+                (&sr, &o.in_region),
+                (&sb, &o.in_block),
+                |r, b| {
+                    from[r] = (i as u32, b);
+                },
+            );
+        }
+        let fill = array.fill().to_vec();
+        if blocks
+            .iter()
+            .flatten()
+            .any(|b| matches!(b, Elements::Json(_)))
+        {
+            let values = from
+                .iter()
+                .map(|&(b, e)| match &blocks[b as usize] {
+                    Some(Elements::Json(v)) => v[e].clone(),
+                    _ => Value::Null,
+                })
+                .collect();
+            return Ok(Elements::Json(values));
+        }
+        let mut data = Vec::new();
+        let mut ends = Vec::with_capacity(n);
+        for &(b, e) in &from {
+            match &blocks[b as usize] {
+                Some(block) => data.extend_from_slice(block.bytes(e).unwrap_or_default()),
+                None => data.extend_from_slice(&fill),
+            }
+            ends.push(data.len());
+        }
+        Ok(Elements::Packed { data, ends })
+    }
+
+    /// Write packed variable-length elements (N5 order, exactly
+    /// `prod(shape)`) to the region at `offset`: blocks it covers are
+    /// replaced, blocks it covers in part read, changed and written back.
+    pub(crate) fn write_region_elements(
+        &self,
+        offset: &[u64],
+        shape: &[u64],
+        elements: &Elements,
+    ) -> Result<()> {
+        self.container().check_writable()?;
+        self.check_variable("writing elements")?;
+        let array = self.array();
+        array.check_write()?;
+        let attrs = array.attributes();
+        check_region(&attrs, offset, shape)?;
+        let n = count(shape)?;
+        if elements.len() != n {
+            return Err(Error::new(
+                ErrorKind::BufferSize,
+                format!("{} elements for a region of {n}", elements.len()),
+            ));
+        }
+        if self.data_type() == DataType::String {
+            for i in 0..n {
+                if std::str::from_utf8(elements.bytes(i).unwrap_or_default()).is_err() {
+                    return Err(Error::new(
+                        ErrorKind::InvalidUtf8,
+                        format!("element {i} of the region is not valid UTF-8"),
+                    ));
+                }
+            }
+        }
+        let grid = Grid::new(&attrs, offset, shape)?;
+        let nominal: Vec<u64> = attrs.block_size.iter().map(|&b| u64::from(b)).collect();
+        let (sr, sb) = (strides(shape), strides(&nominal));
+        let per_block = attrs.block_num_elements();
+        let fill = array.fill().to_vec();
+        for i in 0..grid.total {
+            let o = grid.overlap(i)?;
+            let covered = o.extent.iter().product::<u64>() as usize == per_block;
+            let current = if covered {
+                None
+            } else {
+                array.read_elements(&o.grid_pos)?
+            };
+            let mut slots: Vec<&[u8]> = match &current {
+                Some(b) if b.len() == per_block => (0..per_block)
+                    .map(|j| b.bytes(j).unwrap_or_default())
+                    .collect(),
+                Some(_) => {
+                    return Err(Error::codec(format!(
+                        "block {:?} does not hold {per_block} elements",
+                        o.grid_pos
+                    )))
+                }
+                None => vec![&fill[..]; per_block],
+            };
+            each_position(
+                &o.extent,
+                (&sr, &o.in_region),
+                (&sb, &o.in_block),
+                |r, b| {
+                    slots[b] = elements.bytes(r).unwrap_or_default();
+                },
+            );
+            let mut data = Vec::new();
+            let mut ends = Vec::with_capacity(per_block);
+            for s in &slots {
+                data.extend_from_slice(s);
+                ends.push(data.len());
+            }
+            array
+                .write_elements(&o.grid_pos, &Elements::Packed { data, ends })
+                .map_err(|e| e.context(format!("block {:?}", o.grid_pos)))?;
+        }
+        Ok(())
+    }
+
+    /// [`Dataset::read_region_json`] of variable-length elements: strings,
+    /// bytes as base64, legacy objects as decoded, references normalised.
+    fn read_region_json_variable(&self, offset: &[u64], shape: &[u64]) -> Result<String> {
+        let refs = self.references()?;
+        let elements = self.read_region_elements(offset, shape)?;
+        let string = self.data_type() == DataType::String;
+        let mut out = String::from("[");
+        for i in 0..elements.len() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            match &elements {
+                Elements::Packed { .. } => {
+                    let bytes = elements.bytes(i).unwrap_or_default();
+                    if string {
+                        let text = std::str::from_utf8(bytes).map_err(|_| {
+                            Error::codec(format!("element {i} of the region is not valid UTF-8"))
+                        })?;
+                        if refs.whole {
+                            out.push_str(&normalise_text_reference(text).to_string());
+                        } else {
+                            write_string(&mut out, text);
+                        }
+                    } else {
+                        use base64::Engine;
+                        out.push('"');
+                        out.push_str(&base64::engine::general_purpose::STANDARD.encode(bytes));
+                        out.push('"');
+                    }
+                }
+                Elements::Json(values) => {
+                    let v = &values[i];
+                    let v = if refs.whole {
+                        normalise_reference(v)
+                            .map_err(|e| e.context(format!("element {i} of the region")))?
+                    } else if let (Value::Object(row), false) = (v, refs.fields.is_empty()) {
+                        let mut row = row.clone();
+                        for f in &refs.fields {
+                            if let Some(r) = row.get(f) {
+                                let n = normalise_reference(r).map_err(|e| {
+                                    e.context(format!("field '{f}' of element {i}"))
+                                })?;
+                                row.insert(f.clone(), n);
+                            }
+                        }
+                        Value::Object(row)
+                    } else {
+                        v.clone()
+                    };
+                    out.push_str(&v.to_string());
+                }
+            }
+        }
+        out.push(']');
+        Ok(out)
+    }
+
+    /// The region's strings, N5 order (`n5_region_read_strings`): of a
+    /// variable-length string array, or of a fixed UTF-32 one without its
+    /// padding.
+    pub fn read_region_strings(&self, offset: &[u64], shape: &[u64]) -> Result<Vec<String>> {
+        match self.data_type() {
+            DataType::FixedUtf32 { chars } => {
+                let n = count(shape)?;
+                let size = 4 * chars as usize;
+                let mut buf = vec![
+                    0u8;
+                    n.checked_mul(size)
+                        .ok_or_else(|| Error::invalid_argument("region too large"))?
+                ];
+                self.read_region(offset, shape, &mut buf)?;
+                buf.chunks_exact(size)
+                    .enumerate()
+                    .map(|(i, e)| {
+                        utf32_string(e).map_err(|err| err.context(format!("element {i}")))
+                    })
+                    .collect()
+            }
+            DataType::String => {
+                let e = self.read_region_elements(offset, shape)?;
+                (0..e.len())
+                    .map(|i| {
+                        String::from_utf8(e.bytes(i).unwrap_or_default().to_vec()).map_err(|_| {
+                            Error::codec(format!("element {i} of the region is not valid UTF-8"))
+                        })
+                    })
+                    .collect()
+            }
+            t => Err(Error::new(
+                ErrorKind::DtypeMismatch,
+                format!(
+                    "strings are read from string and fixed_utf32 datasets; '{}' holds {t}",
+                    crate::path::display(self.path())
+                ),
+            )),
+        }
+    }
+
+    /// Write strings (N5 order, exactly `prod(shape)`) to the region
+    /// (`n5_region_write_strings`): of a variable-length string array, or of
+    /// a fixed UTF-32 one (a string longer than the field is
+    /// [`ErrorKind::InvalidArgument`] naming it).
+    pub fn write_region_strings<S: AsRef<str>>(
+        &self,
+        offset: &[u64],
+        shape: &[u64],
+        strings: &[S],
+    ) -> Result<()> {
+        let n = count(shape)?;
+        if strings.len() != n {
+            return Err(Error::new(
+                ErrorKind::BufferSize,
+                format!("{} strings for a region of {n} elements", strings.len()),
+            ));
+        }
+        match self.data_type() {
+            DataType::FixedUtf32 { chars } => {
+                let size = 4 * chars as usize;
+                let mut buf = Vec::with_capacity(n * size);
+                for (i, s) in strings.iter().enumerate() {
+                    let start = buf.len();
+                    for c in s.as_ref().chars() {
+                        buf.extend_from_slice(&(c as u32).to_ne_bytes());
+                    }
+                    if buf.len() - start > size {
+                        return Err(Error::invalid_argument(format!(
+                            "string {i} has more than the {chars} characters of the field"
+                        )));
+                    }
+                    buf.resize(start + size, 0);
+                }
+                self.write_region(offset, shape, &buf)
+            }
+            DataType::String => {
+                let mut data = Vec::new();
+                let mut ends = Vec::with_capacity(n);
+                for s in strings {
+                    data.extend_from_slice(s.as_ref().as_bytes());
+                    ends.push(data.len());
+                }
+                self.write_region_elements(offset, shape, &Elements::Packed { data, ends })
+            }
+            t => Err(Error::new(
+                ErrorKind::DtypeMismatch,
+                format!(
+                    "strings are written to string and fixed_utf32 datasets; '{}' holds {t}",
+                    crate::path::display(self.path())
+                ),
+            )),
+        }
+    }
+
+    /// The region's elements as bytes with their lengths, N5 order
+    /// (`n5_region_read_bytes`): of a `bytes` (vlen-bytes) or `string`
+    /// array.
+    pub fn read_region_bytes(&self, offset: &[u64], shape: &[u64]) -> Result<(Vec<u8>, Vec<u64>)> {
+        self.check_bytes("n5_region_read_bytes")?;
+        match self.read_region_elements(offset, shape)? {
+            Elements::Packed { data, ends } => {
+                let mut start = 0;
+                let lengths = ends
+                    .iter()
+                    .map(|&e| {
+                        let l = (e - start) as u64;
+                        start = e;
+                        l
+                    })
+                    .collect();
+                Ok((data, lengths))
+            }
+            Elements::Json(_) => Err(self.legacy_objects()),
+        }
+    }
+
+    /// Write elements given as bytes and lengths (`n5_region_write_bytes`);
+    /// the lengths must add up to `data`'s length.
+    pub fn write_region_bytes(
+        &self,
+        offset: &[u64],
+        shape: &[u64],
+        data: &[u8],
+        lengths: &[u64],
+    ) -> Result<()> {
+        self.check_bytes("n5_region_write_bytes")?;
+        let n = count(shape)?;
+        if lengths.len() != n {
+            return Err(Error::new(
+                ErrorKind::BufferSize,
+                format!("{} lengths for a region of {n} elements", lengths.len()),
+            ));
+        }
+        let mut ends = Vec::with_capacity(n);
+        let mut end = 0u64;
+        for &l in lengths {
+            end = end
+                .checked_add(l)
+                .ok_or_else(|| Error::new(ErrorKind::BufferSize, "the lengths overflow"))?;
+            ends.push(end as usize);
+        }
+        if end != data.len() as u64 {
+            return Err(Error::new(
+                ErrorKind::BufferSize,
+                format!(
+                    "the lengths add up to {end} bytes; data_len is {}",
+                    data.len()
+                ),
+            ));
+        }
+        self.write_region_elements(
+            offset,
+            shape,
+            &Elements::Packed {
+                data: data.to_vec(),
+                ends,
+            },
+        )
+    }
+
+    fn check_bytes(&self, what: &str) -> Result<()> {
+        self.check_variable(what)?;
+        let stored = self.array().stored_type();
+        if matches!(stored.object_codec.as_deref(), Some("pickle" | "json2")) {
+            return Err(self.legacy_objects());
+        }
+        Ok(())
+    }
+
+    fn legacy_objects(&self) -> Error {
+        Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "the elements of '{}' are pickled or JSON objects, not bytes: use n5_region_read_json",
+                crate::path::display(self.path())
+            ),
+        )
     }
 }
 

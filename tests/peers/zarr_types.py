@@ -35,6 +35,8 @@ def float_json(x):
 
 def element_json(x, dt):
     """One element as n5_region_read_json gives it."""
+    if dt in ("str", "bytes"):
+        return str(x) if dt == "str" else base64.b64encode(bytes(x)).decode()
     if dt.fields is not None:
         return {name: element_json(x[name], dt.fields[name][0]) for name in dt.names}
     k = dt.kind
@@ -58,6 +60,11 @@ def element_json(x, dt):
 
 
 def random_value(rng, dt):
+    if dt == "str":
+        alphabet = list("abcé😀 \n\"\\x")
+        return "".join(rng.choice(alphabet) for _ in range(int(rng.integers(0, 12))))
+    if dt == "bytes":
+        return bytes(int(b) for b in rng.integers(0, 256, int(rng.integers(0, 12))))
     if dt.fields is not None:
         return tuple(random_value(rng, dt.fields[n][0]) for n in dt.names)
     k = dt.kind
@@ -86,7 +93,7 @@ def random_value(rng, dt):
 
 
 def random_array(rng, dt, shape):
-    a = np.empty(shape, dtype=dt)
+    a = np.empty(shape, dtype=object if dt in ("str", "bytes") else dt)
     for idx in np.ndindex(*shape):
         a[idx] = random_value(rng, dt)
     return a
@@ -97,7 +104,18 @@ DTYPES = [
     "<M8[ms]", ">M8[10s]", "<m8[us]",
     [("idx_start", "<i4"), ("count", "<i4"), ("timeseries", "<U12")],
     [("x", "<f4"), ("flag", "|b1"), ("when", "<M8[s]"), ("z", "<c8")],
+    "str", "bytes",
 ]
+
+
+def zarr_dtype(dt):
+    """The zarr-python data type of an entry of DTYPES."""
+    from zarr.core.dtype import VariableLengthBytes, VariableLengthUTF8
+    if dt == "str":
+        return VariableLengthUTF8()
+    if dt == "bytes":
+        return VariableLengthBytes()
+    return dt
 
 
 def write(out, seed):
@@ -106,17 +124,19 @@ def write(out, seed):
     for fmt in (2, 3):
         root = zarr.open_group(os.path.join(out, f"v{fmt}.zarr"), mode="w", zarr_format=fmt)
         for i, spec in enumerate(DTYPES):
-            dt = np.dtype(spec)
-            if fmt == 3 and dt.byteorder == ">":
+            dt = spec if spec in ("str", "bytes") else np.dtype(spec)
+            if fmt == 3 and spec not in ("str", "bytes") and dt.byteorder == ">":
                 # Zarr v3 has one byte order per array, in its bytes codec.
                 dt = dt.newbyteorder("<")
             for rank in (0, 1, 2):
+                if spec == "bytes" and rank == 0:
+                    continue  # zarr-python 3.4 cannot write a 0-d vlen-bytes array
                 shape = tuple(int(rng.integers(1, 9)) for _ in range(rank))
                 chunks = tuple(int(rng.integers(1, s + 1)) for s in shape)
                 kwargs = {}
                 if fmt == 2:
                     # numcodecs' compressors take no buffers of datetimes.
-                    has_time = "M8" in str(dt.descr) or "m8" in str(dt.descr)
+                    has_time = spec not in ("str", "bytes") and ("M8" in str(dt.descr) or "m8" in str(dt.descr))
                     kwargs["compressors"] = None if has_time else [numcodecs.Zstd(level=1)]
                 if fmt == 3 and rank > 0 and rng.integers(0, 2):
                     shards = tuple(c * int(rng.integers(1, 3)) for c in chunks)
@@ -124,21 +144,27 @@ def write(out, seed):
                 fill = random_value(rng, dt) if rng.integers(0, 2) else None
                 name = f"t{i}_r{rank}"
                 a = root.create_array(
-                    name, shape=shape, chunks=chunks, dtype=dt,
+                    name, shape=shape, chunks=chunks, dtype=zarr_dtype(dt),
                     fill_value=fill, **kwargs)
                 data = random_array(rng, dt, shape)
                 if rank > 0 and rng.integers(0, 2):
                     # Leave part unwritten: it reads as the fill value.
                     sl = tuple(slice(0, max(1, s // 2)) for s in shape)
                     a[sl] = data[sl]
-                    full = np.full(shape, a.fill_value, dtype=dt) if a.fill_value is not None else np.zeros(shape, dt)
+                    if spec in ("str", "bytes"):
+                        full = np.empty(shape, dtype=object)
+                        for idx in np.ndindex(*shape):
+                            full[idx] = a.fill_value
+                    else:
+                        full = np.full(shape, a.fill_value, dtype=dt) if a.fill_value is not None else np.zeros(shape, dt)
                     full[sl] = data[sl]
                     data = full
                 else:
                     a[...] = data
                 back = a[...]
                 values = [element_json(x, dt) for x in np.asarray(back).reshape(-1)]
-                arrays.append({"format": fmt, "path": f"v{fmt}.zarr/{name}", "dtype": str(dt) if dt.fields is None else dt.descr,
+                shown = dt if isinstance(dt, str) else (str(dt) if dt.fields is None else dt.descr)
+                arrays.append({"format": fmt, "path": f"v{fmt}.zarr/{name}", "dtype": shown,
                                "shape": list(shape), "values": values})
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"seed": seed, "zarr": zarr.__version__, "arrays": arrays}, f)
@@ -149,6 +175,8 @@ def same(a, b):
     b = np.asarray(b)
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
+    if a.dtype.kind in "OT":
+        return [x for x in a.reshape(-1)] == [x for x in b.reshape(-1)]
     return a.tobytes() == b.tobytes() or np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 
 
@@ -166,7 +194,10 @@ def compare(dir_a, dir_b):
         if not same(a[...], b[...]):
             bad.append(f"{entry['path']}: values differ: {a[...]!r} vs {b[...]!r}")
         fa, fb = a.fill_value, b.fill_value
-        if not same(np.asarray(fa, dtype=a.dtype) if fa is not None else 0,
+        if a.dtype.kind in "OT":
+            if fa != fb:
+                bad.append(f"{entry['path']}: fill values differ: {fa!r} vs {fb!r}")
+        elif not same(np.asarray(fa, dtype=a.dtype) if fa is not None else 0,
                     np.asarray(fb, dtype=b.dtype) if fb is not None else 0):
             bad.append(f"{entry['path']}: fill values differ: {fa!r} vs {fb!r}")
     if bad:

@@ -8,6 +8,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::format::zarr3::chain::{transpose, untranspose};
 
 use super::metadata::{ArrayMetadata, Compressor};
+use super::pickle;
+use crate::codec::Compression;
+use crate::format::elements::{decode_vlen, encode_vlen, Elements};
 
 /// Bytes of one decoded chunk of `meta`.
 pub(crate) fn chunk_bytes(meta: &ArrayMetadata) -> usize {
@@ -115,6 +118,115 @@ pub(crate) fn encode(meta: &ArrayMetadata, data: &[u8], out: &mut Vec<u8>) -> Re
         Compressor::Shared { codec, .. } => codec.encode(&bytes, elem, out)?,
         // Written with LZ4's default acceleration, whatever the document
         // says: any acceleration gives a block every reader decodes.
+        Compressor::Lz4 { .. } => crate::codec::lz4_encode_numcodecs(&bytes, out)?,
+    }
+    Ok(())
+}
+
+/// The elements of a stored chunk of an object (`|O`) array, in C order:
+/// the compressor decoded to whatever size its data has (up to 2 GiB),
+/// then the object codec: `vlen-utf8`/`vlen-bytes` give packed strings or
+/// bytes, `pickle` and `json2` (legacy hdmf-zarr) JSON values. `what`
+/// names the chunk.
+pub(crate) fn decode_elements(meta: &ArrayMetadata, stored: &[u8], what: &str) -> Result<Elements> {
+    let limit = crate::format::n5::metadata::MAX_BLOCK_BYTES as usize;
+    let codec = match &meta.compressor {
+        Compressor::None => Compression::Raw,
+        Compressor::Shared { codec, .. } => codec.clone(),
+        Compressor::Lz4 { .. } => Compression::Lz4 { block_size: 0 },
+    };
+    let bytes = crate::codec::decode_unsized(&codec, stored, limit).map_err(|e| e.context(what))?;
+    let n = meta.chunks.iter().product::<u64>() as usize;
+    let elements = match meta.object_codec.as_deref() {
+        Some("vlen-utf8" | "vlen-bytes") => decode_vlen(&bytes, n, what)?,
+        Some("pickle") => Elements::Json(pickle::decode_object_chunk(
+            &bytes,
+            what,
+            &meta.dtype_json,
+            n,
+        )?),
+        Some("json2") => Elements::Json(pickle::decode_json2_chunk(
+            &bytes,
+            what,
+            &meta.dtype_json,
+            n,
+        )?),
+        other => {
+            return Err(Error::new(
+                ErrorKind::Internal,
+                format!("{what}: no object codec for {other:?}"),
+            ))
+        }
+    };
+    if meta.fortran {
+        Ok(from_fortran(&elements, &meta.chunks))
+    } else {
+        Ok(elements)
+    }
+}
+
+/// The elements of a Fortran-order chunk of C-order `shape` in C order.
+fn from_fortran(e: &Elements, shape: &[u64]) -> Elements {
+    let n = e.len();
+    // Fortran index of each C-order position.
+    let rank = shape.len();
+    let mut order = Vec::with_capacity(n);
+    let mut idx = vec![0u64; rank];
+    for _ in 0..n {
+        let mut f = 0u64;
+        for d in (0..rank).rev() {
+            f = f * shape[d] + idx[d];
+        }
+        order.push(f as usize);
+        for d in (0..rank).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    match e {
+        Elements::Json(v) => Elements::Json(order.iter().map(|&i| v[i].clone()).collect()),
+        Elements::Packed { .. } => {
+            let mut data = Vec::new();
+            let mut ends = Vec::with_capacity(n);
+            for &i in &order {
+                data.extend_from_slice(e.bytes(i).expect("packed"));
+                ends.push(data.len());
+            }
+            Elements::Packed { data, ends }
+        }
+    }
+}
+
+/// Encodes a chunk of packed elements (C order) of a `vlen-utf8` or
+/// `vlen-bytes` array and appends it to `out`; legacy object codecs are
+/// not written.
+pub(crate) fn encode_elements(
+    meta: &ArrayMetadata,
+    elements: &Elements,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if !matches!(
+        meta.object_codec.as_deref(),
+        Some("vlen-utf8" | "vlen-bytes")
+    ) || meta.fortran
+    {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "writing object arrays encoded by {:?}{} is not supported (vlen-utf8 and vlen-bytes in C order are)",
+                meta.object_codec,
+                if meta.fortran { " in Fortran order" } else { "" }
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    encode_vlen(elements, &mut bytes)?;
+    match &meta.compressor {
+        Compressor::None => out.extend_from_slice(&bytes),
+        Compressor::Shared { codec, .. } => codec.encode(&bytes, 1, out)?,
         Compressor::Lz4 { .. } => crate::codec::lz4_encode_numcodecs(&bytes, out)?,
     }
     Ok(())

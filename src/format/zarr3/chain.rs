@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use crate::codec::Compression;
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::elements::{decode_vlen, encode_vlen, Elements};
 
 use super::metadata::{CodecSpec, Endian, Shuffle};
 use super::shard;
@@ -245,6 +246,73 @@ impl Chain {
                 array = next;
             }
         }
+        Ok(())
+    }
+
+    /// Decodes a stored chunk of variable-length elements (`vlen-utf8` or
+    /// `vlen-bytes` after any bytes -> bytes codecs, each decoded to
+    /// whatever size its data has, up to 2 GiB); `what` names the chunk.
+    pub(crate) fn decode_elements(&self, encoded: &[u8], what: &str) -> Result<Elements> {
+        let split = self.split();
+        if split != 0 || !matches!(self.specs[split], CodecSpec::Vlen { .. }) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "{what}: variable-length chunks with codecs before '{}' are not supported",
+                    self.specs[split].name()
+                ),
+            ));
+        }
+        let limit = crate::format::n5::metadata::MAX_BLOCK_BYTES as usize;
+        let mut current: Cow<[u8]> = Cow::Borrowed(encoded);
+        for spec in self.specs[split + 1..].iter().rev() {
+            current = match spec {
+                CodecSpec::Crc32c => {
+                    let len = crc32c_check(&current).map_err(|e| e.context(what))?.len();
+                    match current {
+                        Cow::Borrowed(b) => Cow::Borrowed(&b[..len]),
+                        Cow::Owned(mut v) => {
+                            v.truncate(len);
+                            Cow::Owned(v)
+                        }
+                    }
+                }
+                compressor => Cow::Owned(
+                    crate::codec::decode_unsized(&byte_codec(compressor)?, &current, limit)
+                        .map_err(|e| e.context(what))?,
+                ),
+            };
+        }
+        let n = self.shape.iter().product::<u64>() as usize;
+        decode_vlen(&current, n, what)
+    }
+
+    /// Encodes a chunk of variable-length elements (as many as the chunk
+    /// shape holds) and appends it to `out`.
+    pub(crate) fn encode_elements(&self, elements: &Elements, out: &mut Vec<u8>) -> Result<()> {
+        let split = self.split();
+        if split != 0 || !matches!(self.specs[split], CodecSpec::Vlen { .. }) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "variable-length chunks with codecs before the array -> bytes codec are not written",
+            ));
+        }
+        let mut bytes = Vec::new();
+        encode_vlen(elements, &mut bytes)?;
+        for spec in &self.specs[split + 1..] {
+            match spec {
+                CodecSpec::Crc32c => {
+                    let crc = crc32c::crc32c(&bytes);
+                    bytes.extend_from_slice(&crc.to_le_bytes());
+                }
+                compressor => {
+                    let mut next = Vec::with_capacity(bytes.len() / 2 + 64);
+                    encode_bytes(compressor, &DataType::U8, &bytes, &mut next)?;
+                    bytes = next;
+                }
+            }
+        }
+        out.extend_from_slice(&bytes);
         Ok(())
     }
 

@@ -225,6 +225,36 @@ impl ShardLayout {
         self.decode_index(index, bytes.len() as u64, what)
     }
 
+    /// Appends a shard made of already encoded inner chunks (`None`: not
+    /// stored), in C order, with its index where the layout puts it; a
+    /// shard of variable-length elements is assembled so.
+    pub(crate) fn assemble(&self, parts: &[Option<&[u8]>], out: &mut Vec<u8>) -> Result<()> {
+        let shard_start = out.len();
+        if self.location == IndexLocation::Start {
+            out.resize(shard_start + self.index_bytes(), 0);
+        }
+        let mut entries = Vec::with_capacity(parts.len());
+        for part in parts {
+            entries.push(part.map(|bytes| {
+                let start = out.len();
+                out.extend_from_slice(bytes);
+                Entry {
+                    offset: (start - shard_start) as u64,
+                    nbytes: bytes.len() as u64,
+                }
+            }));
+        }
+        match self.location {
+            IndexLocation::Start => {
+                let mut index = Vec::with_capacity(self.index_bytes());
+                self.encode_index(&entries, &mut index)?;
+                out[shard_start..shard_start + index.len()].copy_from_slice(&index);
+            }
+            IndexLocation::End => self.encode_index(&entries, out)?,
+        }
+        Ok(())
+    }
+
     /// The request that fetches a shard's index without knowing the
     /// shard's length: the first bytes, or a suffix when it is at the end.
     pub(crate) fn index_request(&self) -> ByteRange {
