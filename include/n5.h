@@ -497,8 +497,11 @@ n5_status n5_block_write_varlength(n5_dataset *d,
 
 /**
  * Read the `string` block at `grid_pos` (a dataset of dtype
- * `N5_DTYPE_STRING`) into `buf` as packed strings: each string's UTF-8
- * bytes followed by a NUL, one after the other (`"a\0bc\0"`).
+ * `N5_DTYPE_STRING`; in Zarr also `N5_DTYPE_FIXED_UTF32`, a chunk's
+ * nominal block in N5 order) into `buf` as packed strings: each string's
+ * UTF-8 bytes followed by a NUL, one after the other (`"a\0bc\0"`). A Zarr
+ * chunk that is not stored gives `*out_found = 0` and the fill value's
+ * strings.
  *
  * `*out_len` receives the packed length in bytes, NULs included, and
  * `*out_count` the number of strings. Size query: `buf == NULL` with
@@ -523,7 +526,9 @@ n5_status n5_block_read_strings(const n5_dataset *d,
  * Write the `string` block at `grid_pos` with header `shape[ndim]` from
  * packed strings: `packed_len` bytes holding each string's UTF-8 bytes
  * followed by a NUL (the last byte must be a NUL; `packed_len == 0` writes
- * no strings). Stored in mode 1, as Java does.
+ * no strings). Stored in mode 1, as Java does. In Zarr (`N5_DTYPE_STRING`
+ * and `N5_DTYPE_FIXED_UTF32` arrays) `shape` must be the nominal block
+ * shape and the strings fill it in N5 order.
  */
 n5_status n5_block_write_strings(n5_dataset *d,
                                  size_t ndim,

@@ -167,3 +167,21 @@ fn a_compound_of_references_gives_normalised_references() {
         assert_eq!(row["count"], e["fields"]["count"], "{row} vs {e}");
     }
 }
+
+#[test]
+fn a_legacy_compound_without_its_chunk_reads_as_its_pickled_fill_value() {
+    let dir = common::Scratch::new("nwb-corpus-fill");
+    let src = corpus().join("nwb-links-v2.nwb.zarr/intervals/trials/timeseries");
+    let dst = dir.join("c.zarr/t");
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in [".zarray", ".zattrs"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    std::fs::write(dir.join("c.zarr/.zgroup"), br#"{"zarr_format": 2}"#).unwrap();
+    let c = Container::open(dir.join("c.zarr"), Mode::Read).unwrap();
+    let d = c.open_dataset("t").unwrap();
+    assert_eq!(d.element_size(), 0);
+    let rows: Value = serde_json::from_str(&d.read_region_json(&[0], &[3]).unwrap()).unwrap();
+    let row = json!({"idx_start": 0, "count": 0, "timeseries": null});
+    assert_eq!(rows, json!([row, row, row]));
+}

@@ -229,6 +229,65 @@ fn new_types_through_the_c_api() {
             read_strings(&st, &[0, 0], &[1, 1]).unwrap_err().0,
             N5_ERR_UNSUPPORTED
         );
+        // Block string functions on a Zarr chunk: the nominal block in N5
+        // order, the fill value's strings for a chunk not stored.
+        let bs = create(&c, "bs", &[3, 2], N5_DTYPE_STRING).unwrap();
+        let block_strings = |pos: &[u64]| {
+            let mut len = 0usize;
+            let (mut count, mut found) = (0usize, -1i32);
+            let mut shape = [0u64; 2];
+            ok(n5::ffi::block::n5_block_read_strings(
+                bs.0,
+                2,
+                pos.as_ptr(),
+                std::ptr::null_mut(),
+                0,
+                &mut len,
+                &mut count,
+                shape.as_mut_ptr(),
+                &mut found,
+            ))
+            .unwrap();
+            let mut buf = vec![0u8; len];
+            ok(n5::ffi::block::n5_block_read_strings(
+                bs.0,
+                2,
+                pos.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                len,
+                &mut len,
+                &mut count,
+                shape.as_mut_ptr(),
+                &mut found,
+            ))
+            .unwrap();
+            (buf, count, shape, found)
+        };
+        assert_eq!(block_strings(&[0, 0]), (vec![0u8; 6], 6, [3, 2], 0));
+        let packed = b"a\0b\0c\0d\0e\0f\0";
+        ok(n5::ffi::block::n5_block_write_strings(
+            bs.0,
+            2,
+            [0u64, 0].as_ptr(),
+            [3u64, 2].as_ptr(),
+            packed.as_ptr().cast(),
+            packed.len(),
+        ))
+        .unwrap();
+        assert_eq!(block_strings(&[0, 0]), (packed.to_vec(), 6, [3, 2], 1));
+        assert_eq!(
+            read_strings(&bs, &[0, 1], &[3, 1]).unwrap(),
+            ["d", "e", "f"]
+        );
+        let code = n5::ffi::block::n5_block_write_strings(
+            bs.0,
+            2,
+            [0u64, 0].as_ptr(),
+            [2u64, 2].as_ptr(),
+            packed.as_ptr().cast(),
+            8,
+        );
+        assert_eq!(code, N5_ERR_SHAPE_MISMATCH, "{}", message());
         // Variable-length bytes.
         let by = create(&c, "y", &[5], N5_DTYPE_OBJECT).unwrap();
         let data = b"\x00\xffabc";

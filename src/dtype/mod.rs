@@ -341,6 +341,12 @@ impl DataType {
         }
     }
 
+    /// Whether this is a struct with a field of no fixed size (a legacy
+    /// compound with object fields).
+    pub fn is_variable_struct(&self) -> bool {
+        matches!(self, DataType::Struct(s) if s.is_variable())
+    }
+
     /// How deep struct types nest in this type (0 for others).
     fn depth(&self) -> usize {
         match self {

@@ -236,8 +236,11 @@ pub extern "C" fn n5_block_write_varlength(
 }
 
 /// Read the `string` block at `grid_pos` (a dataset of dtype
-/// `N5_DTYPE_STRING`) into `buf` as packed strings: each string's UTF-8
-/// bytes followed by a NUL, one after the other (`"a\0bc\0"`).
+/// `N5_DTYPE_STRING`; in Zarr also `N5_DTYPE_FIXED_UTF32`, a chunk's
+/// nominal block in N5 order) into `buf` as packed strings: each string's
+/// UTF-8 bytes followed by a NUL, one after the other (`"a\0bc\0"`). A Zarr
+/// chunk that is not stored gives `*out_found = 0` and the fill value's
+/// strings.
 ///
 /// `*out_len` receives the packed length in bytes, NULs included, and
 /// `*out_count` the number of strings. Size query: `buf == NULL` with
@@ -263,18 +266,13 @@ pub extern "C" fn n5_block_read_strings(
         let d = dataset(d)?;
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
         convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
-        let (packed, count, shape, found) = match d.read_string_block(&pos)? {
-            Some((shape, strings)) => {
-                let mut packed = Vec::new();
-                for s in &strings {
-                    packed.extend_from_slice(s.as_bytes());
-                    packed.push(0);
-                }
-                let shape = shape.iter().map(|&s| s as u64).collect();
-                (packed, strings.len(), shape, true)
-            }
-            None => (Vec::new(), 0, d.block_shape(&pos)?, false),
-        };
+        let (shape, strings, found) = d.read_block_strings(&pos)?;
+        let mut packed = Vec::new();
+        for s in &strings {
+            packed.extend_from_slice(s.as_bytes());
+            packed.push(0);
+        }
+        let count = strings.len();
         write_bytes(&packed, buf.cast(), buf_cap, out_len)?;
         store(out_count, count);
         write_u64s(out_shape, &shape);
@@ -286,7 +284,9 @@ pub extern "C" fn n5_block_read_strings(
 /// Write the `string` block at `grid_pos` with header `shape[ndim]` from
 /// packed strings: `packed_len` bytes holding each string's UTF-8 bytes
 /// followed by a NUL (the last byte must be a NUL; `packed_len == 0` writes
-/// no strings). Stored in mode 1, as Java does.
+/// no strings). Stored in mode 1, as Java does. In Zarr (`N5_DTYPE_STRING`
+/// and `N5_DTYPE_FIXED_UTF32` arrays) `shape` must be the nominal block
+/// shape and the strings fill it in N5 order.
 #[no_mangle]
 pub extern "C" fn n5_block_write_strings(
     d: *mut n5_dataset,
@@ -319,7 +319,7 @@ pub extern "C" fn n5_block_write_strings(
                 })
             })
             .collect::<crate::Result<Vec<&str>>>()?;
-        d.write_string_block(&pos, &shape, &strings)
+        d.write_block_strings(&pos, &shape, &strings)
     })
 }
 

@@ -149,6 +149,12 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
         Err(unsupported_on(self.format(), "variable-length elements"))
     }
 
+    /// The fill value of an array of legacy objects (pickle, json2) as the
+    /// JSON of its elements: what a block that is not stored holds.
+    fn fill_json(&self) -> Result<Value> {
+        Ok(Value::Null)
+    }
+
     /// Replace the block at `grid_pos` of an array of variable-length
     /// elements with `elements` (as many as the nominal block holds), or
     /// delete it when they are all the fill value and empty chunks are not

@@ -1021,6 +1021,22 @@ impl Array for ZarrArray {
         }
     }
 
+    /// A base64 pickle (hdmf-zarr's compounds) is decoded by the pickle
+    /// reader; `0` and `null` are as stored.
+    fn fill_json(&self) -> Result<Value> {
+        let Codec::V2(meta) = &self.codec else {
+            return Ok(Value::Null);
+        };
+        match self.document.get("fill_value") {
+            Some(Value::String(text)) if meta.data_type.is_variable_struct() => {
+                let what = format!("the fill value of '{}'", display(&self.path));
+                zarr2::pickle::fill_value_json(text, &what, &meta.dtype_json)
+            }
+            Some(v) => Ok(v.clone()),
+            None => Ok(Value::Null),
+        }
+    }
+
     /// A sharded array's shard is read and replaced atomically
     /// ([`Store::update`]), its other inner chunks kept as stored.
     fn write_elements(&self, grid_pos: &[u64], elements: &Elements) -> Result<()> {

@@ -302,16 +302,21 @@ impl Dataset {
             );
         }
         let fill = array.fill().to_vec();
-        if blocks
+        let legacy = blocks
             .iter()
             .flatten()
             .any(|b| matches!(b, Elements::Json(_)))
-        {
+            || matches!(
+                array.stored_type().object_codec.as_deref(),
+                Some("pickle" | "json2")
+            );
+        if legacy {
+            let fill = array.fill_json()?;
             let values = from
                 .iter()
                 .map(|&(b, e)| match &blocks[b as usize] {
                     Some(Elements::Json(v)) => v[e].clone(),
-                    _ => Value::Null,
+                    _ => fill.clone(),
                 })
                 .collect();
             return Ok(Elements::Json(values));
@@ -461,6 +466,121 @@ impl Dataset {
         }
         out.push(']');
         Ok(out)
+    }
+
+    /// The strings of the block at `grid_pos`, with its shape and whether it
+    /// is stored (`n5_block_read_strings`): an N5 `string` block with its
+    /// header's shape (no strings when not stored), or a Zarr chunk of a
+    /// `string` or `fixed_utf32` array with its nominal shape (the fill
+    /// value's strings when not stored).
+    pub fn read_block_strings(&self, grid_pos: &[u64]) -> Result<(Vec<u64>, Vec<String>, bool)> {
+        let array = self.array();
+        if array.own_blocks("").is_ok() {
+            return Ok(match self.read_string_block(grid_pos)? {
+                Some((shape, strings)) => {
+                    (shape.iter().map(|&s| u64::from(s)).collect(), strings, true)
+                }
+                None => (self.block_shape(grid_pos)?, Vec::new(), false),
+            });
+        }
+        let attrs = array.attributes();
+        attrs.check_grid_pos(grid_pos)?;
+        let shape: Vec<u64> = attrs.block_size.iter().map(|&b| u64::from(b)).collect();
+        let n = attrs.block_num_elements();
+        match self.data_type() {
+            DataType::String => {
+                let (elements, found) = match array.read_elements(grid_pos)? {
+                    Some(e) => (e, true),
+                    None => {
+                        let fill = array.fill().to_vec();
+                        let data = fill.repeat(n);
+                        let ends = (1..=n).map(|i| i * fill.len()).collect();
+                        (Elements::Packed { data, ends }, false)
+                    }
+                };
+                let strings = (0..elements.len())
+                    .map(|i| {
+                        String::from_utf8(elements.bytes(i).unwrap_or_default().to_vec()).map_err(
+                            |_| {
+                                Error::codec(format!(
+                                    "element {i} of block {grid_pos:?} is not valid UTF-8"
+                                ))
+                            },
+                        )
+                    })
+                    .collect::<Result<Vec<String>>>()?;
+                Ok((shape, strings, found))
+            }
+            DataType::FixedUtf32 { chars } => {
+                let mut buf = vec![0u8; n * 4 * chars as usize];
+                let found = array.read_block_into(grid_pos, &mut buf)?;
+                let strings = buf
+                    .chunks_exact(4 * chars as usize)
+                    .map(utf32_string)
+                    .collect::<Result<Vec<String>>>()?;
+                Ok((shape, strings, found))
+            }
+            t => Err(Error::new(
+                ErrorKind::DtypeMismatch,
+                format!(
+                    "dataset '{}' holds {t}, not strings",
+                    crate::path::display(self.path())
+                ),
+            )),
+        }
+    }
+
+    /// Write the strings of the block at `grid_pos` (`n5_block_write_strings`):
+    /// an N5 `string` block with header `shape`, or a Zarr chunk of a
+    /// `string` or `fixed_utf32` array, whose `shape` must be the nominal
+    /// block shape.
+    pub fn write_block_strings<S: AsRef<str>>(
+        &self,
+        grid_pos: &[u64],
+        shape: &[u64],
+        strings: &[S],
+    ) -> Result<()> {
+        let array = self.array();
+        if array.own_blocks("").is_ok() {
+            return self.write_string_block(grid_pos, shape, strings);
+        }
+        let attrs = array.attributes();
+        attrs.check_grid_pos(grid_pos)?;
+        let nominal: Vec<u64> = attrs.block_size.iter().map(|&b| u64::from(b)).collect();
+        if shape != nominal.as_slice() {
+            return Err(Error::new(
+                ErrorKind::ShapeMismatch,
+                format!("a Zarr chunk of strings is written whole: shape {shape:?}, the block is {nominal:?}"),
+            ));
+        }
+        let offset: Vec<u64> = grid_pos.iter().zip(&nominal).map(|(p, b)| p * b).collect();
+        // The chunk's part inside the array is a region; Zarr keeps the
+        // rest of an edge chunk as the fill value.
+        let inside: Vec<u64> = (0..offset.len())
+            .map(|d| nominal[d].min(attrs.dimensions[d] - offset[d]))
+            .collect();
+        if inside == nominal {
+            return self.write_region_strings(&offset, &nominal, strings);
+        }
+        let n = count(&nominal)?;
+        if strings.len() != n {
+            return Err(Error::new(
+                ErrorKind::BufferSize,
+                format!("{} strings for a block of {n}", strings.len()),
+            ));
+        }
+        let sn = strides(&nominal);
+        let zeros = vec![0u64; inside.len()];
+        let mut part = vec![""; count(&inside)?];
+        each_position(
+            &inside,
+            (&strides(&inside), &zeros),
+            (&sn, &zeros),
+            |r, b| {
+                part[r] = strings[b].as_ref();
+            },
+        );
+        self.write_region_strings(&offset, &inside, &part)
     }
 
     /// The region's strings, N5 order (`n5_region_read_strings`): of a
