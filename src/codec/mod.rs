@@ -21,6 +21,11 @@ mod zstd;
 mod corpus_tests;
 
 pub(crate) use growing::decode_unsized;
+
+/// Whether `cname` is a compressor c-blosc is built with here.
+pub(crate) fn blosc_cname(cname: &str) -> bool {
+    blosc::CNAMES.contains(&cname)
+}
 pub(crate) use lz4::encode_numcodecs as lz4_encode_numcodecs;
 pub(crate) use zstd::encode_frame as zstd_encode_frame;
 

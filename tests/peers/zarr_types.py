@@ -166,6 +166,31 @@ def write(out, seed):
                 shown = dt if isinstance(dt, str) else (str(dt) if dt.fields is None else dt.descr)
                 arrays.append({"format": fmt, "path": f"v{fmt}.zarr/{name}", "dtype": shown,
                                "shape": list(shape), "values": values})
+    # Zarr v3 codecs named numcodecs.<id> (numcodecs.zarr3, as hdmf-zarr's
+    # convert_to_v3 writes them), on numeric and string arrays.
+    import numcodecs.zarr3 as nz
+    root = zarr.open_group(os.path.join(out, "v3.zarr"), mode="a", zarr_format=3)
+    for name, codec in [
+        ("blosc", nz.Blosc(cname="lz4", clevel=5, shuffle=1)),
+        ("zlib", nz.Zlib(level=3)),
+        ("gzip", nz.GZip(level=4)),
+        ("zstd", nz.Zstd(level=2)),
+        ("bz2", nz.BZ2(level=2)),
+        ("lzma", nz.LZMA(preset=1)),
+        ("lz4", nz.LZ4()),
+    ]:
+        for spec in ("<f4", "str"):
+            dt = spec if spec == "str" else np.dtype(spec)
+            shape = (int(rng.integers(5, 40)),)
+            a = root.create_array(f"numcodecs_{name}_{'s' if spec == 'str' else 'f'}", shape=shape,
+                                  chunks=(int(rng.integers(1, shape[0] + 1)),), dtype=zarr_dtype(dt),
+                                  compressors=[codec])
+            data = random_array(rng, dt, shape)
+            a[...] = data
+            values = [element_json(x, dt) for x in np.asarray(a[...]).reshape(-1)]
+            shown = dt if isinstance(dt, str) else str(dt)
+            arrays.append({"format": 3, "path": f"v3.zarr/{a.basename}", "dtype": shown,
+                           "shape": list(shape), "values": values})
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"seed": seed, "zarr": zarr.__version__, "arrays": arrays}, f)
 

@@ -497,6 +497,7 @@ fn byte_codec(spec: &CodecSpec) -> Result<Compression> {
             },
             blocksize: *blocksize,
         },
+        CodecSpec::Numcodecs { codec, .. } => codec.clone(),
         other => {
             return Err(Error::new(
                 ErrorKind::Internal,
@@ -515,6 +516,10 @@ fn encode_bytes(spec: &CodecSpec, dtype: &DataType, data: &[u8], out: &mut Vec<u
         } => crate::codec::zstd_encode_frame(data, *level, true, out),
         CodecSpec::Blosc { typesize, .. } => {
             byte_codec(spec)?.encode(data, *typesize as usize, out)
+        }
+        // numcodecs' lz4 is a size prefix and one block.
+        CodecSpec::Numcodecs { id, .. } if id == "lz4" => {
+            crate::codec::lz4_encode_numcodecs(data, out)
         }
         _ => byte_codec(spec)?.encode(data, dtype.size(), out),
     }

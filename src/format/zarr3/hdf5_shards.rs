@@ -68,6 +68,7 @@ pub(crate) fn refusal(dtype: DataType, grid: &[u64], codecs: &[CodecSpec]) -> Op
             CodecSpec::Transpose { .. } => format!("inner codec {transpose}"),
             CodecSpec::Sharding { .. } => "nested sharding: an HDF5 chunk cannot itself be a shard".into(),
             CodecSpec::Vlen { .. } => "variable-length elements: HDF5 shards hold the ten numeric types".into(),
+            CodecSpec::Numcodecs { id, .. } => format!("inner codec 'numcodecs.{id}': HDF5 shards take zstd or blosc"),
         };
         return Some(why);
     }

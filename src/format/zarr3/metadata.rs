@@ -230,6 +230,16 @@ pub(crate) enum CodecSpec {
     /// `crc32c` (bytes → bytes): a CRC-32C of the bytes appended, 4 bytes
     /// little-endian.
     Crc32c,
+    /// `numcodecs.<id>` (bytes → bytes): a numcodecs compressor with its
+    /// numcodecs configuration, as hdmf-zarr's `convert_to_v3` writes for
+    /// copied datasets (blosc, zstd, gzip, zlib, bz2, lzma, lz4); read and
+    /// written with its own framing, never put in new metadata.
+    Numcodecs {
+        /// The numcodecs id (`blosc`, `zlib`, ...).
+        id: String,
+        /// The shared codec doing the work.
+        codec: crate::codec::Compression,
+    },
 }
 
 /// What a codec takes and gives.
@@ -263,6 +273,7 @@ impl CodecSpec {
             CodecSpec::Zstd { .. } => "zstd",
             CodecSpec::Blosc { .. } => "blosc",
             CodecSpec::Crc32c => "crc32c",
+            CodecSpec::Numcodecs { .. } => "numcodecs.*",
         }
     }
 
@@ -445,6 +456,9 @@ impl CodecSpec {
                 }
             }
             "crc32c" => CodecSpec::Crc32c,
+            numcodecs if numcodecs.starts_with("numcodecs.") => {
+                numcodecs_codec(&numcodecs["numcodecs.".len()..], config)?
+            }
             other => {
                 return Err(Error::new(
                     ErrorKind::Unsupported,
@@ -501,9 +515,68 @@ impl CodecSpec {
                 "blocksize": blocksize,
             }),
             CodecSpec::Crc32c => return json!({"name": "crc32c"}),
+            CodecSpec::Numcodecs { id, .. } => return json!({"name": format!("numcodecs.{id}")}),
         };
         json!({"name": self.name(), "configuration": config})
     }
+}
+
+/// The `numcodecs.<id>` codec with numcodecs configuration `config`.
+fn numcodecs_codec(id: &str, config: &Map<String, Value>) -> Result<CodecSpec> {
+    use crate::codec::Compression;
+    let bad = |what: String| Error::invalid_metadata(format!("codec 'numcodecs.{id}': {what}"));
+    let int = |key: &str, default: i64, lo: i64, hi: i64| -> Result<i64> {
+        let v = int_member(config, key)?.unwrap_or(default);
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(bad(format!("'{key}' {v} is outside {lo}..={hi}")))
+        }
+    };
+    let codec = match id {
+        "blosc" => Compression::Blosc {
+            cname: match config.get("cname") {
+                None => "lz4".into(),
+                Some(Value::String(c)) if crate::codec::blosc_cname(c) => c.clone(),
+                Some(other) => return Err(bad(format!("'cname' {other}"))),
+            },
+            clevel: int("clevel", 5, 0, 9)? as u32,
+            shuffle: int("shuffle", 1, -1, 2)? as i32,
+            blocksize: int("blocksize", 0, 0, i64::MAX)? as u64,
+        },
+        "zstd" => Compression::Zstd {
+            level: int("level", 1, -131_072, 22)? as i32,
+        },
+        "gzip" | "zlib" => Compression::Gzip {
+            level: int("level", 1, 0, 9)? as i32,
+            use_zlib: id == "zlib",
+        },
+        "bz2" => Compression::Bzip2 {
+            block_size: int("level", 1, 1, 9)? as u32,
+        },
+        "lzma" => {
+            if int("format", 1, 0, 3)? != 1 || config.get("filters").is_some_and(|f| !f.is_null()) {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    "codec 'numcodecs.lzma' with a format other than 1 (.xz) or custom filters is not supported",
+                ));
+            }
+            Compression::Xz {
+                preset: int("preset", 6, 0, 9)? as u32,
+            }
+        }
+        "lz4" => Compression::Lz4 { block_size: 0 },
+        other => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("codec 'numcodecs.{other}' is not supported (numcodecs blosc, zstd, gzip, zlib, bz2, lzma and lz4 are)"),
+            ))
+        }
+    };
+    Ok(CodecSpec::Numcodecs {
+        id: id.to_string(),
+        codec,
+    })
 }
 
 /// How deep `sharding_indexed` may nest (real data uses one or two levels).
@@ -995,6 +1068,42 @@ mod tests {
         ] {
             let bytes = f(v.clone(), t.clone()).unwrap();
             assert_eq!(fill::to_json(&bytes, &t, Flavor::V3, None), v);
+        }
+    }
+
+    #[test]
+    fn numcodecs_codecs_read_as_their_compressor() {
+        let chain = |c: Value| {
+            parse_chain(
+                Some(&json!([{"name": "bytes", "configuration": {"endian": "little"}}, c])),
+                DataType::U16,
+                &[4],
+                0,
+            )
+        };
+        let specs = chain(json!({"name": "numcodecs.blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}})).unwrap();
+        assert!(
+            matches!(&specs[1], CodecSpec::Numcodecs { id, codec: crate::codec::Compression::Blosc { shuffle: 1, .. } } if id == "blosc")
+        );
+        for ok in ["zstd", "zlib", "gzip", "bz2", "lzma", "lz4"] {
+            chain(json!({"name": format!("numcodecs.{ok}"), "configuration": {}})).unwrap();
+        }
+        for (c, kind) in [
+            (json!({"name": "numcodecs.snappy"}), ErrorKind::Unsupported),
+            (
+                json!({"name": "numcodecs.lzma", "configuration": {"format": 2}}),
+                ErrorKind::Unsupported,
+            ),
+            (
+                json!({"name": "numcodecs.zlib", "configuration": {"level": 12}}),
+                ErrorKind::InvalidMetadata,
+            ),
+            (
+                json!({"name": "numcodecs.blosc", "configuration": {"cname": "brotli"}}),
+                ErrorKind::InvalidMetadata,
+            ),
+        ] {
+            assert_eq!(chain(c.clone()).unwrap_err().kind(), kind, "{c}");
         }
     }
 
