@@ -102,6 +102,21 @@ fn close(a: &Value, b: &Value, tol: f64) -> bool {
     }
 }
 
+/// The IEEE binary16 bits of `f` (the few values the test writes, exact).
+fn half_bits(f: f64) -> u16 {
+    if f.is_nan() {
+        return 0x7e00;
+    }
+    let sign = if f < 0.0 { 0x8000 } else { 0 };
+    let a = f.abs();
+    if a == 0.0 {
+        return sign;
+    }
+    let e = a.log2().floor() as i32;
+    let m = ((a / 2f64.powi(e) - 1.0) * 1024.0).round() as u16;
+    sign | (((e + 15) as u16) << 10) | m
+}
+
 #[test]
 fn zarr_python_and_libn5_agree_on_every_data_type() {
     let Some(python) = nwb_python() else {

@@ -8,6 +8,9 @@ shards and fill values.
                                    OUT/manifest.json: for each array its path,
                                    format and every element as libn5's
                                    n5_region_read_json gives it (C order)
+    zarr_types.py check DIR        every array of DIR/created.json (written by
+                                   libn5 with n5_dataset_create) holds the
+                                   values it lists, as element_json gives them
     zarr_types.py compare A B      every array of the manifest in A/ equals
                                    the one at the same path in B/ (written by
                                    libn5), element for element and in fill
@@ -231,8 +234,30 @@ def compare(dir_a, dir_b):
     print(f"{len(manifest['arrays'])} arrays equal")
 
 
+def check(dir_):
+    with open(os.path.join(dir_, "created.json")) as f:
+        manifest = json.load(f)
+    bad = []
+    for entry in manifest["arrays"]:
+        try:
+            a = zarr.open_array(os.path.join(dir_, entry["path"]), mode="r")
+            got = np.asarray(a[...])
+            kind = {"string": "str", "object": "bytes"}.get(entry["type"])
+            values = [element_json(x, kind or got.dtype) for x in got.reshape(-1)]
+            if values != entry["values"]:
+                bad.append(f"{entry['path']}: zarr-python reads {values}, libn5 wrote {entry['values']}")
+        except Exception as e:  # noqa: BLE001 - reported with the path
+            bad.append(f"{entry['path']}: {e!r}")
+    if bad:
+        print("\n".join(bad))
+        sys.exit(1)
+    print(f"{len(manifest['arrays'])} arrays as libn5 wrote them")
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "write":
+    if sys.argv[1] == "check":
+        check(sys.argv[2])
+    elif sys.argv[1] == "write":
         write(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "compare":
         compare(sys.argv[2], sys.argv[3])
