@@ -194,5 +194,104 @@ fn zarr_python_and_libn5_agree_on_every_data_type() {
         &python,
         &["compare", theirs.to_str().unwrap(), ours.to_str().unwrap()],
     );
+    // Arrays n5_dataset_create makes (the types that need no parameter),
+    // read by zarr-python.
+    let mut created = Vec::new();
+    for format in [2, 3] {
+        let options = Options::from_json(&format!(r#"{{"format": "zarr{format}"}}"#)).unwrap();
+        let root = format!("created_v{format}.zarr");
+        let c = Container::open_with(ours.join(&root).to_str().unwrap(), Mode::Create, options)
+            .unwrap();
+        for (t, values) in [
+            (
+                n5::DataType::Bool,
+                serde_json::json!([true, false, true, true, false]),
+            ),
+            (
+                n5::DataType::F16,
+                serde_json::json!([0.5, -2.0, 65504.0, "NaN", 0.0]),
+            ),
+            (
+                n5::DataType::C64,
+                serde_json::json!([
+                    [1.5, -2.0],
+                    [0.0, 0.0],
+                    [3.0, "Infinity"],
+                    [0.25, 1.0],
+                    [-1.0, 2.0]
+                ]),
+            ),
+            (
+                n5::DataType::C128,
+                serde_json::json!([
+                    [1e300, -2.0],
+                    [0.0, 0.0],
+                    [3.0, 4.0],
+                    [0.1, 1.0],
+                    [-1.0, 2.0]
+                ]),
+            ),
+        ] {
+            let attrs =
+                n5::DatasetAttributes::new(vec![5], vec![2], t.clone(), n5::Compression::Raw)
+                    .unwrap();
+            let d = c.create_dataset(t.name(), attrs).unwrap();
+            let mut bytes = Vec::new();
+            for v in values.as_array().unwrap() {
+                let parts: Vec<&Value> = match v {
+                    Value::Array(p) => p.iter().collect(),
+                    one => vec![one],
+                };
+                for p in parts {
+                    let f = match p {
+                        Value::String(s) if s == "NaN" => f64::NAN,
+                        Value::String(_) => f64::INFINITY,
+                        Value::Bool(b) => f64::from(u8::from(*b)),
+                        n => n.as_f64().unwrap(),
+                    };
+                    match t {
+                        n5::DataType::Bool => bytes.push(f as u8),
+                        n5::DataType::F16 => bytes.extend(half_bits(f).to_ne_bytes()),
+                        n5::DataType::C64 => bytes.extend((f as f32).to_ne_bytes()),
+                        _ => bytes.extend(f.to_ne_bytes()),
+                    }
+                }
+            }
+            d.write_region(&[0], &[5], &bytes).unwrap();
+            created.push(serde_json::json!({"path": format!("{root}/{}", t.name()), "type": t.name(), "values": values}));
+        }
+        for (t, strings) in [
+            (n5::DataType::String, vec!["a", "été", "", "x\"y", "😀"]),
+            (
+                n5::DataType::Object,
+                vec!["YQ==", "", "AP8=", "YmM=", "eA=="],
+            ),
+        ] {
+            let attrs =
+                n5::DatasetAttributes::new(vec![5], vec![2], t.clone(), n5::Compression::Raw)
+                    .unwrap();
+            let d = c.create_dataset(t.name(), attrs).unwrap();
+            if t == n5::DataType::String {
+                d.write_region_strings(&[0], &[5], &strings).unwrap();
+            } else {
+                use base64::Engine;
+                let mut data = Vec::new();
+                let mut lengths = Vec::new();
+                for s in &strings {
+                    let b = base64::engine::general_purpose::STANDARD.decode(s).unwrap();
+                    lengths.push(b.len() as u64);
+                    data.extend(b);
+                }
+                d.write_region_bytes(&[0], &[5], &data, &lengths).unwrap();
+            }
+            created.push(serde_json::json!({"path": format!("{root}/{}", t.name()), "type": t.name(), "values": strings}));
+        }
+    }
+    std::fs::write(
+        ours.join("created.json"),
+        serde_json::json!({"arrays": created}).to_string(),
+    )
+    .unwrap();
+    run(&python, &["check", ours.to_str().unwrap()]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
