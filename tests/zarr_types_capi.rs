@@ -165,6 +165,45 @@ fn new_types_through_the_c_api() {
         let dtype = json(|bf, n, l| n5_dataset_dtype_json(z.0, bf, n, l)).unwrap();
         assert_eq!(dtype["name"], "complex64");
         assert_eq!(dtype["byte_order"], "little");
+        // A 0-d array by code: ndim 0, NULL per-dimension arrays.
+        let p = CString::new("scalar").unwrap();
+        let zero = n5_dataset_create(
+            c.0,
+            p.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+            N5_DTYPE_FLOAT16,
+            std::ptr::null(),
+        );
+        assert!(!zero.is_null(), "{}", message());
+        let zero = D(zero);
+        let half = 0x3c00u16.to_ne_bytes();
+        ok(n5_region_write(
+            zero.0,
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+            N5_DTYPE_FLOAT16,
+            half.as_ptr().cast(),
+            2,
+        ))
+        .unwrap();
+        assert_eq!(
+            json(|bf, n, l| n5_region_read_json(
+                zero.0,
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+                bf,
+                n,
+                l
+            ))
+            .unwrap(),
+            json!([1.0])
+        );
+        let mut grid = [0u64; 1];
+        ok(n5_dataset_grid_shape(zero.0, 0, grid.as_mut_ptr())).unwrap();
         // Codes that need parameters are refused by n5_dataset_create.
         let (code, msg) = create(&c, "u", &[3], N5_DTYPE_FIXED_UTF32).unwrap_err();
         assert_eq!(code, N5_ERR_INVALID_ARGUMENT);
