@@ -16,10 +16,19 @@
 //! changes: values, linked datasets equal to their targets, references
 //! naming the right objects.
 //!
-//! The interpreter: `N5_NWB_PYTHON` (pynwb, hdmf-zarr 0.14, zarr-python 3.4;
-//! `.venv-nwb` made by `tests/setup.sh nwb`), else `.venv-nwb/bin/python`
-//! in the repository. Without it a test says so and passes, unless
-//! `N5_REQUIRE_PEERS=1`.
+//! The legacy convention the same way: libn5 copies the Zarr v2 containers
+//! of the corpus (links stored as `zarr_link` by `n5_link_create`, the
+//! external ones to a copied sibling) and adds a TimeSeries whose
+//! `timestamps` is a link; hdmf-zarr 0.13 (zarr-python 2) reads them as it
+//! reads the originals. libn5 never writes legacy pickled references
+//! (nwb.md §3): the test copies those arrays' files as they are.
+//!
+//! The interpreters: `N5_NWB_PYTHON` (pynwb, hdmf-zarr 0.14, zarr-python
+//! 3.4; `.venv-nwb` made by `tests/setup.sh nwb`), else
+//! `.venv-nwb/bin/python` in the repository, and `N5_NWB_LEGACY_PYTHON`
+//! (pynwb, hdmf-zarr 0.13, zarr-python 2.18; `tests/setup.sh nwblegacy`),
+//! else `.venv-nwb-legacy/bin/python`. Without one the test that needs it
+//! says so and passes, unless `N5_REQUIRE_PEERS=1`.
 
 mod common;
 
@@ -112,16 +121,34 @@ fn attributes_without_links(c: &C, path: &str) -> Value {
 
 /// Copy the array at `path` of `src` into `dst` with libn5: the format's
 /// own metadata document (without its attributes, set apart) and every
-/// element. Returns false for a legacy pickled or json2 array, which libn5
-/// reads but never writes (nwb.md §3), and leaves it to the caller.
+/// element; legacy json2 arrays of strings as vlen-utf8 ones. Returns
+/// false for a legacy pickled array (or json2 of other values), which
+/// libn5 reads but never writes (nwb.md §3), and leaves it to the caller.
 fn copy_array(src: &C, dst: &C, path: &str) -> bool {
     let d = src.open_dataset(path).unwrap();
     let dtype = d.dtype_json();
-    if matches!(dtype["object_codec"].as_str(), Some("pickle" | "json2")) {
-        return false;
-    }
     let mut meta = d.metadata();
     meta.as_object_mut().unwrap().remove("attributes");
+    if dtype["object_codec"] == "json2" {
+        // hdmf-zarr 0.13's cached specifications: JSON-encoded strings,
+        // written again as vlen-utf8 strings (what libn5 writes of `|O`).
+        let Some(strings) = d.read_json().unwrap().as_array().and_then(|a| {
+            a.iter()
+                .map(|v| v.as_str().map(String::from))
+                .collect::<Option<Vec<String>>>()
+        }) else {
+            return false;
+        };
+        meta["filters"] = json!([{"id": "vlen-utf8"}]);
+        dst.create_dataset_json(path, &meta)
+            .unwrap()
+            .write_strings(&strings)
+            .unwrap();
+        return true;
+    }
+    if dtype["object_codec"] == "pickle" {
+        return false;
+    }
     let n = dst
         .create_dataset_json(path, &meta)
         .unwrap_or_else(|e| panic!("{path}: {e:?}: {meta}"));
@@ -487,5 +514,160 @@ fn link_creation_refuses_what_nwb_md_refuses() {
     assert_eq!(
         r.resolve("acquisition/alias/again/data").unwrap()["path"],
         "/acquisition/raw/data"
+    );
+}
+
+/// Add to the container `c` (Zarr v2, hdmf-zarr 0.13's convention) the
+/// TimeSeries `acquisition/ts_n5` of int32 data whose `timestamps` is a
+/// link to `timestamps` (in `source`); returns its data.
+fn add_legacy_timeseries(c: &C, source: &str, timestamps: &str, len: usize) -> Vec<i32> {
+    let ts = "acquisition/ts_n5";
+    c.create_group(ts).unwrap();
+    c.set_attributes(
+        ts,
+        &json!({"comments": "written by libn5", "description": "timestamps linked",
+                "namespace": "core", "neurodata_type": "TimeSeries",
+                "object_id": "9b0e4c55-3f7d-4a8e-b2d1-7c6a5e4f3d21"}),
+    )
+    .unwrap();
+    let data = c
+        .create_dataset_json(
+            &format!("{ts}/data"),
+            &json!({"zarr_format": 2, "shape": [len], "chunks": [16], "dtype": "<i4",
+                "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
+                               "blocksize": 0},
+                "fill_value": 0, "filters": null, "order": "C"}),
+        )
+        .unwrap();
+    let values: Vec<i32> = (0..len as i32).map(|i| 3 * i - 40).collect();
+    data.write_all(
+        &values
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    c.set_attributes(
+        &format!("{ts}/data"),
+        &json!({"_ARRAY_DIMENSIONS": ["num_times"], "conversion": 1.0, "offset": 0.0,
+                "resolution": -1.0, "unit": "a.u.", "zarr_dtype": "int32"}),
+    )
+    .unwrap();
+    c.create_link(ts, "timestamps", source, timestamps).unwrap();
+    let stored = c.attribute(ts, "zarr_link").unwrap();
+    assert_eq!(stored[0]["name"], "timestamps", "{stored}");
+    values
+}
+
+#[test]
+fn hdmf_zarr_0_13_reads_the_legacy_files_with_links_libn5_writes() {
+    let Some(corpus) = hdmf_corpus_dir() else {
+        return;
+    };
+    let Some(python) = python(
+        "N5_NWB_LEGACY_PYTHON",
+        ".venv-nwb-legacy/bin/python",
+        "nwblegacy",
+    ) else {
+        return;
+    };
+    let scratch = Scratch::new("nwb-legacy-roundtrip");
+    let dir = std::fs::canonicalize(scratch.path()).unwrap();
+    let no_legacy = |p: &str| panic!("{p}: no legacy references here");
+    // The target first: n5_link_create resolves every link it makes.
+    let target = dir.join("nwb-external-target-v2.nwb.zarr");
+    copy_container(
+        &corpus.join("nwb-external-target-v2.nwb.zarr"),
+        &target,
+        "zarr2",
+        &no_legacy,
+    );
+    let external = dir.join("nwb-external-v2.nwb.zarr");
+    let c = copy_container(
+        &corpus.join("nwb-external-v2.nwb.zarr"),
+        &external,
+        "zarr2",
+        &no_legacy,
+    );
+    // Linked across containers; the entry names the sibling.
+    let ext_values = add_legacy_timeseries(
+        &c,
+        "../nwb-external-target-v2.nwb.zarr",
+        "/acquisition/raw_shifted/timestamps",
+        40,
+    );
+    assert_eq!(
+        c.attribute("acquisition/ts_n5", "zarr_link").unwrap(),
+        json!([{"name": "timestamps", "path": "/acquisition/raw/timestamps",
+                "source": "../nwb-external-target-v2.nwb.zarr"}])
+    );
+    drop(c);
+    let links = dir.join("nwb-links-v2.nwb.zarr");
+    let from = corpus.join("nwb-links-v2.nwb.zarr");
+    let pickled = std::cell::RefCell::new(Vec::new());
+    let c = copy_container(&from, &links, "zarr2", &|p| {
+        // Pickled references: the stored files, as they are.
+        common::copy_dir(&from.join(p), &links.join(p));
+        pickled.borrow_mut().push(p.to_string());
+    });
+    assert_eq!(
+        pickled.into_inner(),
+        [
+            "acquisition/images/order_of_images",
+            "general/extracellular_ephys/electrodes/group",
+            "intervals/trials/timeseries"
+        ]
+    );
+    let values = add_legacy_timeseries(&c, ".", "/acquisition/ts_a/timestamps", 50);
+    drop(c);
+
+    // hdmf-zarr 0.13 decodes pickles only when allowed; these are the
+    // corpus's own.
+    let env = [("NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE", "1")];
+    let originals = ["nwb-external-v2.nwb.zarr", "nwb-links-v2.nwb.zarr"].map(|n| corpus.join(n));
+    let [mut want_ext, mut want_links, mut got_ext, mut got_links] = summaries(
+        &python,
+        &env,
+        &[&originals[0], &originals[1], &external, &links],
+    )
+    .try_into()
+    .unwrap();
+    for (got, want, values, ts_target) in [
+        (
+            &mut got_ext,
+            &mut want_ext,
+            ext_values,
+            "/analysis/external_series/raw",
+        ),
+        (&mut got_links, &mut want_links, values, "/ts_a"),
+    ] {
+        let n5 = take(got, "/ts_n5");
+        assert_eq!(n5["type"], "TimeSeries");
+        assert_eq!(n5["fields"]["data"], json!(values));
+        assert_eq!(n5["fields"]["timestamps"], json!({"object": ts_target}));
+        let l = got["links"]
+            .as_object_mut()
+            .unwrap()
+            .remove("/ts_n5")
+            .unwrap();
+        assert_eq!(l["timestamps_from"], ts_target);
+        assert_eq!(l["timestamps"], want["links"][ts_target]["timestamps"]);
+        let o = &mut want["objects"];
+        o["/"]["fields"]["acquisition"]["ts_n5"] = json!({"object": "/ts_n5"});
+        let mut linking = o[ts_target]["fields"]["timestamp_link"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        linking.push(json!({"object": "/ts_n5"}));
+        linking.sort_by_key(|v| v["object"].as_str().unwrap().to_string());
+        o[ts_target]["fields"]["timestamp_link"] = json!(linking);
+        same_objects(got, want);
+    }
+    // The corpus's own links, read through by hdmf-zarr 0.13.
+    assert_eq!(got_links["links"]["/ts_b"]["timestamps_from"], "/ts_a");
+    assert_eq!(got_links["links"]["/ts_c"]["data_from"], "/ts_a");
+    assert_eq!(
+        got_ext["links"]["/derived"]["data_from"],
+        "/analysis/external_series/raw"
     );
 }
