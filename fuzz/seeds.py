@@ -10,7 +10,9 @@ taken off and the length they decode to put in front, seed codec_frames.
 Also chunks and pipelines for hdf5_chunks, HDF5 files for hdf5_open
 (only when FUZZ_TARGETS, which run.sh sets, names it or is not set), and
 for pickle_vm the pickled and json2 chunks of ../shared/corpus-hdmf with
-pickles numpy and Python write for other data.
+pickles numpy and Python write for other data; for zarr_object_chunk the
+same corpus's object and compound chunks of at most 16 elements, with vlen
+and struct chunks made here.
 Writes fuzz/corpus/<target>/.
 """
 import hashlib
@@ -256,6 +258,7 @@ def main():
         save("remote_answers", answer)
     hdf5_chunk_seeds()
     pickle_seeds()
+    object_chunk_seeds()
     if not os.path.isdir(SOURCE):
         print(f"seeds.py: no corpus at {SOURCE}; the targets start from nothing")
         return
@@ -493,6 +496,54 @@ def pickle_seeds():
                     save("pickle_vm", bytes([4 + compound, elements]) + data)
                     count += 1
     print(f"seeds.py: {count} pickles and json2 chunks for pickle_vm")
+
+
+def object_chunk_seeds():
+    """Seeds of zarr_object_chunk (selector: 1 for Zarr v2, plus twice the
+    kind; then the element count less one; then the chunk): every chunk of
+    a one-chunk `|O` or compound array of at most 16 elements in
+    ../shared/corpus-hdmf after blosc, and vlen and struct chunks of both
+    formats made here."""
+    kinds = {"vlen-utf8": 0, "vlen-bytes": 1, "pickle": 2, "json2": 3}
+    count = 0
+
+    def vlen(elements):
+        out = struct.pack("<I", len(elements))
+        for e in elements:
+            out += struct.pack("<I", len(e)) + e
+        return out
+
+    for v2 in (0, 1):
+        for kind in (0, 1):
+            for elements in ([b"a", b"", "\u00e9t\u00e9".encode()], [b"/acquisition/ts_a"]):
+                save("zarr_object_chunk", bytes([v2 + 2 * kind, len(elements) - 1]) + vlen(elements))
+                count += 1
+        records = b"".join(struct.pack("<i", i) + "ab"[:i % 3].ljust(2, "\0").encode("utf-32-le")
+                           + bytes([i & 1]) for i in range(3))
+        save("zarr_object_chunk", bytes([v2 + 2 * 4, 2]) + records)
+        count += 1
+    source = os.path.join(os.path.dirname(os.path.abspath(SOURCE)), "corpus-hdmf")
+    if os.path.isdir(source):
+        for root, dirs, files in os.walk(source):
+            dirs.sort()
+            if ".zarray" not in files or "0" not in files:
+                continue
+            zarray = json.load(open(os.path.join(root, ".zarray")))
+            codec = (zarray.get("filters") or [{}])[0].get("id")
+            if codec not in kinds or zarray["chunks"] != zarray["shape"] or len(zarray["shape"]) != 1:
+                continue
+            elements = zarray["shape"][0]
+            if not 1 <= elements <= 16:
+                continue
+            kind = 5 if isinstance(zarray["dtype"], list) else kinds[codec]
+            data = open(os.path.join(root, "0"), "rb").read()
+            if zarray.get("compressor") is not None:
+                data = blosc1(data)
+            if data is None:
+                continue
+            save("zarr_object_chunk", bytes([1 + 2 * kind, elements - 1]) + data)
+            count += 1
+    print(f"seeds.py: {count} chunks for zarr_object_chunk")
 
 
 main()

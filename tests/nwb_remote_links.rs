@@ -16,14 +16,12 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::Mutex;
-
 use common::capi::{Failure, C};
+use common::object_store::upload_dir;
 use common::places::s3_bucket;
 use common::{copy_dir, hdmf_corpus_dir, sha256, Scratch};
 use n5::ffi::{N5_ERR_DANGLING_LINK, N5_ERR_INVALID_ARGUMENT, N5_MODE_CREATE, N5_MODE_READ};
-use n5::storage::{open, Location, Store};
+use n5::storage::{open, Location};
 use n5::Options;
 use n5_testkit::server_or_skip;
 use serde_json::{json, Value};
@@ -46,24 +44,6 @@ fn fails<T: std::fmt::Debug>(r: Result<T, Failure>, status: i32, needle: &str) {
             assert!(m.contains(needle), "{m:?} does not mention {needle:?}");
         }
     }
-}
-
-/// Upload the directory `dir` to `prefix` of `store`, one object per
-/// file, 16 at a time; no directory markers.
-fn upload(store: &dyn Store, prefix: &str, dir: &Path) {
-    let todo = Mutex::new(common::files(dir));
-    std::thread::scope(|s| {
-        for _ in 0..16 {
-            s.spawn(|| loop {
-                let Some(rel) = todo.lock().unwrap().pop() else {
-                    return;
-                };
-                let key = format!("{prefix}/{}", rel.to_str().unwrap());
-                let bytes = std::fs::read(dir.join(&rel)).unwrap();
-                store.put(&key, &[&bytes]).unwrap();
-            });
-        }
-    });
 }
 
 /// Every link of the manifest through the containers at `base` (a URL
@@ -134,7 +114,7 @@ fn external_links_follow_to_the_sibling_on_s3() {
     .unwrap();
     let prefix = format!("hdmf-{}/corpus", std::process::id());
     for name in CONTAINERS {
-        upload(&*store, &format!("{prefix}/{name}"), &corpus.join(name));
+        upload_dir(&*store, &format!("{prefix}/{name}"), &corpus.join(name));
     }
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(corpus.join("manifest.json")).unwrap()).unwrap();

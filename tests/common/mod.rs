@@ -4,6 +4,7 @@
 
 pub mod capi;
 pub mod corpus_check;
+pub mod nwb_check;
 pub mod object_store;
 pub mod places;
 

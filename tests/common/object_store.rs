@@ -45,6 +45,24 @@ pub fn open_store(location: &str, options: &Options) -> Arc<dyn Store> {
     n5::storage::open(&Location::parse(location).unwrap(), &options.storage).unwrap()
 }
 
+/// Upload the directory `dir` to `prefix` of `store`, one object per
+/// file, 16 at a time; no directory markers.
+pub fn upload_dir(store: &dyn Store, prefix: &str, dir: &std::path::Path) {
+    let todo = std::sync::Mutex::new(super::files(dir));
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            s.spawn(|| loop {
+                let Some(rel) = todo.lock().unwrap().pop() else {
+                    return;
+                };
+                let key = format!("{prefix}/{}", rel.to_str().unwrap());
+                let bytes = std::fs::read(dir.join(&rel)).unwrap();
+                store.put(&key, &[&bytes]).unwrap();
+            });
+        }
+    });
+}
+
 /// A uint16 dataset's attributes.
 fn u16_attributes(
     dimensions: Vec<u64>,

@@ -67,7 +67,10 @@ pub(crate) fn decode(meta: &ArrayMetadata, stored: &[u8], out: &mut [u8]) -> Res
                 }
                 target.copy_from_slice(stored);
             }
-            Compressor::Shared { codec, .. } => codec.decode(stored, target)?,
+            Compressor::Shared { codec, .. } => {
+                crate::codec::check_decoded_size(codec, stored, n)?;
+                codec.decode(stored, target)?
+            }
             Compressor::Lz4 { .. } => {
                 crate::codec::Compression::Lz4 { block_size: 0 }.decode(stored, target)?
             }

@@ -174,14 +174,16 @@ impl Chain {
                                 ),
                             )
                         })?;
+                        let codec = byte_codec(compressor)?;
+                        crate::codec::check_decoded_size(&codec, &current, want)?;
                         if i == 0 && bytes_endian.is_some() {
                             // `want` is the chunk's size, the target's.
-                            byte_codec(compressor)?.decode(&current, target)?;
+                            codec.decode(&current, target)?;
                             in_target = true;
                             Cow::Borrowed(&[][..])
                         } else {
                             let mut buf = vec![0u8; want];
-                            byte_codec(compressor)?.decode(&current, &mut buf)?;
+                            codec.decode(&current, &mut buf)?;
                             Cow::Owned(buf)
                         }
                     }
