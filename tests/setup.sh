@@ -129,11 +129,17 @@ zarr3py_ok() {
 # pyenv's newest such version; nothing when there is none.
 python_nwb() {
     local p v
+    local ok='import sys, venv, ensurepip; assert sys.version_info >= (3, 12)'
+    # A name on PATH may be a pyenv shim of a version that is not active:
+    # each candidate must run.
     for p in python3.13 python3.12; do
-        if have "$p"; then command -v "$p"; return; fi
+        if have "$p" && "$p" -c "$ok" >/dev/null 2>&1; then command -v "$p"; return; fi
     done
     for v in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]* 2>/dev/null | sort -V -r); do
-        if [ -x "$v/bin/python" ]; then echo "$v/bin/python"; return; fi
+        if [ -x "$v/bin/python" ] && "$v/bin/python" -c "$ok" >/dev/null 2>&1; then
+            echo "$v/bin/python"
+            return
+        fi
     done
 }
 venv_nwb_hash() { { cat "$REQ_NWB"; "$VENV_NWB/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
