@@ -26,8 +26,8 @@
 #             z5py's tests need zarr 2 there (tests/zarr_peers.rs)
 #   nwb       .venv-nwb: a third virtual environment with pynwb, hdmf-zarr 0.14
 #             and zarr-python 3.4 (tests/peers/requirements-nwb.txt), made with
-#             a Python of 3.12 or later: python3.13 or python3.12 on PATH, else
-#             pyenv's newest 3.12+ (tests/zarr_types.rs)
+#             a Python of 3.12 or later that runs: python3.12 on PATH or
+#             pyenv's 3.12, else 3.13, else 3.14 (tests/zarr_types.rs)
 #   nwblegacy .venv-nwb-legacy: a fourth virtual environment with pynwb,
 #             hdmf-zarr 0.13 and zarr-python 2.18 (tests/peers/
 #             requirements-nwb-legacy.txt), the last hdmf-zarr of the legacy
@@ -125,21 +125,25 @@ zarr3py_ok() {
         && "$VENV_ZARR3/bin/python" -c "$ZARR3_MODULES" >/dev/null 2>&1
 }
 
-# A Python of 3.12 or later for .venv-nwb: python3.13, python3.12, else
-# pyenv's newest such version; nothing when there is none.
+# A Python of 3.12 or later for .venv-nwb and .venv-nwb-legacy: python3.12
+# or pyenv's newest 3.12, else the same for 3.13 and 3.14; nothing when there
+# is none.
 python_nwb() {
     local p v
     local ok='import sys, venv, ensurepip; assert sys.version_info >= (3, 12)'
     # A name on PATH may be a pyenv shim of a version that is not active:
     # each candidate must run.
-    for p in python3.13 python3.12; do
+    # 3.12 first (the corpus's writers ran on it), then later ones.
+    local minor p v
+    for minor in 12 13 14; do
+        p="python3.$minor"
         if have "$p" && "$p" -c "$ok" >/dev/null 2>&1; then command -v "$p"; return; fi
-    done
-    for v in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]* 2>/dev/null | sort -V -r); do
-        if [ -x "$v/bin/python" ] && "$v/bin/python" -c "$ok" >/dev/null 2>&1; then
-            echo "$v/bin/python"
-            return
-        fi
+        for v in $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/3.$minor".* 2>/dev/null | sort -V -r); do
+            if [ -x "$v/bin/python" ] && "$v/bin/python" -c "$ok" >/dev/null 2>&1; then
+                echo "$v/bin/python"
+                return
+            fi
+        done
     done
 }
 venv_nwb_hash() { { cat "$REQ_NWB"; "$VENV_NWB/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
