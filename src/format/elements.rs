@@ -5,6 +5,8 @@
 //! element a u32le length and its bytes). Decoding never allocates by a
 //! count or length the chunk states beyond what its bytes can hold.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -59,9 +61,12 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
 
 /// Decodes a `vlen-utf8` or `vlen-bytes` chunk of `n` elements; `what`
 /// names the chunk. A count other than `n`, a length past the end, or
-/// bytes left over are [`crate::error::ErrorKind::Codec`] errors.
-pub(crate) fn decode_vlen(bytes: &[u8], n: usize, what: &str) -> Result<Elements> {
-    let count = u32_at(bytes, 0)
+/// bytes left over are [`crate::error::ErrorKind::Codec`] errors. The
+/// lengths are read first; then the elements' bytes are moved together,
+/// in the chunk's own buffer when it is owned (no second buffer), else
+/// into one of exactly their size.
+pub(crate) fn decode_vlen(bytes: Cow<'_, [u8]>, n: usize, what: &str) -> Result<Elements> {
+    let count = u32_at(&bytes, 0)
         .ok_or_else(|| Error::codec(format!("{what}: a variable-length chunk without its count")))?
         as usize;
     if count != n {
@@ -76,27 +81,26 @@ pub(crate) fn decode_vlen(bytes: &[u8], n: usize, what: &str) -> Result<Elements
             bytes.len()
         )));
     }
-    let mut data = Vec::with_capacity(bytes.len() - 4 - 4 * n);
     let mut ends = Vec::with_capacity(n);
     let mut at = 4usize;
+    let mut end = 0usize;
     for i in 0..n {
-        let len = u32_at(bytes, at).ok_or_else(|| {
+        let len = u32_at(&bytes, at).ok_or_else(|| {
             Error::codec(format!(
                 "{what}: element {i}'s length lies past the chunk's end"
             ))
         })? as usize;
         at += 4;
-        let element = at
+        at = at
             .checked_add(len)
-            .and_then(|end| bytes.get(at..end))
+            .filter(|&e| e <= bytes.len())
             .ok_or_else(|| {
                 Error::codec(format!(
                     "{what}: element {i} of {len} bytes lies past the chunk's end"
                 ))
             })?;
-        data.extend_from_slice(element);
-        ends.push(data.len());
-        at += len;
+        end += len;
+        ends.push(end);
     }
     if at != bytes.len() {
         return Err(Error::codec(format!(
@@ -104,6 +108,28 @@ pub(crate) fn decode_vlen(bytes: &[u8], n: usize, what: &str) -> Result<Elements
             bytes.len() - at
         )));
     }
+    // Element i's bytes follow the count and i + 1 lengths.
+    let mut start = 0usize;
+    let data = match bytes {
+        Cow::Owned(mut buf) => {
+            for (i, &e) in ends.iter().enumerate() {
+                let from = 8 + 4 * i + start;
+                buf.copy_within(from..from + (e - start), start);
+                start = e;
+            }
+            buf.truncate(end);
+            buf
+        }
+        Cow::Borrowed(buf) => {
+            let mut data = Vec::with_capacity(end);
+            for (i, &e) in ends.iter().enumerate() {
+                let from = 8 + 4 * i + start;
+                data.extend_from_slice(&buf[from..from + (e - start)]);
+                start = e;
+            }
+            data
+        }
+    };
     Ok(Elements::Packed { data, ends })
 }
 
@@ -146,20 +172,50 @@ mod tests {
         let mut out = Vec::new();
         encode_vlen(&e, &mut out).unwrap();
         assert_eq!(out, b"\x03\0\0\0\x01\0\0\0a\0\0\0\0\x04\0\0\0bc\xc3\xa9");
-        assert_eq!(decode_vlen(&out, 3, "c").unwrap(), e);
+        assert_eq!(decode_vlen(Cow::Borrowed(&out), 3, "c").unwrap(), e);
+        assert_eq!(decode_vlen(Cow::Owned(out.clone()), 3, "c").unwrap(), e);
         assert_eq!(e.bytes(1), Some(&b""[..]));
-        assert!(decode_vlen(&out, 2, "c").is_err());
+        assert!(decode_vlen(Cow::Borrowed(&out), 2, "c").is_err());
         for cut in 0..out.len() {
-            assert!(decode_vlen(&out[..cut], 3, "c").is_err(), "{cut}");
+            assert!(
+                decode_vlen(Cow::Borrowed(&out[..cut]), 3, "c").is_err(),
+                "{cut}"
+            );
+            assert!(
+                decode_vlen(Cow::Owned(out[..cut].to_vec()), 3, "c").is_err(),
+                "{cut}"
+            );
         }
         let mut extra = out.clone();
         extra.push(0);
-        assert!(decode_vlen(&extra, 3, "c").is_err());
+        assert!(decode_vlen(Cow::Owned(extra), 3, "c").is_err());
         // A count of 2^32-1 in 8 bytes allocates nothing of that size.
-        assert!(decode_vlen(&[0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0], usize::MAX >> 1, "c").is_err());
+        assert!(decode_vlen(
+            Cow::Borrowed(&[0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0]),
+            usize::MAX >> 1,
+            "c"
+        )
+        .is_err());
         let huge_len = [1u8, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, b'a'];
-        assert!(decode_vlen(&huge_len, 1, "c").is_err());
+        assert!(decode_vlen(Cow::Borrowed(&huge_len), 1, "c").is_err());
         assert!(!e.all_equal(b"a"));
+        // Many elements of every length, moved together in place and copied.
+        let many = Elements::Packed {
+            data: (0..5050u32).map(|i| (i % 241) as u8).collect(),
+            ends: (1..=100usize)
+                .scan(0, |end, len| {
+                    *end += len;
+                    Some(*end)
+                })
+                .collect(),
+        };
+        let mut chunk = Vec::new();
+        encode_vlen(&many, &mut chunk).unwrap();
+        assert_eq!(
+            decode_vlen(Cow::Owned(chunk.clone()), 100, "c").unwrap(),
+            many
+        );
+        assert_eq!(decode_vlen(Cow::Borrowed(&chunk), 100, "c").unwrap(), many);
         assert!(encode_vlen(&Elements::Json(vec![]), &mut out).is_err());
     }
 }

@@ -4,6 +4,8 @@
 //! reference markers that make a dataset's elements or fields object
 //! references (nwb.md §3), which the JSON gives normalised.
 
+use std::sync::{Mutex, OnceLock};
+
 use serde_json::{json, Map, Value};
 
 use super::{check_region, Grid};
@@ -198,6 +200,10 @@ impl Dataset {
     }
 }
 
+/// About how many bytes of variable-length elements one thread puts
+/// together at a time into the output of a region read.
+const ASSEMBLY_UNIT: usize = 1 << 20;
+
 /// The strides (in elements) of an N5-order `shape`, dimension 0 fastest.
 fn strides(shape: &[u64]) -> Vec<usize> {
     let mut s = vec![1usize; shape.len()];
@@ -262,8 +268,12 @@ impl Dataset {
     }
 
     /// The variable-length elements of the region at `offset` of `shape`
-    /// (N5 order): each block the region touches read once, missing blocks
-    /// giving the fill value.
+    /// (N5 order): each block the region touches read and decoded once, in
+    /// parallel on the container's threads, missing blocks giving the fill
+    /// value. Packed elements are then put together run by run: the
+    /// elements of a block along dimension 0 lie next to each other in the
+    /// block and in the region, so each such run is one copy of its bytes,
+    /// into an output sized beforehand.
     pub(crate) fn read_region_elements(&self, offset: &[u64], shape: &[u64]) -> Result<Elements> {
         self.check_variable("reading elements")?;
         let array = self.array();
@@ -274,33 +284,47 @@ impl Dataset {
         let nominal: Vec<u64> = attrs.block_size.iter().map(|&b| u64::from(b)).collect();
         let (sr, sb) = (strides(shape), strides(&nominal));
         let per_block = attrs.block_num_elements();
-        // Which block and element each region element comes from.
-        let mut blocks: Vec<Option<Elements>> = Vec::with_capacity(grid.total);
-        let mut from = vec![(0u32, 0usize); n];
-        for i in 0..grid.total {
-            let o = grid.overlap(i)?;
-            let block = array
-                .read_elements(&o.grid_pos)
-                .map_err(|e| e.context(format!("block {:?}", o.grid_pos)))?;
-            if let Some(b) = &block {
-                if b.len() != per_block {
-                    return Err(Error::codec(format!(
-                        "block {:?} holds {} elements, {per_block} expected",
-                        o.grid_pos,
-                        b.len()
-                    )));
+        let overlaps = (0..grid.total)
+            .map(|i| grid.overlap(i))
+            .collect::<Result<Vec<_>>>()?;
+        let slots: Vec<OnceLock<Option<Elements>>> =
+            (0..grid.total).map(|_| OnceLock::new()).collect();
+        self.container().pool().run(
+            grid.total,
+            || (),
+            |_, i| {
+                let pos = &overlaps[i].grid_pos;
+                let block = array
+                    .read_elements(pos)
+                    .map_err(|e| e.context(format!("block {pos:?}")))?;
+                if let Some(b) = &block {
+                    if b.len() != per_block {
+                        return Err(Error::codec(format!(
+                            "block {pos:?} holds {} elements, {per_block} expected",
+                            b.len()
+                        )));
+                    }
                 }
-            }
-            blocks.push(block);
-            each_position(
-                &o.extent,
-                (&sr, &o.in_region),
-                (&sb, &o.in_block),
-                |r, b| {
-                    from[r] = (i as u32, b);
-                },
-            );
+                let _ = slots[i].set(block);
+                Ok(())
+            },
+        )?;
+        let blocks: Vec<Option<Elements>> = slots
+            .into_iter()
+            .map(|s| s.into_inner().flatten())
+            .collect();
+        // Every run along dimension 0: (start in the region, block, start
+        // in the block, length), in the region's order.
+        let mut runs = Vec::new();
+        for (i, o) in overlaps.iter().enumerate() {
+            // A scalar (rank 0) is one run of one element.
+            let mut rows = o.extent.clone();
+            let len = rows.first_mut().map_or(1, |l| std::mem::replace(l, 1)) as usize;
+            each_position(&rows, (&sr, &o.in_region), (&sb, &o.in_block), |r, b| {
+                runs.push((r, i, b, len))
+            });
         }
+        runs.sort_unstable_by_key(|&(r, ..)| r);
         let fill = array.fill().to_vec();
         let legacy = blocks
             .iter()
@@ -312,24 +336,95 @@ impl Dataset {
             );
         if legacy {
             let fill = array.fill_json()?;
-            let values = from
-                .iter()
-                .map(|&(b, e)| match &blocks[b as usize] {
-                    Some(Elements::Json(v)) => v[e].clone(),
-                    _ => fill.clone(),
-                })
-                .collect();
+            let mut values = Vec::with_capacity(n);
+            for &(_, i, b, len) in &runs {
+                for e in b..b + len {
+                    values.push(match &blocks[i] {
+                        Some(Elements::Json(v)) => v[e].clone(),
+                        _ => fill.clone(),
+                    });
+                }
+            }
             return Ok(Elements::Json(values));
         }
-        let mut data = Vec::new();
-        let mut ends = Vec::with_capacity(n);
-        for &(b, e) in &from {
-            match &blocks[b as usize] {
-                Some(block) => data.extend_from_slice(block.bytes(e).unwrap_or_default()),
-                None => data.extend_from_slice(&fill),
+        // The bytes of elements `b..b + len` of a block's packed data.
+        let span = |ends: &[usize], b: usize, len: usize| {
+            let start = if b == 0 { 0 } else { ends[b - 1] };
+            (start, ends[b + len - 1])
+        };
+        let sizes: Vec<usize> = runs
+            .iter()
+            .map(|&(_, i, b, len)| match &blocks[i] {
+                Some(Elements::Packed { ends, .. }) => {
+                    let (start, end) = span(ends, b, len);
+                    end - start
+                }
+                _ => fill.len() * len,
+            })
+            .collect();
+        // The output (zeroed pages the copies fault in), cut into units of
+        // consecutive runs, about ASSEMBLY_UNIT bytes each, that the
+        // container's threads fill side by side.
+        let mut data = vec![0u8; sizes.iter().sum()];
+        let mut ends = vec![0usize; n];
+        let mut units = Vec::new();
+        {
+            let (mut rest_data, mut rest_ends) = (&mut data[..], &mut ends[..]);
+            let (mut first, mut base) = (0, 0);
+            while first < runs.len() {
+                let (mut last, mut bytes, mut count) = (first, 0, 0);
+                while last < runs.len() && (last == first || bytes < ASSEMBLY_UNIT) {
+                    bytes += sizes[last];
+                    count += runs[last].3;
+                    last += 1;
+                }
+                let (d, rd) = std::mem::take(&mut rest_data).split_at_mut(bytes);
+                let (e, re) = std::mem::take(&mut rest_ends).split_at_mut(count);
+                (rest_data, rest_ends) = (rd, re);
+                units.push(Mutex::new((first..last, base, d, e)));
+                (first, base) = (last, base + bytes);
             }
-            ends.push(data.len());
         }
+        self.container().pool().run(
+            units.len(),
+            || (),
+            |_, u| {
+                let mut unit = units[u].lock().unwrap_or_else(|p| p.into_inner());
+                let (range, base, out, out_ends) = &mut *unit;
+                let (mut at, mut k) = (0usize, 0usize);
+                for (&(_, i, b, len), &size) in
+                    runs[range.clone()].iter().zip(&sizes[range.clone()])
+                {
+                    match &blocks[i] {
+                        Some(Elements::Packed {
+                            data: bytes,
+                            ends: block_ends,
+                        }) => {
+                            let (start, end) = span(block_ends, b, len);
+                            out[at..at + size].copy_from_slice(&bytes[start..end]);
+                            // Where the run starts in the output.
+                            let to = *base + at;
+                            for (slot, &e) in
+                                out_ends[k..k + len].iter_mut().zip(&block_ends[b..b + len])
+                            {
+                                *slot = e - start + to;
+                            }
+                        }
+                        _ => {
+                            let f = fill.len();
+                            for j in 0..len {
+                                out[at + j * f..at + (j + 1) * f].copy_from_slice(&fill);
+                                out_ends[k + j] = *base + at + (j + 1) * f;
+                            }
+                        }
+                    }
+                    at += size;
+                    k += len;
+                }
+                Ok(())
+            },
+        )?;
+        drop(units);
         Ok(Elements::Packed { data, ends })
     }
 
@@ -685,10 +780,12 @@ impl Dataset {
         self.check_bytes("n5_region_read_bytes")?;
         match self.read_region_elements(offset, shape)? {
             Elements::Packed { data, ends } => {
+                // Into the vector of the ends itself (an in-place collect:
+                // same size and alignment), no second one to fault in.
                 let mut start = 0;
                 let lengths = ends
-                    .iter()
-                    .map(|&e| {
+                    .into_iter()
+                    .map(|e| {
                         let l = (e - start) as u64;
                         start = e;
                         l
@@ -797,6 +894,88 @@ fn write_struct_with_references(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::container::{Container, Mode, Options};
+
+    /// Regions of a 3-D string array (Zarr v3 and v2, edge chunks, chunks
+    /// never written) read on one thread and on three: every element as a
+    /// model of the array says, runs of every length put together in order.
+    #[test]
+    fn string_regions_read_in_parallel_as_written() {
+        let dir = std::env::temp_dir().join(format!("n5-elements-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // N5 order (x fastest); the documents' shapes are C order.
+        let dims = [4u64, 7, 5];
+        let index = |p: [u64; 3]| (p[0] + dims[0] * (p[1] + dims[1] * p[2])) as usize;
+        let mut model = vec![String::new(); dims.iter().product::<u64>() as usize];
+        let (w_off, w_shape) = ([1u64, 2, 0], [3u64, 4, 3]);
+        let mut written = Vec::new();
+        for z in 0..w_shape[2] {
+            for y in 0..w_shape[1] {
+                for x in 0..w_shape[0] {
+                    let p = [w_off[0] + x, w_off[1] + y, w_off[2] + z];
+                    let s = "é".repeat(index(p) % 5) + &index(p).to_string();
+                    model[index(p)] = s.clone();
+                    written.push(s);
+                }
+            }
+        }
+        let documents = [
+            (
+                "zarr3",
+                json!({"shape": [5, 7, 4], "data_type": "string", "fill_value": "",
+                       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3, 3]}},
+                       "chunk_key_encoding": {"name": "default"},
+                       "codecs": [{"name": "vlen-utf8"}, {"name": "zstd", "configuration": {"level": 1}}]}),
+            ),
+            (
+                "zarr2",
+                json!({"shape": [5, 7, 4], "chunks": [2, 3, 3], "dtype": "|O", "fill_value": "",
+                       "filters": [{"id": "vlen-utf8"}], "compressor": null, "order": "C",
+                       "zarr_format": 2}),
+            ),
+        ];
+        for (format, doc) in documents {
+            let root = dir.join(format);
+            let options =
+                Options::from_json(&json!({"format": format, "threads": 1}).to_string()).unwrap();
+            let c = Container::open_with(root.to_str().unwrap(), Mode::Create, options).unwrap();
+            let d = c.create_dataset_json("s", &doc).unwrap();
+            d.write_region_strings(&w_off, &w_shape, &written).unwrap();
+            for threads in [1, 3] {
+                let options = Options::from_json(&json!({"threads": threads}).to_string()).unwrap();
+                let c = Container::open_with(root.to_str().unwrap(), Mode::Read, options).unwrap();
+                let d = c.open_dataset("s").unwrap();
+                for (off, shape) in [
+                    ([0u64, 0, 0], dims),
+                    ([1, 1, 1], [3, 5, 4]),
+                    ([3, 6, 4], [1, 1, 1]),
+                    ([0, 2, 1], [4, 1, 2]),
+                ] {
+                    let mut expected = Vec::new();
+                    for z in 0..shape[2] {
+                        for y in 0..shape[1] {
+                            for x in 0..shape[0] {
+                                expected.push(
+                                    model[index([off[0] + x, off[1] + y, off[2] + z])].clone(),
+                                );
+                            }
+                        }
+                    }
+                    let what = format!("{format}, {threads} threads, {off:?} {shape:?}");
+                    assert_eq!(
+                        d.read_region_strings(&off, &shape).unwrap(),
+                        expected,
+                        "{what}"
+                    );
+                    let (data, lengths) = d.read_region_bytes(&off, &shape).unwrap();
+                    assert_eq!(data, expected.concat().into_bytes(), "{what}");
+                    let want: Vec<u64> = expected.iter().map(|s| s.len() as u64).collect();
+                    assert_eq!(lengths, want, "{what}");
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn references_normalise_from_every_form() {

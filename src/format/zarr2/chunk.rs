@@ -4,6 +4,8 @@
 //! C order of the chunk shape, which is also the N5-order block of the
 //! reversed shape the API works with.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::zarr3::chain::{transpose, untranspose};
 
@@ -141,7 +143,7 @@ pub(crate) fn decode_elements(meta: &ArrayMetadata, stored: &[u8], what: &str) -
     let bytes = crate::codec::decode_unsized(&codec, stored, limit).map_err(|e| e.context(what))?;
     let n = meta.chunks.iter().product::<u64>() as usize;
     let elements = match meta.object_codec.as_deref() {
-        Some("vlen-utf8" | "vlen-bytes") => decode_vlen(&bytes, n, what)?,
+        Some("vlen-utf8" | "vlen-bytes") => decode_vlen(Cow::Owned(bytes), n, what)?,
         Some("pickle") => Elements::Json(pickle::decode_object_chunk(
             &bytes,
             what,

@@ -286,7 +286,7 @@ impl Chain {
             };
         }
         let n = self.shape.iter().product::<u64>() as usize;
-        decode_vlen(&current, n, what)
+        decode_vlen(current, n, what)
     }
 
     /// Encodes a chunk of variable-length elements (as many as the chunk
