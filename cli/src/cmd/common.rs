@@ -299,6 +299,13 @@ pub fn read_slabs(
     mut f: impl FnMut(usize, &[u8]) -> bool,
 ) -> n5::Result<()> {
     let attrs = ds.attributes();
+    if shape.is_empty() {
+        // A 0-d array: its one element.
+        let mut buf = vec![0u8; attrs.data_type.size()];
+        ds.read_region(offset, shape, &mut buf)?;
+        f(0, &buf);
+        return Ok(());
+    }
     let last = shape.len() - 1;
     let plane = (shape[..last].iter().product::<u64>() as usize * attrs.data_type.size()).max(1);
     let step = attrs.block_size[last] as u64;
