@@ -163,6 +163,14 @@ pub type Positions = Vec<Vec<u64>>;
 /// (left by a shrinking resize).
 pub fn stored_blocks(ds: &Dataset, arg: &str) -> CliResult<(Positions, Positions)> {
     let grid = ds.attributes().grid_shape();
+    if grid.is_empty() {
+        // A 0-d array: its one chunk, stored or not.
+        let stored = ds.block_exists(&[]).at(arg)?;
+        return Ok((
+            if stored { vec![Vec::new()] } else { Vec::new() },
+            Vec::new(),
+        ));
+    }
     let all = ds.list_blocks().at(arg)?;
     Ok(all.into_iter().partition(|p| in_grid(p, &grid)))
 }

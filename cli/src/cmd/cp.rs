@@ -290,6 +290,10 @@ fn check_visits(grid: &[u64], listable: bool, sarg: &str) -> CliResult<()> {
 /// are cleared); else every one.
 fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>>> {
     let grid = shard_grid(&plan.dst);
+    if grid.is_empty() {
+        // A 0-d array: its one chunk.
+        return Ok(vec![Vec::new()]);
+    }
     let listable = can_list(plan.src.container());
     let sparse = listable && plan.src.fill_value() == plan.dst.fill_value();
     if !sparse {
@@ -1125,6 +1129,8 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     // written into them yet) when the copy cannot be planned, so that a
     // second try with other options does not find them in its way.
     let mut made: Vec<(String, String)> = Vec::new();
+    // Legacy datasets converted and written whole.
+    let mut converted = 0usize;
     for n in &nodes {
         let sp = join(&sloc.inner, &n.rel);
         let dp = join(&dloc.inner, &n.rel);
@@ -1150,6 +1156,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                 }
                 let ds = dst.open_dataset(&dp).at(&darg)?;
                 write_legacy(&ds, &legacy.content).at(&darg)?;
+                converted += 1;
             }
             Make::Dataset {
                 attrs,
@@ -1280,7 +1287,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             "{} -> {}: {}, {} written, {} already identical, {} removed",
             sloc.arg,
             dloc.arg,
-            count_of(plans.len(), "dataset"),
+            count_of(plans.len() + converted, "dataset"),
             count_of(count(Done::Copied), noun),
             count(Done::Skipped),
             count(Done::Removed)
