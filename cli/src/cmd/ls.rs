@@ -234,13 +234,16 @@ fn cells(n: &Node, dtype: Option<&Value>) -> Vec<String> {
     }
 }
 
+/// One listed member: a node with its type description, or a link.
+type Listed = Result<(Node, Option<Value>), LinkEntry>;
+
 /// `n5 ls [-r] PATH`.
 pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
     let c = open_existing(&loc, g)?;
     let here = node(&c, &loc.inner);
     let mut links = Links::new(&c);
-    let entries: Vec<(String, Result<(Node, Option<Value>), LinkEntry>)> = match here {
+    let entries: Vec<(String, Listed)> = match here {
         Node::Group if !can_list_nodes(&c) => return Err(cannot_list(&loc)),
         Node::Group => {
             let names = if a.recursive {
