@@ -735,7 +735,10 @@ fn plan_dataset(
     // Zarr arrays of every type go into Zarr; N5 has the numeric types
     // and string and object blocks of its own.
     let zarr_to_zarr = zarr(r.src.format()) && zarr(r.format);
-    if r.format == Format::N5 && sa.data_type.code() > 10 {
+    // N5's own string and object blocks go into N5 as they are; Zarr's
+    // strings and bytes, and every Zarr-only type, do not.
+    let code = sa.data_type.code();
+    if r.format == Format::N5 && code > 10 && (code > 12 || r.src.format() != Format::N5) {
         return Err(CliError::new(
             sarg,
             format!(
