@@ -24,35 +24,99 @@ pub struct Header {
     pub data_offset: u64,
 }
 
-/// The `descr` of a data type in little-endian byte order.
-fn descr(t: DataType) -> &'static str {
-    match t {
-        DataType::U8 => "|u1",
-        DataType::I8 => "|i1",
-        DataType::U16 => "<u2",
-        DataType::I16 => "<i2",
-        DataType::U32 => "<u4",
-        DataType::I32 => "<i4",
-        DataType::U64 => "<u8",
-        DataType::I64 => "<i8",
-        DataType::F32 => "<f4",
-        DataType::F64 => "<f8",
-        // `n5 cat -f npy` takes the numeric types only (checked before).
-        _ => "|V1",
+/// A Python string literal of `s` (single-quoted, `\\` and `'` escaped).
+fn py_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\\' | '\'' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A datetime unit as NumPy writes it inside `M8[...]`: `ms`, `10s`;
+/// `None` for the generic unit (plain `M8`).
+fn unit_text(u: &n5::dtype::TimeUnit) -> Option<String> {
+    match (u.unit, u.scale) {
+        ("generic", _) => None,
+        (unit, 1) => Some(unit.to_string()),
+        (unit, scale) => Some(format!("{scale}{unit}")),
     }
 }
 
-/// Write the header of a little-endian C-order array of N5 shape `shape`.
-pub fn write_header(out: &mut impl Write, t: DataType, shape: &[u64]) -> std::io::Result<()> {
+/// The `descr` of a data type in little-endian byte order, as the Python
+/// literal the header holds: a quoted type string (`'<f2'`, `'<U512'`,
+/// `'|S4'`, `'<M8[ms]'`), or for a struct the list of its fields
+/// (`[('idx_start', '<i4'), ...]`, nested for struct fields); `None` for
+/// types without a binary layout (`string`, `object`, structs with such
+/// fields), which no `.npy` file holds.
+pub fn descr(t: &DataType) -> Option<String> {
+    let plain = |s: &str| Some(py_str(s));
+    match t {
+        DataType::U8 => plain("|u1"),
+        DataType::I8 => plain("|i1"),
+        DataType::U16 => plain("<u2"),
+        DataType::I16 => plain("<i2"),
+        DataType::U32 => plain("<u4"),
+        DataType::I32 => plain("<i4"),
+        DataType::U64 => plain("<u8"),
+        DataType::I64 => plain("<i8"),
+        DataType::F32 => plain("<f4"),
+        DataType::F64 => plain("<f8"),
+        DataType::Bool => plain("|b1"),
+        DataType::F16 => plain("<f2"),
+        DataType::C64 => plain("<c8"),
+        DataType::C128 => plain("<c16"),
+        DataType::FixedUtf32 { chars } => plain(&format!("<U{chars}")),
+        DataType::FixedBytes {
+            len,
+            null_terminated: true,
+        } => plain(&format!("|S{len}")),
+        DataType::FixedBytes { len, .. } => plain(&format!("|V{len}")),
+        DataType::DateTime64(u) => plain(&match unit_text(u) {
+            Some(u) => format!("<M8[{u}]"),
+            None => "<M8".into(),
+        }),
+        DataType::TimeDelta64(u) => plain(&match unit_text(u) {
+            Some(u) => format!("<m8[{u}]"),
+            None => "<m8".into(),
+        }),
+        DataType::Struct(s) if t.has_layout() => {
+            let fields: Option<Vec<String>> = s
+                .fields()
+                .iter()
+                .map(|f| Some(format!("({}, {})", py_str(&f.name), descr(&f.data_type)?)))
+                .collect();
+            Some(format!("[{}]", fields?.join(", ")))
+        }
+        DataType::String | DataType::Object | DataType::Struct(_) => None,
+    }
+}
+
+/// Write the header of a little-endian C-order array of N5 shape `shape`
+/// (`[]`: a 0-d array); an error for types without a binary layout
+/// (see [`descr`]).
+pub fn write_header(out: &mut impl Write, t: &DataType, shape: &[u64]) -> std::io::Result<()> {
+    let descr = descr(t).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{t} elements have no fixed size, which .npy files need"),
+        )
+    })?;
     let mut c_shape: Vec<String> = shape.iter().rev().map(|d| d.to_string()).collect();
     let shape_text = match c_shape.len() {
         1 => format!("({},)", c_shape.remove(0)),
         _ => format!("({})", c_shape.join(", ")),
     };
-    let mut dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape_text}, }}",
-        descr(t)
-    );
+    let mut dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {shape_text}, }}");
     // Magic (6) + version (2) + length (2 or 4) + dict + '\n', a multiple of 64.
     let (version, len_bytes) = if dict.len() + 11 <= 65535 {
         (1u8, 2)
@@ -187,7 +251,7 @@ mod tests {
     #[test]
     fn header_round_trip() {
         let mut buf = Vec::new();
-        write_header(&mut buf, DataType::U16, &[5, 4, 3]).unwrap();
+        write_header(&mut buf, &DataType::U16, &[5, 4, 3]).unwrap();
         assert_eq!(buf.len() % 64, 0);
         let text = String::from_utf8_lossy(&buf[10..]).to_string();
         assert!(text.contains("'shape': (3, 4, 5)"), "{text}");
@@ -202,7 +266,7 @@ mod tests {
             }
         );
         let mut one = Vec::new();
-        write_header(&mut one, DataType::F64, &[7]).unwrap();
+        write_header(&mut one, &DataType::F64, &[7]).unwrap();
         assert_eq!(read_header(&mut &one[..]).unwrap().shape, vec![7]);
     }
 
@@ -214,5 +278,43 @@ mod tests {
         assert_eq!(h.data_type, DataType::I32);
         assert!(parse_dict("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }").is_err());
         assert!(parse_dict("{'descr': '<u1', 'fortran_order': False, 'shape': (), }").is_err());
+    }
+
+    #[test]
+    fn descriptions_of_every_type() {
+        use n5::dtype::{StructType, TimeUnit};
+        let d = |t: DataType| descr(&t).unwrap();
+        assert_eq!(d(DataType::Bool), "'|b1'");
+        assert_eq!(d(DataType::F16), "'<f2'");
+        assert_eq!(d(DataType::C128), "'<c16'");
+        assert_eq!(d(DataType::FixedUtf32 { chars: 512 }), "'<U512'");
+        let bytes = |null_terminated| DataType::FixedBytes {
+            len: 4,
+            null_terminated,
+        };
+        assert_eq!(d(bytes(true)), "'|S4'");
+        assert_eq!(d(bytes(false)), "'|V4'");
+        assert_eq!(
+            d(DataType::DateTime64(TimeUnit::new("ms", 1).unwrap())),
+            "'<M8[ms]'"
+        );
+        assert_eq!(
+            d(DataType::TimeDelta64(TimeUnit::new("s", 10).unwrap())),
+            "'<m8[10s]'"
+        );
+        let s = StructType::new(vec![
+            ("idx_start".into(), DataType::I32),
+            ("it's".into(), DataType::FixedUtf32 { chars: 2 }),
+        ])
+        .unwrap();
+        assert_eq!(
+            d(DataType::Struct(std::sync::Arc::new(s))),
+            "[('idx_start', '<i4'), ('it\\'s', '<U2')]"
+        );
+        assert_eq!(descr(&DataType::String), None);
+        let mut header = Vec::new();
+        write_header(&mut header, &DataType::C64, &[]).unwrap();
+        assert!(String::from_utf8_lossy(&header).contains("'shape': ()"));
+        assert!(write_header(&mut Vec::new(), &DataType::Object, &[1]).is_err());
     }
 }

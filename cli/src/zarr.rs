@@ -272,7 +272,11 @@ pub fn new_document(
     if matches!(format, Format::N5 | Format::Hdf5) {
         return Ok(doc);
     }
-    doc["fill_value"] = fill_json(format, attrs.data_type.clone(), new.fill);
+    doc["fill_value"] = if attrs.data_type.is_numeric() {
+        fill_json(format, attrs.data_type.clone(), new.fill)
+    } else {
+        format.fill_value_json(&attrs.data_type, new.fill)
+    };
     if format != Format::Zarr3 {
         return Ok(doc);
     }

@@ -408,7 +408,8 @@ fn ls_tree_and_json_outputs() {
             {"path": "labels", "type": "group"},
             {"path": "raw", "type": "group"},
             {"path": "raw/s0", "type": "dataset", "dataType": "uint16",
-             "dimensions": [37, 29, 11], "blockSize": [16, 16, 16], "compression": {"type": "raw"}}
+             "dimensions": [37, 29, 11], "blockSize": [16, 16, 16], "compression": {"type": "raw"},
+             "dtype": {"name": "uint16", "size": 2, "byte_order": "big", "stored": "uint16"}}
         ])
     );
     let text = ok(&["ls", "-r", &vol]).text();

@@ -14,6 +14,27 @@ use base64::Engine;
 use super::DataType;
 use crate::error::{Error, Result};
 
+impl DataType {
+    /// One element of this type (native byte order, exactly
+    /// [`DataType::size`] bytes of a type with a binary layout) as the JSON
+    /// value `n5_region_read_json` gives it (nwb.md §1). Types without a
+    /// layout (`string`, `object`, structs with such fields) and a slice of
+    /// another length are [`crate::ErrorKind::InvalidArgument`]; invalid
+    /// UTF-32 in a fixed string is an error too.
+    pub fn element_json(&self, element: &[u8]) -> Result<serde_json::Value> {
+        if !self.has_layout() || element.len() != self.size() {
+            return Err(Error::invalid_argument(format!(
+                "{} bytes are no element of {self}",
+                element.len()
+            )));
+        }
+        let mut out = String::new();
+        write_element(&mut out, self, element)?;
+        serde_json::from_str(&out)
+            .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))
+    }
+}
+
 /// Append the JSON text of one element of `t` (native byte order, exactly
 /// `t.size()` bytes) to `out`. Invalid UTF-32 in a fixed string is an
 /// error (the caller names the element).
@@ -285,6 +306,22 @@ pub(crate) fn f16_from_f64(v: f64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn element_json_of_layout_types_only() {
+        use serde_json::json;
+        let c = [1.5f32.to_ne_bytes(), (-2.0f32).to_ne_bytes()].concat();
+        assert_eq!(DataType::C64.element_json(&c).unwrap(), json!([1.5, -2.0]));
+        assert_eq!(DataType::Bool.element_json(&[1]).unwrap(), json!(true));
+        let s: Vec<u8> = "ab\0"
+            .chars()
+            .flat_map(|c| (c as u32).to_ne_bytes())
+            .collect();
+        let t = DataType::FixedUtf32 { chars: 3 };
+        assert_eq!(t.element_json(&s).unwrap(), json!("ab"));
+        assert!(t.element_json(&s[..8]).is_err());
+        assert!(DataType::String.element_json(b"x").is_err());
+    }
 
     fn float(v: f64, w: Width) -> String {
         let mut s = String::new();

@@ -83,6 +83,27 @@ impl Format {
         }
     }
 
+    /// The fill value `element` (one element of `t` in native byte order;
+    /// for `string` and `object` the string's UTF-8 or the bytes) as the
+    /// `fill_value` of a new array document of this format
+    /// ([`crate::Container::dataset_document`], which writes zero), in
+    /// the form zarr-python writes (nwb.md §1): Zarr v2 structs as base64
+    /// of the little-endian record, Zarr v3 structs as objects of field
+    /// values. N5 and HDF5 documents have no fill value: `null`.
+    pub fn fill_value_json(self, t: &crate::DataType, element: &[u8]) -> serde_json::Value {
+        let flavor = match self {
+            Format::Zarr2 => fill::Flavor::V2,
+            Format::Zarr3 => fill::Flavor::V3,
+            Format::N5 | Format::Hdf5 => return serde_json::Value::Null,
+        };
+        if t.has_layout() && element.len() != t.size() {
+            return serde_json::json!(0);
+        }
+        // New documents store little-endian elements.
+        let swap = cfg!(target_endian = "big").then_some(t);
+        fill::to_json(element, t, flavor, swap)
+    }
+
     /// The format a container name's suffix suggests (`.zarr` → Zarr v3,
     /// `.n5` → N5, `.h5` or `.hdf5` in any case → HDF5).
     pub(crate) fn from_suffix(name: &str) -> Option<Format> {
@@ -257,6 +278,34 @@ pub(crate) fn uint_list(
 mod tests {
     use super::*;
     use crate::storage::MemoryStore;
+    use crate::DataType;
+    use serde_json::json;
+
+    #[test]
+    fn fill_values_in_each_format() {
+        let t = DataType::Struct(std::sync::Arc::new(
+            crate::dtype::StructType::new(vec![
+                ("a".into(), DataType::I32),
+                ("s".into(), DataType::FixedUtf32 { chars: 1 }),
+            ])
+            .unwrap(),
+        ));
+        let e = [7i32.to_ne_bytes(), ('x' as u32).to_ne_bytes()].concat();
+        assert_eq!(
+            Format::Zarr3.fill_value_json(&t, &e),
+            json!({"a": 7, "s": "x"})
+        );
+        assert_eq!(Format::Zarr2.fill_value_json(&t, &e), json!("BwAAAHgAAAA="));
+        assert_eq!(
+            Format::Zarr3.fill_value_json(&DataType::String, b"hi"),
+            json!("hi")
+        );
+        assert_eq!(
+            Format::Zarr2.fill_value_json(&DataType::Bool, &[0]),
+            json!(false)
+        );
+        assert_eq!(Format::N5.fill_value_json(&DataType::U8, &[0]), json!(null));
+    }
 
     fn store(keys: &[&str]) -> MemoryStore {
         let s = MemoryStore::new();

@@ -538,7 +538,10 @@ impl ZarrArray {
                             2 => "bitshuffle",
                             _ => "shuffle",
                         },
-                        "typesize": elem, "blocksize": blocksize
+                        // Blosc's typesize is 1..=255; c-blosc treats larger
+                        // elements (structs, fixed strings) as bytes.
+                        "typesize": if (1..=255).contains(&elem) { elem } else { 1 },
+                        "blocksize": blocksize
                     }})),
                     Compression::Bzip2 { .. } => return Err(unsupported("bzip2")),
                     Compression::Xz { .. } => return Err(unsupported("xz")),
@@ -1316,6 +1319,16 @@ mod tests {
             .map(|c| u16::from_ne_bytes([c[0], c[1]]))
             .collect();
         Ok((found, v))
+    }
+
+    #[test]
+    fn blosc_typesize_of_large_elements_is_one() {
+        let t = DataType::FixedUtf32 { chars: 512 };
+        let c = crate::Compression::from_json(&json!({"type": "blosc"})).unwrap();
+        let attrs = DatasetAttributes::new(vec![3], vec![3], t, c).unwrap();
+        let doc = ZarrArray::document_for(Format::Zarr3, &attrs).unwrap();
+        let blosc = &doc["codecs"][1]["configuration"];
+        assert_eq!(blosc["typesize"], json!(1), "{doc}");
     }
 
     #[test]

@@ -163,6 +163,14 @@ pub type Positions = Vec<Vec<u64>>;
 /// (left by a shrinking resize).
 pub fn stored_blocks(ds: &Dataset, arg: &str) -> CliResult<(Positions, Positions)> {
     let grid = ds.attributes().grid_shape();
+    if grid.is_empty() {
+        // A 0-d array: its one chunk, stored or not.
+        let stored = ds.block_exists(&[]).at(arg)?;
+        return Ok((
+            if stored { vec![Vec::new()] } else { Vec::new() },
+            Vec::new(),
+        ));
+    }
     let all = ds.list_blocks().at(arg)?;
     Ok(all.into_iter().partition(|p| in_grid(p, &grid)))
 }
@@ -299,6 +307,13 @@ pub fn read_slabs(
     mut f: impl FnMut(usize, &[u8]) -> bool,
 ) -> n5::Result<()> {
     let attrs = ds.attributes();
+    if shape.is_empty() {
+        // A 0-d array: its one element.
+        let mut buf = vec![0u8; attrs.data_type.size()];
+        ds.read_region(offset, shape, &mut buf)?;
+        f(0, &buf);
+        return Ok(());
+    }
     let last = shape.len() - 1;
     let plane = (shape[..last].iter().product::<u64>() as usize * attrs.data_type.size()).max(1);
     let step = attrs.block_size[last] as u64;

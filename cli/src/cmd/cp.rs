@@ -23,6 +23,9 @@ use crate::cmd::common::{
     Blocks, Node, DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
+use crate::cmd::nwb::{
+    convert_attributes, legacy_dataset, plan_link, write_legacy, Legacy, NewLink, LINK_KEYS,
+};
 use crate::cmd::target::{
     check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
     MadeArgs, HDF5_SHARDS,
@@ -133,6 +136,9 @@ struct Plan {
     /// chunks, or blocks) rather than block by block: between formats, or
     /// when the block grids differ.
     by_region: bool,
+    /// Whether the elements have no binary layout (strings, bytes), so
+    /// that regions go as bytes with lengths.
+    variable: bool,
 }
 
 /// What one block job did.
@@ -181,6 +187,9 @@ fn copy_block(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
 /// (which writes each shard once; units equal to the fill value are then
 /// not stored).
 fn copy_unit(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
+    if plan.variable {
+        return copy_unit_bytes(plan, pos);
+    }
     let (offset, shape) = shard_region(&plan.dst, pos);
     let elem = plan.dst.data_type().size();
     let n: u64 = shape.iter().product();
@@ -199,6 +208,31 @@ fn copy_unit(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
     }
     plan.dst
         .write_region(&offset, &shape, &want)
+        .map_err(Failed::Destination)?;
+    Ok(if empty { Done::Removed } else { Done::Copied })
+}
+
+/// [`copy_unit`] for elements of variable length (strings, bytes): the
+/// region goes as the elements' bytes and lengths.
+fn copy_unit_bytes(plan: &Plan, pos: &[u64]) -> Result<Done, Failed> {
+    let (offset, shape) = shard_region(&plan.dst, pos);
+    let want = plan.src.read_region_bytes(&offset, &shape).map_err(|e| {
+        Failed::Source(e.context(format!(
+            "reading the region at {offset:?} of shape {shape:?}"
+        )))
+    })?;
+    let fill = plan.dst.fill_value();
+    let mut at = 0usize;
+    let empty = want.1.iter().all(|&n| {
+        let e = &want.0[at..at + n as usize];
+        at += n as usize;
+        e == fill.as_slice()
+    });
+    if plan.dst.read_region_bytes(&offset, &shape).ok().as_ref() == Some(&want) {
+        return Ok(if empty { Done::Absent } else { Done::Skipped });
+    }
+    plan.dst
+        .write_region_bytes(&offset, &shape, &want.0, &want.1)
         .map_err(Failed::Destination)?;
     Ok(if empty { Done::Removed } else { Done::Copied })
 }
@@ -256,6 +290,10 @@ fn check_visits(grid: &[u64], listable: bool, sarg: &str) -> CliResult<()> {
 /// are cleared); else every one.
 fn units_to_visit(plan: &Plan, sarg: &str, darg: &str) -> CliResult<Vec<Vec<u64>>> {
     let grid = shard_grid(&plan.dst);
+    if grid.is_empty() {
+        // A 0-d array: its one chunk.
+        return Ok(vec![Vec::new()]);
+    }
     let listable = can_list(plan.src.container());
     let sparse = listable && plan.src.fill_value() == plan.dst.fill_value();
     if !sparse {
@@ -445,13 +483,17 @@ fn check_n5_attributes(
 enum Make {
     /// A group.
     Group,
-    /// A dataset: its N5 metadata, the format's document, and whether it
-    /// is copied by regions.
+    /// A dataset: its N5 metadata, the format's document, whether it is
+    /// copied by regions, and for a legacy hdmf-zarr dataset converted to
+    /// the current convention, its new content (written whole).
     Dataset {
         attrs: DatasetAttributes,
         document: Value,
         by_region: bool,
+        legacy: Option<Box<Legacy>>,
     },
+    /// A link (hdmf-zarr), made after every node.
+    Link(NewLink),
 }
 
 /// One node of the copy, planned before anything is written.
@@ -569,6 +611,32 @@ fn check_destination(dst: &Container, dloc: &Location, nodes: &[Planned]) -> Cli
     for n in nodes {
         let dp = join(&dloc.inner, &n.rel);
         let darg = dloc.child(&n.rel).arg;
+        if let Make::Link(link) = &n.make {
+            let there = if matches!(dst.format(), Format::Zarr2 | Format::Zarr3) {
+                dst.link(&dp).at(&darg)?
+            } else {
+                None
+            };
+            match there {
+                Some(e) if e.link.source == link.source && e.link.path == link.path => continue,
+                Some(e) => {
+                    return Err(CliError::new(
+                        &darg,
+                        format!(
+                            "a link to {}:{} is already there, and the copy makes one to {}:{} (remove it, or copy to another path)",
+                            e.link.source, e.link.path, link.source, link.path
+                        ),
+                    ))
+                }
+                None if dst.exists(&dp).at(&darg)? => {
+                    return Err(CliError::new(
+                        &darg,
+                        "a group or dataset is already there, and the copy makes a link here (remove it, or copy to another path)",
+                    ))
+                }
+                None => continue,
+            }
+        }
         if !dst.exists(&dp).at(&darg)? {
             continue;
         }
@@ -580,7 +648,7 @@ fn check_destination(dst: &Container, dloc: &Location, nodes: &[Planned]) -> Cli
                     "a dataset is already there, and the copy makes a group here (remove it, or copy to another path)",
                 ));
             }
-            Make::Group => {}
+            Make::Group | Make::Link(_) => {}
             Make::Dataset { .. } if !dataset_there => {
                 let mut user = dst.attributes(&dp).at(&darg)?;
                 if let Some(m) = user.as_object_mut() {
@@ -646,6 +714,7 @@ fn plan_dataset(
     sarg: &str,
     darg: &str,
     names: Option<&[String]>,
+    legacy: Option<Box<Legacy>>,
 ) -> CliResult<Make> {
     let block: Vec<u32> = match r.block_size {
         None => sa.block_size.clone(),
@@ -662,7 +731,23 @@ fn plan_dataset(
             ))
         }
     };
-    if r.format != Format::N5 && !sa.data_type.is_numeric() {
+    let zarr = |f: Format| matches!(f, Format::Zarr2 | Format::Zarr3);
+    // Zarr arrays of every type go into Zarr; N5 has the numeric types
+    // and string and object blocks of its own.
+    let zarr_to_zarr = zarr(r.src.format()) && zarr(r.format);
+    // N5's own string and object blocks go into N5 as they are; Zarr's
+    // strings and bytes, and every Zarr-only type, do not.
+    let code = sa.data_type.code();
+    if r.format == Format::N5 && code > 10 && (code > 12 || r.src.format() != Format::N5) {
+        return Err(CliError::new(
+            sarg,
+            format!(
+                "{} datasets cannot go into n5 (its datasets hold the ten numeric types, and string and object blocks of its own)",
+                sa.data_type
+            ),
+        ));
+    }
+    if r.format != Format::N5 && !sa.data_type.is_numeric() && !zarr_to_zarr {
         return Err(CliError::new(
             sarg,
             format!(
@@ -688,7 +773,7 @@ fn plan_dataset(
     }
     let by_region =
         block != sa.block_size || r.src.format() != Format::N5 || r.format != Format::N5;
-    if by_region && !sa.data_type.is_numeric() {
+    if by_region && !sa.data_type.is_numeric() && !zarr_to_zarr {
         return Err(CliError::usage(
             sarg,
             format!("{} datasets cannot be re-chunked", sa.data_type),
@@ -722,8 +807,9 @@ fn plan_dataset(
         .then(|| r.src.open_dataset(sp))
         .transpose()
         .at(sarg)?;
-    let fill = match (&source, r.format) {
-        (Some(s), Format::Zarr2 | Format::Zarr3) => s.fill_value(),
+    let fill = match (&legacy, &source, r.format) {
+        (Some(l), _, _) => l.fill.clone(),
+        (None, Some(s), Format::Zarr2 | Format::Zarr3) => s.fill_value(),
         _ => vec![0u8; sa.data_type.size()],
     };
     // Zarr v3 to Zarr v3 keeps the names as they are (some may be null);
@@ -771,7 +857,7 @@ fn plan_dataset(
         Some(s) => s.fill_value(),
         None => vec![0u8; sa.data_type.size()],
     };
-    if !listable || (by_region && source_fill != fill) {
+    if legacy.is_none() && (!listable || (by_region && source_fill != fill)) {
         let unit: Vec<u64> = match (&shard, by_region) {
             (Some(s), _) => s.clone(),
             (None, true) => attrs.block_size.iter().map(|&b| b as u64).collect(),
@@ -789,6 +875,7 @@ fn plan_dataset(
         attrs,
         document,
         by_region,
+        legacy,
     })
 }
 
@@ -895,22 +982,102 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         g,
     };
     let mut nodes: Vec<Planned> = Vec::new();
+    let has_links = matches!(src.format(), Format::Zarr2 | Format::Zarr3);
+    // A legacy hdmf-zarr (Zarr v2) source copied into Zarr v3 takes the
+    // current convention.
+    let legacy_to_v3 = src.format() == Format::Zarr2 && format == Format::Zarr3;
+    let mut reference_fields: Option<Vec<String>> = None;
     for rel in &rels {
         let sp = join(&sloc.inner, rel);
         let dp = join(&dloc.inner, rel);
         let sarg = sloc.child(rel).arg;
         let darg = dloc.child(rel).arg;
+        // A link (below the copied node) is copied as a link.
+        if !rel.is_empty() && has_links {
+            if let Some(entry) = src.link(&sp).at(&sarg)? {
+                let link = plan_link(&entry, &src, &sloc, &dloc, format, &sarg)?;
+                nodes.push(Planned {
+                    rel: rel.clone(),
+                    make: Make::Link(link),
+                    attributes: Map::new(),
+                });
+                continue;
+            }
+        }
         let doc = src.attributes(&sp).at(&sarg)?;
         // A dataset's dimension names, when the copy changes the format.
         let mut names = None;
         let drop_version =
             dp.is_empty() || (src.format() == Format::N5 && sp.is_empty() && format != Format::N5);
+        let mut new_type = None;
         let make = match node(&src, &sp) {
             Node::Broken(m) | Node::Unsupported(m) => return Err(CliError::new(&sarg, m)),
             Node::Group => Make::Group,
-            Node::Dataset(sa) => {
+            Node::Dataset(mut sa) => {
+                let sds = (src.format() != Format::N5)
+                    .then(|| src.open_dataset(&sp))
+                    .transpose()
+                    .at(&sarg)?;
+                let reference = sds
+                    .as_ref()
+                    .is_some_and(|d| crate::cmd::ls::is_reference(d.dtype_json().ok().as_ref()));
+                if reference && format != Format::Zarr3 {
+                    return Err(CliError::new(
+                        &sarg,
+                        format!(
+                            "holds object references, which libn5 writes in the current hdmf-zarr convention only (Zarr v3), not into {}",
+                            format.name()
+                        ),
+                    ));
+                }
+                let legacy = match &sds {
+                    Some(d) if legacy_to_v3 => legacy_dataset(d, &doc, &sarg)?.map(Box::new),
+                    _ => None,
+                };
+                let codec = sds
+                    .as_ref()
+                    .and_then(|d| d.dtype_json().ok())
+                    .and_then(|d| {
+                        d.get("object_codec")
+                            .and_then(Value::as_str)
+                            .map(String::from)
+                    });
+                if legacy.is_none() && matches!(codec.as_deref(), Some("pickle" | "json2")) {
+                    return Err(CliError::new(
+                        &sarg,
+                        format!(
+                            "holds {} objects, which are read only (copy it into Zarr v3, which converts hdmf-zarr's to the current convention)",
+                            codec.unwrap_or_default()
+                        ),
+                    ));
+                }
+                if let Some(l) = &legacy {
+                    sa.data_type = l.data_type.clone();
+                    if l.dimensions.is_empty() {
+                        sa.dimensions = Vec::new();
+                        sa.block_size = Vec::new();
+                    }
+                }
+                new_type = Some(sa.data_type.clone());
                 names = dimension_names(&src, &sp, &doc, sa.ndim(), format).at(&sarg)?;
-                plan_dataset(&request, &sa, &sp, &dp, &sarg, &darg, names.as_deref())?
+                let fields = legacy
+                    .as_ref()
+                    .map(|l| l.reference_fields.clone())
+                    .unwrap_or_default();
+                let make = plan_dataset(
+                    &request,
+                    &sa,
+                    &sp,
+                    &dp,
+                    &sarg,
+                    &darg,
+                    names.as_deref(),
+                    legacy,
+                )?;
+                if !fields.is_empty() {
+                    reference_fields = Some(fields);
+                }
+                make
             }
         };
         let dataset = matches!(make, Make::Dataset { .. });
@@ -922,6 +1089,16 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         }
         let own_keys = matches!(src.format(), Format::N5 | Format::Hdf5);
         let mut attributes = carried(&doc, drop_version, dataset && own_keys);
+        // Links are made again, in the destination's own form.
+        for key in LINK_KEYS {
+            attributes.remove(key);
+        }
+        if legacy_to_v3 {
+            convert_attributes(&mut attributes, new_type.as_ref());
+            if let Some(fields) = reference_fields.take() {
+                attributes.insert("_REFERENCE_FIELDS".into(), json!(fields));
+            }
+        }
         if let Some(names) = &names {
             rename_dimensions(&mut attributes, names, src.format(), format, &darg)?;
         }
@@ -955,6 +1132,8 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     // written into them yet) when the copy cannot be planned, so that a
     // second try with other options does not find them in its way.
     let mut made: Vec<(String, String)> = Vec::new();
+    // Legacy datasets converted and written whole.
+    let mut converted = 0usize;
     for n in &nodes {
         let sp = join(&sloc.inner, &n.rel);
         let dp = join(&dloc.inner, &n.rel);
@@ -964,10 +1143,29 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             Make::Group => {
                 dst.create_group(&dp).at(&darg)?;
             }
+            Make::Link(_) => continue,
+            Make::Dataset {
+                legacy: Some(legacy),
+                attrs,
+                document,
+                ..
+            } => {
+                if !dst.dataset_exists(&dp).at(&darg)? {
+                    if format == Format::N5 {
+                        dst.create_dataset(&dp, attrs.clone()).at(&darg)?;
+                    } else {
+                        dst.create_dataset_json(&dp, document).at(&darg)?;
+                    }
+                }
+                let ds = dst.open_dataset(&dp).at(&darg)?;
+                write_legacy(&ds, &legacy.content).at(&darg)?;
+                converted += 1;
+            }
             Make::Dataset {
                 attrs,
                 document,
                 by_region,
+                legacy: None,
             } => {
                 if !dst.dataset_exists(&dp).at(&darg)? {
                     if format == Format::N5 {
@@ -983,12 +1181,28 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                     dst: on.open_dataset(&dp).at(&darg)?,
                     sarg: sarg.clone(),
                     by_region: *by_region,
+                    variable: !attrs.data_type.has_layout(),
                 });
             }
         }
         if !n.attributes.is_empty() {
             dst.set_attributes(&dp, &n.attributes).at(&darg)?;
         }
+    }
+    // Links, once every node they may lead to is there (one already at
+    // the destination is the same link: check_destination said so).
+    for n in &nodes {
+        let Make::Link(link) = &n.make else {
+            continue;
+        };
+        let dp = join(&dloc.inner, &n.rel);
+        let darg = dloc.child(&n.rel).arg;
+        if dst.link(&dp).at(&darg)?.is_some() {
+            continue;
+        }
+        let (group, name) = dp.rsplit_once('/').unwrap_or(("", &dp));
+        dst.create_link(group, name, &link.source, &link.path)
+            .at(&darg)?;
     }
 
     let jobs = match plan_jobs(&plans, &src) {
@@ -1076,7 +1290,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
             "{} -> {}: {}, {} written, {} already identical, {} removed",
             sloc.arg,
             dloc.arg,
-            count_of(plans.len(), "dataset"),
+            count_of(plans.len() + converted, "dataset"),
             count_of(count(Done::Copied), noun),
             count(Done::Skipped),
             count(Done::Removed)

@@ -284,6 +284,15 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
         return zarr_group_info(a, &loc, &c);
     }
     let ds = open_dataset(&c, &loc)?;
+    if a.stats && !ds.data_type().is_numeric() {
+        return Err(CliError::usage(
+            &loc.arg,
+            format!(
+                "--stats needs one of the ten numeric types, not {} (n5 cat shows the elements)",
+                ds.data_type()
+            ),
+        ));
+    }
     if hdf5 {
         return hdf5_info(a, &loc, &ds);
     }
@@ -291,12 +300,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
         return zarr_info(a, g, &loc, &ds);
     }
     let attrs = ds.attributes();
-    if a.stats && !attrs.data_type.is_numeric() {
-        return Err(CliError::new(
-            &loc.arg,
-            format!("--stats needs numeric data, not {}", attrs.data_type),
-        ));
-    }
+    let types = TypeInfo::of(&ds, &loc.arg)?;
     let doc = c.attributes(&loc.inner).at(&loc.arg)?;
     let grid = attrs.grid_shape();
     let expected_json = count_json(grid_count(&grid));
@@ -375,6 +379,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
         for (k, val) in dataset_json(&attrs) {
             v[k] = val;
         }
+        types.add_json(&mut v);
         v["gridShape"] = json!(grid);
         if listed {
             v["blocks"] = json!({"expected": expected_json, "stored": stored_count, "outsideGrid": outside_count});
@@ -411,7 +416,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
                 "dataset".into(),
                 format!("{} in {}", n5_display(&loc.inner), loc.root),
             ),
-            ("dataType".into(), attrs.data_type.name().into()),
+            ("dataType".into(), attrs.data_type.to_string()),
             ("dimensions".into(), dims(&attrs.dimensions)),
             ("blockSize".into(), dims(&attrs.block_size)),
             ("compression".into(), compression(&attrs.compression)),
@@ -420,6 +425,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
                 format!("{} ({expected} blocks)", dims(&grid)),
             ),
         ];
+        rows.splice(2..2, types.rows());
         if !listed {
             rows.push(("blocks".into(), format!("not known: {NO_LISTING}")));
         } else {
@@ -466,6 +472,90 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
     Ok(EXIT_OK)
 }
 
+/// What info says about the element type of `ds`: `n5_dataset_dtype_json`
+/// (`dtype`), the element size (0: variable), the fill value as the
+/// element's JSON (`n5_region_read_json`'s form; a string's text; for
+/// variable-length bytes, what the metadata stores), and which parts hold
+/// object references.
+struct TypeInfo {
+    dtype: Value,
+    size: usize,
+    fill: Value,
+    reference: bool,
+    reference_fields: Vec<String>,
+}
+
+impl TypeInfo {
+    fn of(ds: &Dataset, arg: &str) -> CliResult<TypeInfo> {
+        let t = ds.data_type();
+        let dtype = ds.dtype_json().at(arg)?;
+        let fill = ds.fill_value();
+        let fill = match &t {
+            DataType::String => json!(String::from_utf8_lossy(&fill)),
+            t if t.has_layout() => t.element_json(&fill).unwrap_or(Value::Null),
+            _ => ds
+                .metadata()
+                .ok()
+                .and_then(|d| d.get("fill_value").cloned())
+                .unwrap_or(Value::Null),
+        };
+        let reference_fields: Vec<String> = dtype
+            .get("reference_fields")
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(TypeInfo {
+            reference: dtype.get("reference") == Some(&json!(true)),
+            size: ds.element_size(),
+            dtype,
+            fill,
+            reference_fields,
+        })
+    }
+
+    /// The members `--json` adds: `dtype`, `elementSize`, `fillValue`,
+    /// `reference`, and `referenceFields` for structs with reference fields.
+    fn add_json(&self, v: &mut Value) {
+        v["dtype"] = self.dtype.clone();
+        v["elementSize"] = json!(self.size);
+        v["fillValue"] = self.fill.clone();
+        v["reference"] = json!(self.reference || !self.reference_fields.is_empty());
+        if !self.reference_fields.is_empty() {
+            v["referenceFields"] = json!(self.reference_fields);
+        }
+    }
+
+    /// The text rows: element size and references (after the data type).
+    fn rows(&self) -> Vec<(String, String)> {
+        let mut rows = vec![(
+            "element size".into(),
+            match self.size {
+                0 => "variable (no binary layout: read as strings, bytes or JSON)".into(),
+                n => format!("{n} bytes"),
+            },
+        )];
+        if self.reference {
+            rows.push((
+                "references".into(),
+                "every element is an object reference (n5 cat shows them normalised)".into(),
+            ));
+        } else if !self.reference_fields.is_empty() {
+            rows.push((
+                "references".into(),
+                format!(
+                    "the fields {} are object references",
+                    self.reference_fields.join(", ")
+                ),
+            ));
+        }
+        rows
+    }
+}
+
 fn n5_display(p: &str) -> &str {
     if p.is_empty() {
         "/"
@@ -491,6 +581,7 @@ fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8>
         None => Value::Null,
     };
     let attributes = c.attributes(&loc.inner).at(&loc.arg)?;
+    let links = c.links(&loc.inner).at(&loc.arg)?;
     let children = if crate::cmd::common::can_list_nodes(c) {
         let (mut groups, mut arrays) = (0usize, 0usize);
         for child in c.list(&loc.inner).at(&loc.arg)? {
@@ -512,6 +603,7 @@ fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8>
             "nodeType": "group",
             "metadata": document,
             "children": children.map(|(g, a)| json!({"groups": g, "arrays": a})),
+            "links": links.iter().map(|l| l.to_json()).collect::<Vec<Value>>(),
             "attributes": attributes,
         }))?;
         out.flush()?;
@@ -539,6 +631,25 @@ fn zarr_group_info(a: &InfoArgs, loc: &Location, c: &Container) -> CliResult<u8>
             },
         ),
     ];
+    if !links.is_empty() {
+        rows.push(("links".into(), count_of(links.len(), "link")));
+    }
+    for l in &links {
+        let stored = if l.link.source == "." {
+            l.link.path.clone()
+        } else {
+            format!("{}:{}", l.link.source, l.link.path)
+        };
+        let target = match &l.target {
+            Ok(t) if t.location == c.location() => format!("{} {}", t.node_type.name(), t.path),
+            Ok(t) => format!("{} {} in {}", t.node_type.name(), t.path, t.location),
+            Err(e) => format!("dangling: {}", e.message()),
+        };
+        rows.push((
+            format!("  {}", l.link.name),
+            format!("-> {stored}  ({target})"),
+        ));
+    }
     if attributes.as_object().is_some_and(|m| !m.is_empty()) {
         rows.push(("attributes".into(), attributes.to_string()));
     }
@@ -696,6 +807,8 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
             "metadata": doc,
             "attributes": user,
         });
+        TypeInfo::of(ds, &loc.arg)?.add_json(&mut v);
+        v["fillValue"] = fill;
         if let Some(s) = stats {
             v["stats"] = s;
         }
@@ -825,10 +938,8 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
     let expected_shards = count_text(grid_count(&sgrid));
     let c_order = |v: &[u64]| v.iter().rev().copied().collect::<Vec<u64>>();
     let fill = ds.fill_value();
-    let fill_value = doc
-        .get("fill_value")
-        .cloned()
-        .unwrap_or_else(|| zarr::fill_json(format, attrs.data_type.clone(), &fill));
+    let types = TypeInfo::of(ds, &loc.arg)?;
+    let fill_value = types.fill.clone();
     let dimension_names = doc.get("dimension_names").cloned().unwrap_or(Value::Null);
     let codecs = zarr::codecs_line(format, &doc);
     let keys = zarr::key_encoding_line(format, &doc);
@@ -941,6 +1052,7 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
             "shardGridShape": sgrid,
             "metadata": doc,
         });
+        types.add_json(&mut v);
         if listed {
             v["blocks"] = json!({"expected": expected_json, "stored": stored_blocks});
             v["shards"] = json!({"expected": expected_shards_json, "stored": stored_shards_n});
@@ -970,7 +1082,7 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
             format!("{} in {}", n5_display(&loc.inner), loc.root),
         ),
         ("format".into(), format.name().into()),
-        ("dataType".into(), attrs.data_type.name().into()),
+        ("dataType".into(), attrs.data_type.to_string()),
         (
             "dimensions".into(),
             format!(
@@ -993,6 +1105,7 @@ fn zarr_info(a: &InfoArgs, g: &Global, loc: &Location, ds: &Dataset) -> CliResul
             ),
         ),
     ];
+    rows.splice(3..3, types.rows());
     if sharded {
         rows.push((
             "shardShape".into(),

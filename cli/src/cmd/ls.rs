@@ -28,8 +28,8 @@ pub struct LsArgs {
     /// List everything below, not only the children.
     #[arg(short, long)]
     pub recursive: bool,
-    /// Print a JSON array of {path, type, dataType, dimensions, blockSize, compression}
-    /// (links: {name, type: "link", source, path, target, error}).
+    /// Print a JSON array of {path, type, dataType, dimensions, blockSize, compression,
+    /// dtype, reference} (links: {name, type: "link", source, path, target, error}).
     #[arg(long)]
     pub json: bool,
 }
@@ -158,9 +158,27 @@ pub fn cannot_list(loc: &Location) -> CliError {
     )
 }
 
+/// The element type of the dataset at `path` as `n5_dataset_dtype_json`
+/// describes it (`None` for other nodes, and when it cannot be read).
+fn dtype_of(c: &Container, path: &str, n: &Node) -> Option<Value> {
+    match n {
+        Node::Dataset(_) => c.open_dataset(path).ok()?.dtype_json().ok(),
+        _ => None,
+    }
+}
+
+/// Whether a dataset's type description says that it holds object
+/// references (every element, or fields of a struct).
+pub fn is_reference(dtype: Option<&Value>) -> bool {
+    dtype.is_some_and(|d| {
+        d.get("reference") == Some(&json!(true)) || d.get("reference_fields").is_some()
+    })
+}
+
 /// One listed entry as JSON: `path`, `type` and the dataset's metadata (or
-/// its `error`).
-fn entry_json(path: &str, n: &Node) -> Value {
+/// its `error`), with a dataset's `dtype` (`n5_dataset_dtype_json`) and
+/// `"reference": true` when it holds object references.
+fn entry_json(path: &str, n: &Node, dtype: Option<&Value>) -> Value {
     let mut m = Map::new();
     m.insert("path".into(), json!(path));
     match n {
@@ -170,6 +188,12 @@ fn entry_json(path: &str, n: &Node) -> Value {
         Node::Dataset(a) => {
             m.insert("type".into(), json!("dataset"));
             m.extend(dataset_json(a));
+            if let Some(d) = dtype {
+                m.insert("dtype".into(), d.clone());
+            }
+            if is_reference(dtype) {
+                m.insert("reference".into(), json!(true));
+            }
         }
         Node::Unsupported(e) => {
             m.insert("type".into(), json!("unsupported"));
@@ -183,12 +207,18 @@ fn entry_json(path: &str, n: &Node) -> Value {
     Value::Object(m)
 }
 
-/// The text cells describing a node after its name.
-fn cells(n: &Node) -> Vec<String> {
+/// The text cells describing a node after its name: a dataset's type
+/// with its parameters (`fixed_utf32[512]`, `struct(...)`), followed by
+/// `references` for datasets of object references.
+fn cells(n: &Node, dtype: Option<&Value>) -> Vec<String> {
     match n {
         Node::Group => vec!["group".into()],
         Node::Dataset(a) => vec![
-            a.data_type.name().into(),
+            if is_reference(dtype) {
+                format!("{} references", a.data_type)
+            } else {
+                a.data_type.to_string()
+            },
             dims(&a.dimensions),
             format!("block {}", dims(&a.block_size)),
             compression(&a.compression),
@@ -204,13 +234,16 @@ fn cells(n: &Node) -> Vec<String> {
     }
 }
 
+/// One listed member: a node with its type description, or a link.
+type Listed = Result<(Node, Option<Value>), LinkEntry>;
+
 /// `n5 ls [-r] PATH`.
 pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
     let loc = Location::parse(&a.path, g)?;
     let c = open_existing(&loc, g)?;
     let here = node(&c, &loc.inner);
     let mut links = Links::new(&c);
-    let entries: Vec<(String, Result<Node, LinkEntry>)> = match here {
+    let entries: Vec<(String, Listed)> = match here {
         Node::Group if !can_list_nodes(&c) => return Err(cannot_list(&loc)),
         Node::Group => {
             let names = if a.recursive {
@@ -224,7 +257,11 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
                 let (parent, last) = full.rsplit_once('/').unwrap_or(("", &full));
                 let entry = match links.get(parent, last)? {
                     Some(link) => Err(link),
-                    None => Ok(node(&c, &full)),
+                    None => {
+                        let n = node(&c, &full);
+                        let d = dtype_of(&c, &full, &n);
+                        Ok((n, d))
+                    }
                 };
                 entries.push((name, entry));
             }
@@ -232,7 +269,11 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
         }
         other => {
             let name = loc.inner.rsplit('/').next().unwrap_or("").to_string();
-            vec![(if name.is_empty() { ".".into() } else { name }, Ok(other))]
+            let d = dtype_of(&c, &loc.inner, &other);
+            vec![(
+                if name.is_empty() { ".".into() } else { name },
+                Ok((other, d)),
+            )]
         }
     };
     let mut out = Out::new();
@@ -240,7 +281,7 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
         let list: Vec<Value> = entries
             .iter()
             .map(|(p, n)| match n {
-                Ok(n) => entry_json(p, n),
+                Ok((n, d)) => entry_json(p, n, d.as_ref()),
                 Err(link) => link_json(p, link),
             })
             .collect();
@@ -249,12 +290,12 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
         let rows: Vec<(Vec<String>, Option<String>)> = entries
             .iter()
             .map(|(p, n)| match n {
-                Ok(n) => {
+                Ok((n, d)) => {
                     let mut row = vec![match n {
                         Node::Group => format!("{p}/"),
                         _ => p.clone(),
                     }];
-                    row.extend(cells(n));
+                    row.extend(cells(n, d.as_ref()));
                     (row, None)
                 }
                 Err(link) => (vec![p.clone()], Some(link_suffix(link))),
@@ -272,7 +313,7 @@ pub fn ls(a: &LsArgs, g: &Global) -> CliResult<u8> {
 fn tree_json(links: &mut Links, path: &str, name: &str) -> CliResult<Value> {
     let c = links.c;
     let n = node(c, path);
-    let mut v = entry_json(path, &n);
+    let mut v = entry_json(path, &n, dtype_of(c, path, &n).as_ref());
     v["name"] = json!(name);
     if matches!(n, Node::Group) {
         let mut children = Vec::new();
@@ -309,7 +350,7 @@ fn tree_lines(
         let n = node(c, &full);
         let mut row = vec![name];
         if !matches!(n, Node::Group) {
-            row.extend(cells(&n));
+            row.extend(cells(&n, dtype_of(c, &full, &n).as_ref()));
         }
         rows.push((row, None));
         if matches!(n, Node::Group) {
@@ -344,7 +385,10 @@ pub fn tree(a: &TreeArgs, g: &Global) -> CliResult<u8> {
                     out.line(&line)?;
                 }
             }
-            n => out.line(&format!("{name}  {}", cells(n).join("  ")))?,
+            n => {
+                let d = dtype_of(&c, &loc.inner, n);
+                out.line(&format!("{name}  {}", cells(n, d.as_ref()).join("  ")))?
+            }
         }
     }
     out.flush()?;
