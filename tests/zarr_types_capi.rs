@@ -204,6 +204,21 @@ fn new_types_through_the_c_api() {
         );
         let mut grid = [0u64; 1];
         ok(n5_dataset_grid_shape(zero.0, 0, grid.as_mut_ptr())).unwrap();
+        // Its one chunk is listed (the empty grid position).
+        let mut len = 0usize;
+        ok(n5::ffi::block::n5_block_list(
+            zero.0,
+            std::ptr::null_mut(),
+            0,
+            &mut len,
+        ))
+        .unwrap();
+        let listed = text(|bf, n, l| n5::ffi::block::n5_block_list(zero.0, bf, n, l)).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&listed).unwrap(),
+            json!([[]]),
+            "{listed}"
+        );
         // Codes that need parameters are refused by n5_dataset_create.
         let (code, msg) = create(&c, "u", &[3], N5_DTYPE_FIXED_UTF32).unwrap_err();
         assert_eq!(code, N5_ERR_INVALID_ARGUMENT);

@@ -640,6 +640,10 @@ impl ZarrArray {
     /// The N5 grid position (of the grid of chunks as stored) a key below
     /// the array names, `None` for any other key (metadata, strays).
     fn outer_position(&self, key: &str) -> Option<Vec<u64>> {
+        if self.shape.is_empty() {
+            // A rank-0 array's one chunk: `c` (v3 default keys) or `0`.
+            return (key == self.outer_key(&[])).then(Vec::new);
+        }
         let (rest, separator) = match &self.codec {
             Codec::V2(meta) => (key, meta.separator),
             Codec::V3 {
