@@ -19,7 +19,7 @@ impl DataType {
     /// [`DataType::size`] bytes of a type with a binary layout) as the JSON
     /// value `n5_region_read_json` gives it (nwb.md §1). Types without a
     /// layout (`string`, `object`, structs with such fields) and a slice of
-    /// another length are [`crate::ErrorKind::InvalidArgument`]; invalid
+    /// another length are [`crate::error::ErrorKind::InvalidArgument`]; invalid
     /// UTF-32 in a fixed string is an error too.
     pub fn element_json(&self, element: &[u8]) -> Result<serde_json::Value> {
         if !self.has_layout() || element.len() != self.size() {
@@ -31,7 +31,7 @@ impl DataType {
         let mut out = String::new();
         write_element(&mut out, self, element)?;
         serde_json::from_str(&out)
-            .map_err(|e| Error::new(crate::ErrorKind::Internal, e.to_string()))
+            .map_err(|e| Error::new(crate::error::ErrorKind::Internal, e.to_string()))
     }
 }
 

@@ -13,14 +13,12 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::node::{parse_json, ZARRAY, ZARR_JSON, ZATTRS, ZGROUP};
+use super::node::{parse_json, ZARRAY, ZARR_JSON, ZATTRS, ZGROUP, ZMETADATA};
 use super::Format;
 use crate::error::{Error, ErrorKind, Result};
 use crate::path;
 use crate::storage::Store;
 
-/// The v2 consolidated document at the root.
-pub(crate) const ZMETADATA: &str = ".zmetadata";
 
 /// How the node names are taken from a consolidated document.
 type NamesOf = fn(&Value) -> Option<Vec<String>>;

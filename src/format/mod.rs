@@ -86,11 +86,11 @@ impl Format {
     /// The fill value `element` (one element of `t` in native byte order;
     /// for `string` and `object` the string's UTF-8 or the bytes) as the
     /// `fill_value` of a new array document of this format
-    /// ([`crate::Container::dataset_document`], which writes zero), in
+    /// (`Container::dataset_document`, which writes zero), in
     /// the form zarr-python writes (nwb.md §1): Zarr v2 structs as base64
     /// of the little-endian record, Zarr v3 structs as objects of field
     /// values. N5 and HDF5 documents have no fill value: `null`.
-    pub fn fill_value_json(self, t: &crate::DataType, element: &[u8]) -> serde_json::Value {
+    pub fn fill_value_json(self, t: &crate::dtype::DataType, element: &[u8]) -> serde_json::Value {
         let flavor = match self {
             Format::Zarr2 => fill::Flavor::V2,
             Format::Zarr3 => fill::Flavor::V3,
@@ -278,7 +278,7 @@ pub(crate) fn uint_list(
 mod tests {
     use super::*;
     use crate::storage::MemoryStore;
-    use crate::DataType;
+    use crate::dtype::DataType;
     use serde_json::json;
 
     #[test]

@@ -20,6 +20,8 @@ pub(crate) const ZARR_JSON: &str = "zarr.json";
 /// The Zarr v2 group marker, array metadata and user attributes.
 pub(crate) const ZGROUP: &str = ".zgroup";
 pub(crate) const ZARRAY: &str = ".zarray";
+/// The Zarr v2 consolidated metadata document at the root.
+pub(crate) const ZMETADATA: &str = ".zmetadata";
 pub(crate) const ZATTRS: &str = ".zattrs";
 
 /// What a path holds.
@@ -37,7 +39,7 @@ pub(crate) enum NodeKind {
 pub(crate) fn is_metadata_key(key: &str) -> bool {
     let name = key.rsplit('/').next().unwrap_or(key);
     matches!(name, N5_ATTRIBUTES | ZARR_JSON | ZGROUP | ZARRAY | ZATTRS)
-        || name == super::consolidated::ZMETADATA
+        || name == ZMETADATA
 }
 
 /// Parse a metadata document read from `key`; an error names it.

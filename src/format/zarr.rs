@@ -1328,7 +1328,7 @@ mod tests {
     #[test]
     fn blosc_typesize_of_large_elements_is_one() {
         let t = DataType::FixedUtf32 { chars: 512 };
-        let c = crate::Compression::from_json(&json!({"type": "blosc"})).unwrap();
+        let c = crate::codec::Compression::from_json(&json!({"type": "blosc"})).unwrap();
         let attrs = DatasetAttributes::new(vec![3], vec![3], t, c).unwrap();
         let doc = ZarrArray::document_for(Format::Zarr3, &attrs).unwrap();
         let blosc = &doc["codecs"][1]["configuration"];

@@ -552,7 +552,7 @@ fn undo_steps(
 /// that the fuzz targets reach that decoder with hostile pipelines and
 /// chunks, as [`inspect_shard`](super::inspect_shard) is for the shard
 /// writer; applications read HDF5 files through
-/// [`Dataset`](crate::Dataset).
+/// `Dataset`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChunkPipeline {
     /// The filters in the order they are applied when writing, each as
@@ -613,10 +613,10 @@ impl ChunkPipeline {
     /// order) written with `filter_mask` (bit i set: filter i was not
     /// applied), into `out`, exactly [`chunk_bytes`](Self::chunk_bytes)
     /// long: the chunk's elements in native byte order. Errors:
-    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) when
+    /// [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported) when
     /// `chunk_bytes` is `None`,
-    /// [`ErrorKind::BufferSize`](crate::ErrorKind::BufferSize) for an `out`
-    /// of another length, [`ErrorKind::Codec`](crate::ErrorKind::Codec) for
+    /// [`ErrorKind::BufferSize`](crate::error::ErrorKind::BufferSize) for an `out`
+    /// of another length, [`ErrorKind::Codec`](crate::error::ErrorKind::Codec) for
     /// damaged or short data and failed checksums. Allocates no more than
     /// the larger of `stored` and the chunk, plus what a codec keeps.
     pub fn decode(
