@@ -152,33 +152,23 @@ python_nwb() {
         done
     done
 }
-venv_nwb_hash() { { cat "$REQ_NWB"; "$VENV_NWB/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
-VENV_NWB_MARKER="$VENV_NWB/.n5-requirements.sha256"
+# The virtual environments made with python_nwb (arguments: the venv, its
+# requirements, the imports that must work): the hash of the requirements
+# and the interpreter, and whether it is complete.
+py312_hash() { { cat "$2"; "$1/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
+py312_ok() {
+    [ -x "$1/bin/python" ] && [ -f "$1/.n5-requirements.sha256" ] \
+        && [ "$(cat "$1/.n5-requirements.sha256")" = "$(py312_hash "$1" "$2")" ] \
+        && "$1/bin/python" -c "$3" >/dev/null 2>&1
+}
 NWB_MODULES='import pynwb, hdmf_zarr, zarr, numcodecs, numpy; assert zarr.__version__.split(".")[:2] >= ["3", "4"], zarr.__version__'
-nwb_ok() {
-    [ -x "$VENV_NWB/bin/python" ] && [ -f "$VENV_NWB_MARKER" ] \
-        && [ "$(cat "$VENV_NWB_MARKER")" = "$(venv_nwb_hash)" ] \
-        && "$VENV_NWB/bin/python" -c "$NWB_MODULES" >/dev/null 2>&1
-}
-# The same for .venv-nwb-legacy (hdmf-zarr 0.13 with zarr-python 2).
-venv_nwb_legacy_hash() { { cat "$REQ_NWB_LEGACY"; "$VENV_NWB_LEGACY/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
-VENV_NWB_LEGACY_MARKER="$VENV_NWB_LEGACY/.n5-requirements.sha256"
+nwb_ok() { py312_ok "$VENV_NWB" "$REQ_NWB" "$NWB_MODULES"; }
+# .venv-nwb-legacy: hdmf-zarr 0.13 with zarr-python 2.
 NWB_LEGACY_MODULES='import pynwb, hdmf_zarr, zarr, numcodecs, numpy; assert zarr.__version__.split(".")[:2] == ["2", "18"], zarr.__version__'
-nwblegacy_ok() {
-    [ -x "$VENV_NWB_LEGACY/bin/python" ] && [ -f "$VENV_NWB_LEGACY_MARKER" ] \
-        && [ "$(cat "$VENV_NWB_LEGACY_MARKER")" = "$(venv_nwb_legacy_hash)" ] \
-        && "$VENV_NWB_LEGACY/bin/python" -c "$NWB_LEGACY_MODULES" >/dev/null 2>&1
-}
-
-# The same for .venv-zarrs.
-venv_zarrs_hash() { { cat "$REQ_ZARRS"; "$VENV_ZARRS/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1; }
-VENV_ZARRS_MARKER="$VENV_ZARRS/.n5-requirements.sha256"
+nwblegacy_ok() { py312_ok "$VENV_NWB_LEGACY" "$REQ_NWB_LEGACY" "$NWB_LEGACY_MODULES"; }
+# .venv-zarrs: zarr-python 3.4 with the zarrs codec pipeline.
 ZARRS_MODULES='import zarr, zarrs, numpy; assert zarr.__version__.split(".")[:2] == ["3", "4"], zarr.__version__'
-zarrs_ok() {
-    [ -x "$VENV_ZARRS/bin/python" ] && [ -f "$VENV_ZARRS_MARKER" ] \
-        && [ "$(cat "$VENV_ZARRS_MARKER")" = "$(venv_zarrs_hash)" ] \
-        && "$VENV_ZARRS/bin/python" -c "$ZARRS_MODULES" >/dev/null 2>&1
-}
+zarrs_ok() { py312_ok "$VENV_ZARRS" "$REQ_ZARRS" "$ZARRS_MODULES"; }
 
 # nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
 # testkit looks there too.
@@ -350,76 +340,43 @@ setup_zarr3py() {
     venv_zarr3_hash > "$VENV_ZARR3_MARKER"
 }
 
-setup_nwb() {
-    if nwb_ok; then
-        return
-    fi
+# Make one of the python_nwb virtual environments (arguments: the venv, its
+# requirements, the imports that must work, what it holds, why).
+setup_py312() {
+    py312_ok "$1" "$2" "$3" && return
     local py
     py="$(python_nwb)"
     if [ -z "$py" ]; then
-        need_system "hdmf-zarr 0.14 and zarr-python 3.4 need Python 3.12 or later" python3.12 python3.12-venv
+        need_system "$4 need Python 3.12 or later" python3.12 python3.12-venv
         [ "$SYSTEM" = yes ] || return
         py="$(python_nwb)"
         [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
     fi
-    if [ -e "$VENV_NWB" ] && ! "$VENV_NWB/bin/python" -c pass >/dev/null 2>&1; then
-        say "removing $VENV_NWB: its python does not run"
-        rm -rf "$VENV_NWB"
+    if [ -e "$1" ] && ! "$1/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $1: its python does not run"
+        rm -rf "$1"
     fi
-    [ -x "$VENV_NWB/bin/python" ] || "$py" -m venv "$VENV_NWB"
-    say "installing pynwb, hdmf-zarr 0.14 and zarr-python 3.4 from PyPI into $VENV_NWB (tests/peers/requirements-nwb.txt): tests/zarr_types.rs checks libn5 against them"
-    rm -f "$VENV_NWB_MARKER"
-    "$VENV_NWB/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_NWB"
-    "$VENV_NWB/bin/python" -c "$NWB_MODULES"
-    venv_nwb_hash > "$VENV_NWB_MARKER"
+    [ -x "$1/bin/python" ] || "$py" -m venv "$1"
+    say "installing $4 from PyPI into $1 (${2#"$ROOT"/}): $5"
+    rm -f "$1/.n5-requirements.sha256"
+    "$1/bin/python" -m pip install --disable-pip-version-check --quiet -r "$2"
+    "$1/bin/python" -c "$3"
+    py312_hash "$1" "$2" > "$1/.n5-requirements.sha256"
+}
+
+setup_nwb() {
+    setup_py312 "$VENV_NWB" "$REQ_NWB" "$NWB_MODULES" \
+        "pynwb, hdmf-zarr 0.14 and zarr-python 3.4" "tests/zarr_types.rs and the NWB tests check libn5 against them"
 }
 
 setup_nwblegacy() {
-    if nwblegacy_ok; then
-        return
-    fi
-    local py
-    py="$(python_nwb)"
-    if [ -z "$py" ]; then
-        need_system "hdmf-zarr 0.13 with pynwb 4.2 needs Python 3.12 or later here" python3.12 python3.12-venv
-        [ "$SYSTEM" = yes ] || return
-        py="$(python_nwb)"
-        [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
-    fi
-    if [ -e "$VENV_NWB_LEGACY" ] && ! "$VENV_NWB_LEGACY/bin/python" -c pass >/dev/null 2>&1; then
-        say "removing $VENV_NWB_LEGACY: its python does not run"
-        rm -rf "$VENV_NWB_LEGACY"
-    fi
-    [ -x "$VENV_NWB_LEGACY/bin/python" ] || "$py" -m venv "$VENV_NWB_LEGACY"
-    say "installing pynwb, hdmf-zarr 0.13 and zarr-python 2.18 from PyPI into $VENV_NWB_LEGACY (tests/peers/requirements-nwb-legacy.txt): tests/nwb_roundtrip.rs checks that hdmf-zarr 0.13 reads libn5's Zarr v2 NWB files"
-    rm -f "$VENV_NWB_LEGACY_MARKER"
-    "$VENV_NWB_LEGACY/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_NWB_LEGACY"
-    "$VENV_NWB_LEGACY/bin/python" -c "$NWB_LEGACY_MODULES"
-    venv_nwb_legacy_hash > "$VENV_NWB_LEGACY_MARKER"
+    setup_py312 "$VENV_NWB_LEGACY" "$REQ_NWB_LEGACY" "$NWB_LEGACY_MODULES" \
+        "pynwb, hdmf-zarr 0.13 and zarr-python 2.18" "tests/nwb_roundtrip.rs checks that hdmf-zarr 0.13 reads libn5's Zarr v2 NWB files"
 }
 
 setup_zarrs() {
-    if zarrs_ok; then
-        return
-    fi
-    local py
-    py="$(python_nwb)"
-    if [ -z "$py" ]; then
-        need_system "zarr-python 3.4 and zarrs need Python 3.12 or later here (as .venv-nwb)" python3.12 python3.12-venv
-        [ "$SYSTEM" = yes ] || return
-        py="$(python_nwb)"
-        [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
-    fi
-    if [ -e "$VENV_ZARRS" ] && ! "$VENV_ZARRS/bin/python" -c pass >/dev/null 2>&1; then
-        say "removing $VENV_ZARRS: its python does not run"
-        rm -rf "$VENV_ZARRS"
-    fi
-    [ -x "$VENV_ZARRS/bin/python" ] || "$py" -m venv "$VENV_ZARRS"
-    say "installing zarr-python 3.4 and zarrs from PyPI into $VENV_ZARRS (tests/peers/requirements-zarrs.txt): the peers of bench/run.sh --format nwb"
-    rm -f "$VENV_ZARRS_MARKER"
-    "$VENV_ZARRS/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ_ZARRS"
-    "$VENV_ZARRS/bin/python" -c "$ZARRS_MODULES"
-    venv_zarrs_hash > "$VENV_ZARRS_MARKER"
+    setup_py312 "$VENV_ZARRS" "$REQ_ZARRS" "$ZARRS_MODULES" \
+        "zarr-python 3.4 and zarrs" "the peers of bench/run.sh --format nwb"
 }
 
 setup_servers() {
