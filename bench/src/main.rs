@@ -25,6 +25,7 @@
 //! sharded layout), [`peers`], [`report`], [`sys`] (page cache, memory,
 //! machine), [`remote`] (the same on S3, `--storage s3`).
 
+mod cells;
 mod data;
 mod floor;
 mod peers;

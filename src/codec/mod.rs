@@ -35,7 +35,11 @@ pub(crate) use zstd::encode_frame as zstd_encode_frame;
 /// [`Compression::decode`], for N5 blocks, decodes the first `n` bytes of a
 /// larger frame). Other codecs state no size; `decode` checks they hold
 /// at least `n` bytes.
-pub(crate) fn check_decoded_size(c: &Compression, payload: &[u8], n: usize) -> crate::error::Result<()> {
+pub(crate) fn check_decoded_size(
+    c: &Compression,
+    payload: &[u8],
+    n: usize,
+) -> crate::error::Result<()> {
     if let (Compression::Blosc { .. }, Some(header)) = (c, payload.get(4..8)) {
         let nbytes = u32::from_le_bytes(header.try_into().expect("4 bytes")) as usize;
         if nbytes != n {

@@ -19,7 +19,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::path;
 use crate::storage::Store;
 
-
 /// How the node names are taken from a consolidated document.
 type NamesOf = fn(&Value) -> Option<Vec<String>>;
 

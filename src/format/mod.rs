@@ -277,8 +277,8 @@ pub(crate) fn uint_list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::MemoryStore;
     use crate::dtype::DataType;
+    use crate::storage::MemoryStore;
     use serde_json::json;
 
     #[test]

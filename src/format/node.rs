@@ -38,8 +38,7 @@ pub(crate) enum NodeKind {
 /// block cache).
 pub(crate) fn is_metadata_key(key: &str) -> bool {
     let name = key.rsplit('/').next().unwrap_or(key);
-    matches!(name, N5_ATTRIBUTES | ZARR_JSON | ZGROUP | ZARRAY | ZATTRS)
-        || name == ZMETADATA
+    matches!(name, N5_ATTRIBUTES | ZARR_JSON | ZGROUP | ZARRAY | ZATTRS) || name == ZMETADATA
 }
 
 /// Parse a metadata document read from `key`; an error names it.

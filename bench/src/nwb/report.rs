@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 
 use super::{Key, Kind, Who, FORMATS};
+use crate::cells::{cpu_cell, ms, ratio, spread, time_cell};
 use crate::sys::{CacheMode, Machine};
 use crate::workload::{Outcome, Report};
 
@@ -56,54 +57,6 @@ pub struct NwbRun {
     pub results: HashMap<Key, Outcome>,
     /// Whether zarrs handed a measurement's reads to zarr's own pipeline.
     pub fell_back: HashMap<Key, bool>,
-}
-
-/// Milliseconds with three significant digits.
-fn ms(seconds: f64) -> String {
-    let v = seconds * 1000.0;
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-/// Slowest minus fastest round, in seconds.
-fn spread(r: &Report) -> f64 {
-    let max = r.times.iter().copied().fold(f64::MIN, f64::max);
-    let min = r.times.iter().copied().fold(f64::MAX, f64::min);
-    max - min
-}
-
-/// A time cell: median (fastest–slowest), or n/a, error, –.
-fn time_cell(o: Option<&Outcome>) -> String {
-    match o {
-        Some(Outcome::Ok(r)) if r.times.len() > 1 => {
-            let max = r.times.iter().copied().fold(f64::MIN, f64::max);
-            let min = r.times.iter().copied().fold(f64::MAX, f64::min);
-            format!("{} ({}–{})", ms(r.median()), ms(min), ms(max))
-        }
-        Some(Outcome::Ok(r)) => ms(r.median()),
-        Some(Outcome::NotApplicable(_)) => "n/a".into(),
-        Some(Outcome::Failed(_)) => "error".into(),
-        None => "–".into(),
-    }
-}
-
-/// A CPU cell: the median CPU time.
-fn cpu_cell(o: Option<&Outcome>) -> String {
-    o.and_then(Outcome::report)
-        .map_or_else(String::new, |r| ms(r.median_cpu()))
-}
-
-/// `a / b` of two medians.
-fn ratio(a: Option<&Outcome>, b: Option<&Outcome>) -> String {
-    match (a.and_then(Outcome::report), b.and_then(Outcome::report)) {
-        (Some(a), Some(b)) => format!("{:.2}", a.median() / b.median()),
-        _ => String::new(),
-    }
 }
 
 /// How a target cell fared.
