@@ -15,7 +15,7 @@ use super::dataset::dataset;
 use super::n5_dataset;
 use super::n5_dtype;
 use super::n5_status;
-use crate::error::{Error, ErrorKind};
+use crate::error::ErrorKind;
 
 /// The nominal shape of the block at `grid_pos` in `out_shape[ndim]`: the
 /// block size, clipped at the dataset's end (end blocks are smaller).
@@ -301,24 +301,7 @@ pub extern "C" fn n5_block_write_strings(
         let pos = convert::dims_of(d, ndim, grid_pos, "grid_pos")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
         let bytes = convert::data_in(packed.cast(), packed_len, "packed")?;
-        if bytes.last().is_some_and(|&b| b != 0) {
-            return Err(Error::invalid_argument(
-                "packed strings must end with a NUL (each string is NUL-terminated)",
-            ));
-        }
-        let strings = bytes
-            .split(|&b| b == 0)
-            .take(bytes.iter().filter(|&&b| b == 0).count())
-            .enumerate()
-            .map(|(i, s)| {
-                std::str::from_utf8(s).map_err(|e| {
-                    Error::new(
-                        ErrorKind::InvalidUtf8,
-                        format!("packed string {i} is not valid UTF-8: {e}"),
-                    )
-                })
-            })
-            .collect::<crate::Result<Vec<&str>>>()?;
+        let strings = convert::packed_strings(bytes, ErrorKind::InvalidArgument)?;
         d.write_block_strings(&pos, &shape, &strings)
     })
 }

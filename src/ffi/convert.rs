@@ -164,6 +164,33 @@ pub(crate) fn check_ndim(ds: &Dataset, ndim: usize) -> Result<()> {
     Ok(())
 }
 
+/// The strings of a packed buffer: each string's UTF-8 bytes followed by a
+/// NUL (`"a\0bc\0"`). A last byte that is not a NUL is an error of kind
+/// `unended`; a string that is not UTF-8 is `N5_ERR_INVALID_UTF8` naming
+/// it.
+pub(crate) fn packed_strings(bytes: &[u8], unended: ErrorKind) -> Result<Vec<&str>> {
+    if bytes.last().is_some_and(|&b| b != 0) {
+        return Err(Error::new(
+            unended,
+            "packed strings must end with a NUL (each string is NUL-terminated)",
+        ));
+    }
+    let count = bytes.iter().filter(|&&b| b == 0).count();
+    bytes
+        .split(|&b| b == 0)
+        .take(count)
+        .enumerate()
+        .map(|(i, s)| {
+            std::str::from_utf8(s).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidUtf8,
+                    format!("packed string {i} is not valid UTF-8: {e}"),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Copy the `len` values at `ptr` (any alignment; NULL only with `len` 0):
 /// an array of any length, such as element lengths.
 pub(crate) fn u64_slice(ptr: *const u64, len: usize, arg: &str) -> Result<Vec<u64>> {

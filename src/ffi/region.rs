@@ -154,26 +154,7 @@ pub extern "C" fn n5_region_write_strings(
         let offset = convert::dims_of(d, ndim, offset, "offset")?;
         let shape = convert::u64s(shape, ndim, "shape")?;
         let bytes = convert::data_in(packed.cast(), packed_len, "packed")?;
-        if bytes.last().is_some_and(|&b| b != 0) {
-            return Err(crate::Error::new(
-                crate::ErrorKind::BufferSize,
-                "packed strings must end with a NUL (each string is NUL-terminated)",
-            ));
-        }
-        let count = bytes.iter().filter(|&&b| b == 0).count();
-        let strings = bytes
-            .split(|&b| b == 0)
-            .take(count)
-            .enumerate()
-            .map(|(i, s)| {
-                std::str::from_utf8(s).map_err(|e| {
-                    crate::Error::new(
-                        crate::ErrorKind::InvalidUtf8,
-                        format!("packed string {i} is not valid UTF-8: {e}"),
-                    )
-                })
-            })
-            .collect::<crate::Result<Vec<&str>>>()?;
+        let strings = convert::packed_strings(bytes, crate::ErrorKind::BufferSize)?;
         d.write_region_strings(&offset, &shape, &strings)
     })
 }
