@@ -5,7 +5,9 @@
 //! Encoding writes what the Java reference writes; decoding reads what any
 //! peer writes (see `shared/design/n5-format.md` b3–b5), writes into a buffer
 //! of the exact expected size and decodes no further than needed, so a hostile
-//! payload cannot make it allocate much more than that buffer.
+//! payload cannot make it allocate much more than that buffer. Payloads whose
+//! decoded size is not known (variable-length Zarr chunks) are decoded to the
+//! size their data has (`growing`).
 
 mod blosc;
 mod bzip2;
@@ -21,13 +23,13 @@ mod zstd;
 mod corpus_tests;
 
 pub(crate) use growing::decode_unsized;
+pub(crate) use lz4::encode_numcodecs as lz4_encode_numcodecs;
+pub(crate) use zstd::encode_frame as zstd_encode_frame;
 
 /// Whether `cname` is a compressor c-blosc is built with here.
 pub(crate) fn blosc_cname(cname: &str) -> bool {
     blosc::CNAMES.contains(&cname)
 }
-pub(crate) use lz4::encode_numcodecs as lz4_encode_numcodecs;
-pub(crate) use zstd::encode_frame as zstd_encode_frame;
 
 /// Checks that a payload of `c` meant to decode to exactly `n` bytes does
 /// not state another size: a Blosc frame's header gives its decoded size,
