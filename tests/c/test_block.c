@@ -328,7 +328,7 @@ static void test_buffer_and_shape_errors(void)
     CHECK_ERR(n5_block_read(d, 2, pos, N5_DTYPE_UINT32, back, 16, out_shape, &found),
               N5_ERR_DTYPE_MISMATCH);
     CHECK_ERR(n5_block_write(d, 2, pos, bs, 0, buf, 8), N5_ERR_INVALID_ARGUMENT);
-    CHECK_ERR(n5_block_write(d, 2, pos, bs, 13, buf, 8), N5_ERR_INVALID_ARGUMENT);
+    CHECK_ERR(n5_block_write(d, 2, pos, bs, 22, buf, 8), N5_ERR_INVALID_ARGUMENT);
     CHECK_ERR(n5_block_write(d, 2, pos, bs, -1, buf, 8), N5_ERR_INVALID_ARGUMENT);
     CHECK_ERR(n5_block_read(d, 2, pos, 0, back, 8, out_shape, &found), N5_ERR_INVALID_ARGUMENT);
     CHECK_ERR(n5_block_read(d, 2, pos, 99, back, 8, out_shape, &found), N5_ERR_INVALID_ARGUMENT);

@@ -210,7 +210,9 @@ static void test_create_errors(void)
     /* dtypes */
     CHECK_NULL_ERR(n5_dataset_create(c, "e5", 2, dims, bs, N5_DTYPE_INVALID, NULL),
                    N5_ERR_INVALID_ARGUMENT);
-    CHECK_NULL_ERR(n5_dataset_create(c, "e6", 2, dims, bs, 13, NULL), N5_ERR_INVALID_ARGUMENT);
+    CHECK_NULL_ERR(n5_dataset_create(c, "e6", 2, dims, bs, 22, NULL), N5_ERR_INVALID_ARGUMENT);
+    /* a Zarr type on an N5 container: unsupported there */
+    CHECK_NULL_ERR(n5_dataset_create(c, "e7", 2, dims, bs, N5_DTYPE_BOOL, NULL), N5_ERR_UNSUPPORTED);
     CHECK_NULL_ERR(n5_dataset_create(c, "e7", 2, dims, bs, -1, NULL), N5_ERR_INVALID_ARGUMENT);
     /* extents: zero, above 2^31-1, a dimension above 2^63-1; ranks 0 and 65 */
     CHECK_NULL_ERR(n5_dataset_create(c, "e14", 2, dims, zero_bs, N5_DTYPE_UINT8, NULL),

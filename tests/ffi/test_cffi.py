@@ -217,7 +217,16 @@ class CffiTest(unittest.TestCase):
         self.assertEqual(lib.n5_dtype_size(lib.N5_DTYPE_INVALID), 0)
         self.assertEqual(lib.n5_dtype_name(0), ffi.NULL)
         self.assertEqual(lib.n5_dtype_name(99), ffi.NULL)
-        self.assertEqual(lib.n5_dtype_from_name(b"complex64"), lib.N5_DTYPE_INVALID)
+        # The Zarr types: fixed sizes where the type has one, 0 where the
+        # dataset decides (n5_dataset_element_size).
+        for name, size in [("BOOL", 1), ("FLOAT16", 2), ("COMPLEX64", 8), ("COMPLEX128", 16),
+                           ("FIXED_UTF32", 0), ("FIXED_BYTES", 0), ("STRUCT", 0),
+                           ("DATETIME64", 8), ("TIMEDELTA64", 8)]:
+            code = getattr(lib, "N5_DTYPE_" + name)
+            self.assertEqual(lib.n5_dtype_size(code), size, name)
+            self.assertEqual(lib.n5_dtype_from_name(ffi.string(lib.n5_dtype_name(code))), code)
+        self.assertEqual(lib.n5_dtype_name(22), ffi.NULL)
+        self.assertEqual(lib.n5_dtype_from_name(b"complex256"), lib.N5_DTYPE_INVALID)
         self.assertEqual(lib.n5_last_error_code(), lib.N5_ERR_INVALID_ARGUMENT)
         self.assertEqual(lib.n5_dtype_from_name(ffi.NULL), lib.N5_DTYPE_INVALID)
         self.assertEqual(lib.n5_last_error_code(), lib.N5_ERR_NULL_POINTER)
