@@ -493,6 +493,30 @@ fn new_types_through_the_c_api() {
             json!({"name": "n", "offset": 4, "type": {"name": "int16", "size": 2, "byte_order": "little"}})
         );
     }
+    // Legacy object codecs are read only: creating such an array is refused.
+    let root = s.join("legacy.zarr");
+    let c = C::open(
+        root.to_str().unwrap(),
+        N5_MODE_CREATE,
+        r#"{"format":"zarr2"}"#,
+    )
+    .unwrap();
+    for id in ["pickle", "json2"] {
+        let doc = json!({"shape": [3], "chunks": [3], "dtype": "|O", "filters": [{"id": id}],
+                         "compressor": null, "fill_value": 0, "order": "C"});
+        let (p, j) = (
+            CString::new(id).unwrap(),
+            CString::new(doc.to_string()).unwrap(),
+        );
+        assert!(n5_dataset_create_json(c.0, p.as_ptr(), j.as_ptr()).is_null());
+        assert_eq!(
+            n5::ffi::status::n5_last_error_code(),
+            N5_ERR_UNSUPPORTED,
+            "{}",
+            message()
+        );
+        assert!(message().contains(id), "{}", message());
+    }
     // N5 keeps its twelve types and refuses rank 0.
     let root = s.join("n5.n5");
     let c = C::open(root.to_str().unwrap(), N5_MODE_CREATE, "{}").unwrap();

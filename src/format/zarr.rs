@@ -114,7 +114,8 @@ impl ZarrArray {
 
     /// The array a new metadata document of `format` describes, at `path`
     /// of `store`: refused when no data could be written to it
-    /// (`hdf5_shards` whose codecs HDF5 shards cannot hold).
+    /// (`hdf5_shards` whose codecs HDF5 shards cannot hold, the read-only
+    /// legacy object codecs `pickle` and `json2`).
     pub(crate) fn from_document(
         format: Format,
         document: Value,
@@ -123,7 +124,16 @@ impl ZarrArray {
         write_empty: bool,
     ) -> Result<ZarrArray> {
         super::zarr3::hdf5_shards::check_write(&document)?;
-        ZarrArray::from_stored(format, document, store, path, write_empty)
+        let array = ZarrArray::from_stored(format, document, store, path, write_empty)?;
+        if let Some(codec @ ("pickle" | "json2")) = array.stored_type().object_codec.as_deref() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "object arrays encoded by '{codec}' are read only (new ones use vlen-utf8 or vlen-bytes)"
+                ),
+            ));
+        }
+        Ok(array)
     }
 
     /// The array a stored metadata document of `format` describes, at
