@@ -156,15 +156,7 @@ impl Dataset {
         }
         attrs.check_rank(shape.len(), "shape")?;
         let size = t.size();
-        let bytes = shape
-            .iter()
-            .try_fold(size as u64, |a, &s| a.checked_mul(s))
-            .and_then(|b| usize::try_from(b).ok())
-            .filter(|&b| b <= isize::MAX as usize)
-            .ok_or_else(|| {
-                Error::invalid_argument(format!("a region of {shape:?} is too large"))
-            })?;
-        let mut buf = vec![0u8; bytes];
+        let mut buf = region_buffer(shape, size)?;
         self.read_region(offset, shape, &mut buf)?;
         let refs = self.references()?;
         let ref_fields: Vec<usize> = match &t {
@@ -249,6 +241,16 @@ fn count(shape: &[u64]) -> Result<usize> {
         .and_then(|n| usize::try_from(n).ok())
         .filter(|&n| n <= isize::MAX as usize / 16)
         .ok_or_else(|| Error::invalid_argument(format!("a region of {shape:?} is too large")))
+}
+
+/// A zeroed buffer for the region `shape` of `size`-byte elements, its
+/// size checked.
+fn region_buffer(shape: &[u64], size: usize) -> Result<Vec<u8>> {
+    let bytes = count(shape)?
+        .checked_mul(size)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Error::invalid_argument(format!("a region of {shape:?} is too large")))?;
+    Ok(vec![0u8; bytes])
 }
 
 impl Dataset {
@@ -684,13 +686,8 @@ impl Dataset {
     pub fn read_region_strings(&self, offset: &[u64], shape: &[u64]) -> Result<Vec<String>> {
         match self.data_type() {
             DataType::FixedUtf32 { chars } => {
-                let n = count(shape)?;
                 let size = 4 * chars as usize;
-                let mut buf = vec![
-                    0u8;
-                    n.checked_mul(size)
-                        .ok_or_else(|| Error::invalid_argument("region too large"))?
-                ];
+                let mut buf = region_buffer(shape, size)?;
                 self.read_region(offset, shape, &mut buf)?;
                 buf.chunks_exact(size)
                     .enumerate()

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::dtype::{DataType, StructType, TimeUnit, MAX_FIXED_BYTES, MAX_STRUCT_DEPTH};
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::zarr3::chain::native;
 use crate::format::zarr3::metadata::Endian;
 
 /// A v2 dtype read: the type, and the parts of it whose stored byte order
@@ -25,14 +26,6 @@ pub(crate) struct Parsed {
     /// (parts stored in native order become bytes); `None` when nothing
     /// needs swapping.
     pub swap: Option<DataType>,
-}
-
-fn native() -> Endian {
-    if cfg!(target_endian = "big") {
-        Endian::Big
-    } else {
-        Endian::Little
-    }
 }
 
 /// Reads a `.zarray` `dtype` value.
