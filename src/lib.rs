@@ -53,6 +53,7 @@ mod lru;
 mod os;
 mod parallel;
 pub mod path;
+pub mod pyramid;
 mod pipeline;
 pub mod region;
 pub mod storage;
