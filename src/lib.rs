@@ -8,7 +8,8 @@
 //! ([`format`](mod@format): what the bytes mean; N5's block wire format
 //! [`block`] and dataset metadata [`metadata`], Zarr v2, Zarr v3 and
 //! sharding), and below that the storage layer ([`storage`]: where the
-//! bytes live). Shared by all: data types ([`dtype`]), errors ([`error`])
+//! bytes live). Shared by all: data types ([`dtype`]), errors ([`error`]),
+//! JSON text with Python's non-finite tokens ([`jsontext`])
 //! and compression codecs ([`codec`]). The C API ([`ffi`]), which
 //! `include/n5.h` declares, converts and delegates.
 //!
@@ -44,6 +45,7 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 mod geometry;
+pub mod jsontext;
 pub mod links;
 /// The N5 block wire format (see [`format::n5::block`]).
 pub use format::n5::block;
@@ -53,8 +55,8 @@ mod lru;
 mod os;
 mod parallel;
 pub mod path;
-pub mod pyramid;
 mod pipeline;
+pub mod pyramid;
 pub mod region;
 pub mod storage;
 

@@ -486,3 +486,46 @@ fn hostile_object_and_struct_chunks_are_specific_errors_in_bounded_memory() {
         "{e}"
     );
 }
+
+/// nwb.md §3: an element of a reference dataset that is no reference (a
+/// number, a list, an object without a path) is `Codec`, naming its index
+/// in the region and its chunk; the elements before it do not matter.
+#[test]
+fn an_element_that_is_no_reference_names_its_index_and_chunk() {
+    let store = Arc::new(MemoryStore::new());
+    let doc = v2(6, 3, json!("|O"), json!([{"id": "json2"}]), Value::Null);
+    store.put(".zarray", &[doc.to_string().as_bytes()]).unwrap();
+    store
+        .put(".zattrs", &[br#"{"zarr_dtype": "object"}"#])
+        .unwrap();
+    store
+        .put(
+            "0",
+            &[br#"[{"path": "/a", "source": "."}, "/b", null, "|O", [3]]"#],
+        )
+        .unwrap();
+    store
+        .put("1", &[br#"["/c", 7, {"source": "."}, "|O", [3]]"#])
+        .unwrap();
+    let c = Container::open_store(store, "refs", Mode::Read, Options::default()).unwrap();
+    let d = c.open_dataset("").unwrap();
+    let first = d.read_region_json(&[0], &[3]).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&first).unwrap(),
+        json!([{"source": ".", "path": "/a"}, {"source": ".", "path": "/b"}, null])
+    );
+    let e = d.read_region_json(&[1], &[5]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Codec, "{e}");
+    let m = e.message();
+    assert!(
+        m.contains("element 3 of the region") && m.contains("chunk [1], key '1'"),
+        "{m}"
+    );
+    assert!(m.contains("not an object reference"), "{m}");
+    let e = d.read_region_json(&[5], &[1]).unwrap_err();
+    assert!(
+        e.message()
+            .contains("element 0 of the region (chunk [1], key '1')"),
+        "{e}"
+    );
+}

@@ -295,3 +295,87 @@ fn zarr_python_and_libn5_agree_on_every_data_type() {
     run(&python, &["check", ours.to_str().unwrap()]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// nwb.md §3: attribute documents with Python's bare `NaN`, `Infinity` and
+/// `-Infinity` (zarr-python writes non-finite float attributes so) are read
+/// through the C API, returned as stored, accepted by the setters, and kept
+/// through an attribute merge; zarr-python reads the result back.
+#[test]
+fn non_finite_attributes_keep_python_tokens() {
+    use common::capi::{ok, text, C};
+    use n5::ffi::container::{n5_attribute_get, n5_attribute_set, n5_attributes_get};
+    use std::ffi::CString;
+
+    let Some(python) = nwb_python() else { return };
+    let dir = std::env::temp_dir().join(format!("n5-nonfinite-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = r#"
+import math, sys, zarr
+root = sys.argv[2]
+if sys.argv[1] == "write":
+    for f in (2, 3):
+        g = zarr.open_group(f"{root}/v{f}.zarr", mode="w", zarr_format=f)
+        g.attrs["x"] = float("nan")
+        g.attrs["l"] = [1.5, math.inf, -math.inf]
+        g.attrs["s"] = "NaN"
+        a = g.create_array("a", shape=(4,), dtype="f4")
+        a.attrs["y"] = -math.inf
+else:
+    for f in (2, 3):
+        g = zarr.open_group(f"{root}/v{f}.zarr", mode="r")
+        at = dict(g.attrs)
+        assert math.isnan(at["x"]), at
+        assert at["l"] == [1.5, math.inf, -math.inf], at
+        assert at["s"] == "NaN", at
+        assert math.isnan(at["set_by_libn5"]) and at["merged"] == 1, at
+        assert at["list_by_libn5"] == [math.inf, "Infinity"], at
+        assert dict(g["a"].attrs) == {"y": -math.inf, "z": math.inf}, dict(g["a"].attrs)
+    print("ok")
+"#;
+    let py = |mode: &str| {
+        let out = Command::new(&python)
+            .args(["-c", script, mode, dir.to_str().unwrap()])
+            .env("PYTHONWARNINGS", "ignore")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{mode}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    py("write");
+    let cs = |s: &str| CString::new(s).unwrap();
+    for f in [2, 3] {
+        let c = C::open(&format!("{}/v{f}.zarr", dir.display()), 1, "{}").unwrap();
+        let p = cs("");
+        let doc = text(|b, n, l| n5_attributes_get(c.0, p.as_ptr(), b, n, l)).unwrap();
+        assert_eq!(
+            doc, r#"{"x":NaN,"l":[1.5,Infinity,-Infinity],"s":"NaN"}"#,
+            "v{f}"
+        );
+        let k = cs("l[2]");
+        let one = text(|b, n, l| n5_attribute_get(c.0, p.as_ptr(), k.as_ptr(), b, n, l)).unwrap();
+        assert_eq!(one, "-Infinity");
+        for (key, value) in [
+            ("set_by_libn5", "NaN"),
+            ("merged", "1"),
+            ("list_by_libn5", r#"[Infinity, "Infinity"]"#),
+        ] {
+            let (k, v) = (cs(key), cs(value));
+            ok(n5_attribute_set(c.0, p.as_ptr(), k.as_ptr(), v.as_ptr())).unwrap();
+        }
+        let (a, z, inf) = (cs("a"), cs("z"), cs("Infinity"));
+        ok(n5_attribute_set(c.0, a.as_ptr(), z.as_ptr(), inf.as_ptr())).unwrap();
+        let doc = text(|b, n, l| n5_attributes_get(c.0, a.as_ptr(), b, n, l)).unwrap();
+        assert_eq!(doc, r#"{"y":-Infinity,"z":Infinity}"#, "v{f}");
+        // Malformed text around the tokens is still refused.
+        let (k, v) = (cs("bad"), cs("[NaN,]"));
+        let status = n5_attribute_set(c.0, p.as_ptr(), k.as_ptr(), v.as_ptr());
+        assert_eq!(status, n5::ffi::N5_ERR_JSON);
+    }
+    py("check");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

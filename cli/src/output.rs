@@ -31,7 +31,7 @@ impl Out {
 
     /// Print `value` as pretty JSON on its own lines.
     pub fn json(&mut self, value: &Value) -> CliResult<()> {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".into());
+        let text = n5::jsontext::to_string_pretty(value).unwrap_or_else(|_| "null".into());
         self.line(&text)
     }
 

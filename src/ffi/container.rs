@@ -20,7 +20,7 @@ fn container<'a>(c: *const n5_container) -> Result<&'a Container> {
 }
 
 fn json_text(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+    crate::jsontext::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
 /// The children (or, `recursive`, all descendants) of the group at `path`.
@@ -49,7 +49,7 @@ fn list_json(
 }
 
 fn parse_json(text: &str, arg: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| {
+    crate::jsontext::parse(text.as_bytes()).map_err(|e| {
         Error::new(
             ErrorKind::Json,
             format!("argument '{arg}' is not JSON: {e}"),

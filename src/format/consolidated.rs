@@ -152,7 +152,7 @@ pub(crate) fn refresh(format: Format, store: &dyn Store, paths: &[String]) -> Re
         if *entries == before {
             return Ok(None);
         }
-        serde_json::to_vec_pretty(&doc)
+        crate::jsontext::to_vec_pretty(&doc)
             .map(Some)
             .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
     })

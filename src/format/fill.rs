@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::dtype::json::{f16_from_f64, f16_to_f64, trim_nuls, utf32_string, write_float, Width};
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
+use crate::jsontext;
 
 /// Which metadata the value comes from: they differ for structs (v3: an
 /// object of field values; v2: base64 of the record as stored) and for
@@ -162,9 +163,9 @@ fn base64_of(v: &Value) -> Option<Vec<u8>> {
 fn float_bits(v: &Value, size: usize) -> Option<Vec<u8>> {
     let value = match v {
         Value::String(s) => match s.as_str() {
-            "NaN" => f64::NAN,
-            "Infinity" => f64::INFINITY,
-            "-Infinity" => f64::NEG_INFINITY,
+            "NaN" | jsontext::NAN => f64::NAN,
+            "Infinity" | jsontext::INFINITY => f64::INFINITY,
+            "-Infinity" | jsontext::NEG_INFINITY => f64::NEG_INFINITY,
             _ => {
                 let hex = s.strip_prefix("0x")?;
                 if hex.len() != 2 * size || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -43,7 +43,7 @@ pub(crate) fn is_metadata_key(key: &str) -> bool {
 
 /// Parse a metadata document read from `key`; an error names it.
 pub(crate) fn parse_json(bytes: &[u8], key: &str, store: &dyn Store) -> Result<Value> {
-    serde_json::from_slice(bytes).map_err(|e| {
+    crate::jsontext::parse(bytes).map_err(|e| {
         Error::new(
             ErrorKind::Json,
             format!("{} is not valid JSON: {e}", store.describe(key)),
@@ -144,7 +144,7 @@ impl Format {
             if doc == before && current.is_some() {
                 return Ok(None);
             }
-            serde_json::to_vec(&doc)
+            crate::jsontext::to_vec(&doc)
                 .map(Some)
                 .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
         })?;
@@ -233,7 +233,7 @@ impl Format {
                 (path::join(path, ZGROUP), group_document(self))
             }
         };
-        let bytes = serde_json::to_vec_pretty(&doc)
+        let bytes = crate::jsontext::to_vec_pretty(&doc)
             .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
         // false: another writer, or an earlier call, made it first.
         store.put_if(&key, &bytes, &Precondition::Absent)?;

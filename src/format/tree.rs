@@ -363,14 +363,14 @@ impl StoreTree {
                         }
                     }
                     written = new.clone();
-                    serde_json::to_vec_pretty(&new)
+                    crate::jsontext::to_vec_pretty(&new)
                         .map(Some)
                         .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
                 })?;
             }
             _ => {
                 let key = path::join(p, ZARRAY);
-                let bytes = serde_json::to_vec_pretty(&doc)
+                let bytes = crate::jsontext::to_vec_pretty(&doc)
                     .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
                 if !store.put_if(&key, &bytes, &Precondition::Absent)? {
                     return Err(exists());

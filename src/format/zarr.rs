@@ -870,7 +870,7 @@ impl Array for ZarrArray {
             )
             .map_err(|e| Error::invalid_argument(e.message()))?;
             resized = Some(array);
-            serde_json::to_vec_pretty(&doc)
+            crate::jsontext::to_vec_pretty(&doc)
                 .map(Some)
                 .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
         })?;

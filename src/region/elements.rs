@@ -180,12 +180,7 @@ impl Dataset {
             } else {
                 write_struct_with_references(&mut out, &t, e, &ref_fields)
             };
-            written.map_err(|err| {
-                err.context(format!(
-                    "element {i} of the region of dataset '{}'",
-                    crate::path::display(self.path())
-                ))
-            })?;
+            written.map_err(|err| err.context(self.element_place(offset, shape, i)))?;
         }
         out.push(']');
         Ok(out)
@@ -508,6 +503,28 @@ impl Dataset {
         Ok(())
     }
 
+    /// Where element `i` of the region at `offset` of `shape` lies, for an
+    /// error message: its index, the key of its chunk and the dataset.
+    fn element_place(&self, offset: &[u64], shape: &[u64], i: usize) -> String {
+        let block = self.attributes().block_size.clone();
+        let mut rest = i as u64;
+        let grid_pos: Vec<u64> = offset
+            .iter()
+            .zip(shape)
+            .zip(&block)
+            .map(|((&o, &n), &b)| {
+                let at = o + rest % n.max(1);
+                rest /= n.max(1);
+                at / u64::from(b.max(1))
+            })
+            .collect();
+        format!(
+            "element {i} of the region (chunk {grid_pos:?}, key '{}') of dataset '{}'",
+            self.block_key(&grid_pos),
+            crate::path::display(self.path())
+        )
+    }
+
     /// [`Dataset::read_region_json`] of variable-length elements: strings,
     /// bytes as base64, legacy objects as decoded, references normalised.
     fn read_region_json_variable(&self, offset: &[u64], shape: &[u64]) -> Result<String> {
@@ -524,7 +541,10 @@ impl Dataset {
                     let bytes = elements.bytes(i).unwrap_or_default();
                     if string {
                         let text = std::str::from_utf8(bytes).map_err(|_| {
-                            Error::codec(format!("element {i} of the region is not valid UTF-8"))
+                            Error::codec(format!(
+                                "{} is not valid UTF-8",
+                                self.element_place(offset, shape, i)
+                            ))
                         })?;
                         if refs.whole {
                             out.push_str(&normalise_text_reference(text).to_string());
@@ -542,13 +562,16 @@ impl Dataset {
                     let v = &values[i];
                     let v = if refs.whole {
                         normalise_reference(v)
-                            .map_err(|e| e.context(format!("element {i} of the region")))?
+                            .map_err(|e| e.context(self.element_place(offset, shape, i)))?
                     } else if let (Value::Object(row), false) = (v, refs.fields.is_empty()) {
                         let mut row = row.clone();
                         for f in &refs.fields {
                             if let Some(r) = row.get(f) {
                                 let n = normalise_reference(r).map_err(|e| {
-                                    e.context(format!("field '{f}' of element {i}"))
+                                    e.context(format!(
+                                        "field '{f}' of {}",
+                                        self.element_place(offset, shape, i)
+                                    ))
                                 })?;
                                 row.insert(f.clone(), n);
                             }

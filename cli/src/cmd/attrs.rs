@@ -90,8 +90,8 @@ fn get(a: &GetArgs, g: &Global) -> CliResult<u8> {
     };
     let mut out = Out::new();
     match (&value, a.json) {
-        (_, true) => out.line(&serde_json::to_string(&value).unwrap_or_default())?,
-        (Value::String(s), false) => out.line(s)?,
+        (_, true) => out.line(&n5::jsontext::to_string(&value).unwrap_or_default())?,
+        (Value::String(s), false) if n5::jsontext::non_finite(&value).is_none() => out.line(s)?,
         (v, false) => out.json(v)?,
     }
     out.flush()?;
@@ -103,7 +103,7 @@ fn set(a: &SetArgs, g: &Global) -> CliResult<u8> {
     let value = if a.string {
         Value::String(a.value.clone())
     } else {
-        serde_json::from_str(&a.value).map_err(|e| {
+        n5::jsontext::parse(a.value.as_bytes()).map_err(|e| {
             CliError::usage(
                 &a.value,
                 format!("not valid JSON ({e}); quote text as '\"text\"' or use --string"),

@@ -463,7 +463,7 @@ pub fn info(a: &InfoArgs, g: &Global) -> CliResult<u8> {
         if !user.is_empty() {
             rows.push((
                 "attributes".into(),
-                serde_json::to_string(&Value::Object(user)).unwrap_or_default(),
+                n5::jsontext::to_string(&Value::Object(user)).unwrap_or_default(),
             ));
         }
         print_rows(&mut out, rows, stats.as_ref())?;
@@ -899,7 +899,7 @@ fn hdf5_info(a: &InfoArgs, loc: &Location, ds: &Dataset) -> CliResult<u8> {
     if !user.is_empty() {
         rows.push((
             "attributes".into(),
-            serde_json::to_string(&Value::Object(user)).unwrap_or_default(),
+            n5::jsontext::to_string(&Value::Object(user)).unwrap_or_default(),
         ));
     }
     print_rows(&mut out, rows, stats.as_ref())?;

@@ -47,7 +47,6 @@
 //! element as nested arrays of its shape, and each record of a compound as
 //! an object of its fields in declared order.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -321,8 +320,7 @@ pub(crate) fn decode_json2_chunk(
 ) -> Result<Vec<Value>> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| codec(what, format!("the json2 chunk is not UTF-8 text: {e}")))?;
-    let text = quote_bare_constants(text);
-    let doc: Value = serde_json::from_str(&text)
+    let doc: Value = crate::jsontext::parse_as_names(text.as_bytes())
         .map_err(|e| codec(what, format!("the json2 chunk is not JSON: {e}")))?;
     let Value::Array(mut items) = doc else {
         return Err(codec(
@@ -736,56 +734,6 @@ fn float_json(f: f64) -> Value {
         let text = format!("{f:?}");
         text.parse::<Number>()
             .map_or(Value::String(text), Value::Number)
-    }
-}
-
-/// `text` with the bare `NaN`, `Infinity` and `-Infinity` that Python's
-/// json module writes outside strings quoted, so that they parse as JSON
-/// (and read as those strings).
-fn quote_bare_constants(text: &str) -> Cow<'_, str> {
-    const TOKENS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
-    let bytes = text.as_bytes();
-    let mut out: Option<String> = None;
-    let (mut last, mut i) = (0, 0);
-    let (mut in_string, mut escaped) = (false, false);
-    while let Some(&c) = bytes.get(i) {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if c == b'\\' {
-                escaped = true;
-            } else if c == b'"' {
-                in_string = false;
-            }
-            i += 1;
-            continue;
-        }
-        if c == b'"' {
-            in_string = true;
-            i += 1;
-            continue;
-        }
-        let rest = bytes.get(i..).unwrap_or_default();
-        if let Some(token) = TOKENS.iter().find(|t| rest.starts_with(t.as_bytes())) {
-            // `i` and `last` are at ASCII bytes outside strings: character
-            // boundaries.
-            let o = out.get_or_insert_with(|| String::with_capacity(text.len() + 16));
-            o.push_str(text.get(last..i).unwrap_or_default());
-            o.push('"');
-            o.push_str(token);
-            o.push('"');
-            i += token.len();
-            last = i;
-            continue;
-        }
-        i += 1;
-    }
-    match out {
-        None => Cow::Borrowed(text),
-        Some(mut o) => {
-            o.push_str(text.get(last..).unwrap_or_default());
-            Cow::Owned(o)
-        }
     }
 }
 
