@@ -36,7 +36,6 @@ import contextlib
 import functools
 import http.server
 import json
-import math
 import os
 import shutil
 import sys
@@ -188,8 +187,9 @@ def read_json(path):
 
 
 class Pyramid:
-    """A pyramid as stored: axis names (N5 order), levels (paths), and the
-    tensorstore spec of each level, whose domain is in N5 order here."""
+    """A pyramid as stored: its axis names (N5 order), the paths of its
+    levels, s0's voxel size in metres (None when a unit is unknown), and each
+    level opened with tensorstore, its dimensions in N5 order."""
 
     def __init__(self, fmt, group):
         self.fmt = fmt
@@ -255,6 +255,10 @@ def sample_voxels(array, count, rng, tries=400):
 
 
 def expected_origin(fmt, method, F):
+    """Where the contract has neuroglancer put the lower corner of voxel 0 of
+    a level of factor F along one axis, in s0 voxels: N5 levels are placed by
+    scale alone; NGFF translations are of voxel centres, (F-1)/2 s0 voxels
+    for pooling methods and 0 for stride (s0's translation being 0)."""
     if fmt == "n5":
         return 0.0
     return -F / 2 if method == "stride" else -0.5
@@ -310,12 +314,13 @@ def check_pyramid(driver, ng, viewer, url_root, serve_root, pyr, levels, method,
         if n not in gs["names"] or not close(gs["scales"][gs["names"].index(n)], sc):
             bad.append(f"global space {gs} differs from the model space on {n}")
 
-    if len(geo["levels"]) != len(levels):
-        bad.append(f"neuroglancer shows {len(geo['levels'])} levels, expected {len(levels)}")
+    if len(geo["levels"]) != len(levels) or len(pyr.paths) != len(levels):
+        bad.append(f"neuroglancer shows {len(geo['levels'])} levels, the group lists "
+                   f"{len(pyr.paths)}, expected {len(levels)}")
     # Geometry, level by level.
     for k, (exp, got, array) in enumerate(zip(levels, geo["levels"], pyr.arrays)):
         lvl = {"path": exp["path"], "url": got["url"], "factors": exp["factors"],
-               "scale": {}, "origin": {}, "shape": {}}
+               "scale": {}, "origin": {}, "expectedOrigin": {}, "shape": {}}
         if pyr.paths[k] != exp["path"]:
             bad.append(f"level {k}: stored path {pyr.paths[k]}, expected {exp['path']}")
         if got["url"] is not None and not got["url"].rstrip("/").endswith("/" + exp["path"]):
@@ -329,7 +334,7 @@ def check_pyramid(driver, ng, viewer, url_root, serve_root, pyr, levels, method,
             lvl["scale"][n], lvl["origin"][n], lvl["shape"][n] = d["scale"], d["origin"], d["shape"]
             if not close(d["scale"], F):
                 bad.append(f"level {exp['path']} {n}: scale {d['scale']}, expected {F}")
-            o = expected_origin(pyr.fmt, method, F)
+            o = lvl["expectedOrigin"][n] = expected_origin(pyr.fmt, method, F)
             if not close(d["origin"], o):
                 bad.append(f"level {exp['path']} {n}: origin {d['origin']}, expected {o}")
             if d["shape"] != array.shape[ax]:
