@@ -40,6 +40,11 @@
 #   fuzz       fuzz/run.sh 15: every fuzz target for 15 seconds, after the
 #              inputs kept in fuzz/regressions
 #   miri       tests/miri.sh: the C layer's unit tests under Miri
+#   viewer     tests/viewer/check_pyramid.py: neuroglancer 2.41.2 (.venv-viewer)
+#              in headless Chromium opens an N5 and an OME-NGFF 0.5 pyramid
+#              served on 127.0.0.1 and must report each level's scale and
+#              origin as the pyramid contract says, and read back the stored
+#              values; the pyramids and the report are in build/viewer
 #
 # Every step runs even after another failed; a summary comes last, and the
 # exit status is non-zero when any step failed. A step whose tools are
@@ -54,7 +59,7 @@ export PATH="$ROOT/build/tools/bin:$PATH"
 
 say() { printf '[run.sh] %s\n' "$*" >&2; }
 
-STEPS=(rust cli c c-debug sanitize fuzz miri)
+STEPS=(rust cli c c-debug sanitize fuzz miri viewer)
 # What tests/setup.sh installs for each step.
 needs() {
     case $1 in
@@ -64,6 +69,7 @@ needs() {
         sanitize) echo build cxx ;;
         fuzz) echo build cxx fuzz ;;
         miri) echo miri ;;
+        viewer) echo viewer ;;
     esac
 }
 describe() {
@@ -75,6 +81,7 @@ describe() {
         sanitize) echo "C library, ASan and UBSan: cmake --workflow --preset sanitize" ;;
         fuzz) echo "fuzzing, 15 s per target: fuzz/run.sh 15" ;;
         miri) echo "Miri: tests/miri.sh" ;;
+        viewer) echo "neuroglancer in headless Chromium reads N5 and OME-NGFF 0.5 pyramids: tests/viewer/check_pyramid.py" ;;
     esac
 }
 
@@ -147,6 +154,27 @@ print("[run.sh] legacy NWB peers: " + ", ".join(
 PY
 fi
 
+# The pyramids the viewer step opens, written under $1: sets VIEWER_N5 and
+# VIEWER_NGFF (the multiscale groups) and VIEWER_EXPECT (their levels, as
+# tests/viewer/check_pyramid.py reads them). They come from
+# tests/viewer/make_fixture.py, in the layouts of the pyramid contract.
+viewer_pyramids() {
+    local out=$1
+    "$ROOT/.venv-viewer/bin/python" tests/viewer/make_fixture.py "$out" || return
+    VIEWER_N5="$out/pyramid.n5/raw"
+    VIEWER_NGFF="$out/pyramid.zarr/raw"
+    VIEWER_EXPECT="$out/expect.json"
+}
+
+run_viewer() {
+    local out="$ROOT/build/viewer"
+    mkdir -p "$out"
+    viewer_pyramids "$out" || return
+    say "viewer: report in ${out#"$ROOT"/}/report.json"
+    "$ROOT/.venv-viewer/bin/python" tests/viewer/check_pyramid.py \
+        --n5 "$VIEWER_N5" --ngff "$VIEWER_NGFF" --expect "$VIEWER_EXPECT" > "$out/report.json"
+}
+
 run_step() {
     case $1 in
         rust)
@@ -158,6 +186,7 @@ run_step() {
         sanitize) cmake --workflow --preset sanitize ;;
         fuzz) ./fuzz/run.sh 15 ;;
         miri) ./tests/miri.sh ;;
+        viewer) run_viewer ;;
     esac
 }
 

