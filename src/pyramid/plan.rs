@@ -247,7 +247,16 @@ fn json_f64_list(option: &str, v: &Value) -> Result<Vec<f64>> {
     if items.is_empty() {
         return Err(bad());
     }
-    items.iter().map(|x| x.as_f64().ok_or_else(bad)).collect()
+    // A number beyond f64's range reads as an infinity, which the
+    // validation then names.
+    items
+        .iter()
+        .map(|x| {
+            x.as_f64()
+                .or_else(|| x.as_number()?.as_str().parse().ok())
+                .ok_or_else(bad)
+        })
+        .collect()
 }
 
 impl PyramidOptions {
@@ -1574,5 +1583,1008 @@ impl Plan {
             (Some(u), Some(t)) if u.kind == t.kind => u.symbol_in(&t, size),
             _ => size,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(
+        shape: &[u64],
+        axes: Option<&[&str]>,
+        res: Option<&[f64]>,
+        unit: Option<&str>,
+    ) -> SourceInfo {
+        SourceInfo {
+            shape: shape.to_vec(),
+            axes: axes.map(|a| a.iter().map(|s| s.to_string()).collect()),
+            resolution: res.map(<[f64]>::to_vec),
+            units: unit.map(|u| vec![Some(u.to_string()); shape.len()]),
+            name: "raw".into(),
+        }
+    }
+
+    fn shapes(plan: &Plan) -> Vec<Vec<u64>> {
+        plan.levels.iter().map(|l| l.shape.clone()).collect()
+    }
+
+    fn relatives(plan: &Plan) -> Vec<Vec<u64>> {
+        plan.levels.iter().map(|l| l.relative.clone()).collect()
+    }
+
+    fn err(r: Result<impl fmt::Debug>) -> Error {
+        r.expect_err("expected an error")
+    }
+
+    #[test]
+    fn worked_example_anisotropic_em() {
+        let s = src(
+            &[2048, 2048, 300],
+            None,
+            Some(&[4.0, 4.0, 40.0]),
+            Some("nm"),
+        );
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert_eq!(
+            shapes(&p),
+            vec![
+                vec![2048, 2048, 300],
+                vec![1024, 1024, 300],
+                vec![512, 512, 300],
+                vec![256, 256, 300],
+                vec![128, 128, 150],
+                vec![64, 64, 75],
+                vec![64, 64, 38],
+            ]
+        );
+        assert_eq!(
+            relatives(&p)[1..],
+            [
+                vec![2, 2, 1],
+                vec![2, 2, 1],
+                vec![2, 2, 1],
+                vec![2, 2, 2],
+                vec![2, 2, 2],
+                vec![1, 1, 2]
+            ]
+        );
+        assert_eq!(p.levels[6].factors, vec![32, 32, 8]);
+        assert_eq!(p.levels[6].path, "s6");
+        assert!(p.warnings.is_empty());
+        // The same with the sizes in micrometres: the rule compares physical sizes.
+        let s = SourceInfo {
+            units: Some(vec![
+                Some("nm".into()),
+                Some("nm".into()),
+                Some("um".into()),
+            ]),
+            resolution: Some(vec![4.0, 4.0, 0.04]),
+            ..s
+        };
+        let q = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert_eq!(shapes(&q), shapes(&p));
+    }
+
+    #[test]
+    fn worked_example_2d_blocks_256() {
+        let s = src(&[10000, 7000], None, None, None);
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[256; 2],
+            &[256; 2],
+        )
+        .unwrap();
+        assert_eq!(p.levels.len(), 7);
+        assert_eq!(p.levels[5].shape, vec![313, 219]);
+        assert_eq!(p.levels[6].shape, vec![157, 219]);
+        for k in 1..=5 {
+            assert_eq!(p.levels[k].relative, vec![2, 2]);
+        }
+        assert_eq!(p.levels[6].relative, vec![2, 1]);
+        assert_eq!(
+            p.axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["x", "y"]
+        );
+    }
+
+    #[test]
+    fn worked_example_5d_light_sheet() {
+        let s = SourceInfo {
+            shape: vec![512, 512, 64, 3, 10],
+            axes: Some(["x", "y", "z", "c", "t"].map(String::from).to_vec()),
+            resolution: Some(vec![0.1625, 0.1625, 1.0, 1.0, 1.0]),
+            units: Some(vec![
+                Some("µm".into()),
+                Some("µm".into()),
+                Some("µm".into()),
+                None,
+                None,
+            ]),
+            name: "raw".into(),
+        };
+        let block = [128, 128, 16, 1, 1];
+        for format in [OutFormat::N5, OutFormat::Zarr2, OutFormat::Zarr3] {
+            let p = Plan::new(&s, &PyramidOptions::default(), format, &block, &block).unwrap();
+            assert_eq!(
+                relatives(&p)[1..],
+                [
+                    vec![2, 2, 1, 1, 1],
+                    vec![2, 2, 1, 1, 1],
+                    vec![1, 1, 2, 1, 1],
+                    vec![1, 1, 2, 1, 1]
+                ]
+            );
+            assert_eq!(p.levels[4].shape, vec![128, 128, 16, 3, 10]);
+            assert_eq!(p.permutation, vec![0, 1, 2, 3, 4]);
+            assert_eq!(
+                p.axes.iter().map(|a| a.kind).collect::<Vec<_>>(),
+                [
+                    AxisKind::Space,
+                    AxisKind::Space,
+                    AxisKind::Space,
+                    AxisKind::Channel,
+                    AxisKind::Time
+                ]
+            );
+        }
+        // bdv: 3-D stacks, 3 setups, 10 time points.
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::Bdv,
+            &block,
+            &block,
+        )
+        .unwrap();
+        assert_eq!(p.level_axes, vec![0, 1, 2]);
+        assert_eq!(p.levels[4].shape, vec![128, 128, 16]);
+        assert_eq!(p.levels[4].factors, vec![4, 4, 4]);
+        assert_eq!(
+            (p.bdv_setups(), p.bdv_timepoints(), p.stacks()),
+            (3, 10, 30)
+        );
+        assert_eq!(p.shard, vec![128, 128, 16]);
+    }
+
+    #[test]
+    fn ngff_permutes_to_xyzct_and_n5_keeps_the_source_order() {
+        // An ImageJ hyperstack: x, y, c, z, t.
+        let s = src(
+            &[100, 90, 2, 30, 4],
+            Some(&["x", "y", "c", "z", "t"]),
+            None,
+            None,
+        );
+        let block = [32, 32, 1, 8, 1];
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::Zarr3,
+            &block,
+            &block,
+        )
+        .unwrap();
+        assert_eq!(p.permutation, vec![0, 1, 3, 2, 4]);
+        assert_eq!(p.shape, vec![100, 90, 30, 2, 4]);
+        assert_eq!(p.block, vec![32, 32, 8, 1, 1]);
+        assert_eq!(
+            p.axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["x", "y", "z", "c", "t"]
+        );
+        // Factor lists follow the source's axes and are permuted with them.
+        let o = PyramidOptions {
+            factors: Factors::One(vec![2, 2, 1, 1, 1]),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &o, OutFormat::Zarr2, &block, &block).unwrap();
+        assert_eq!(p.levels[1].relative, vec![2, 2, 1, 1, 1]);
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &block,
+            &block,
+        )
+        .unwrap();
+        assert_eq!(p.permutation, vec![0, 1, 2, 3, 4]);
+        assert_eq!(p.axes[2].kind, AxisKind::Channel);
+        // bdv keeps the order and stacks over x, y, z wherever they are.
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::Bdv,
+            &block,
+            &block,
+        )
+        .unwrap();
+        assert_eq!(p.permutation, vec![0, 1, 2, 3, 4]);
+        assert_eq!(p.level_axes, vec![0, 1, 3]);
+        assert_eq!(p.levels[0].shape, vec![100, 90, 30]);
+        assert_eq!((p.bdv_setups(), p.bdv_timepoints()), (2, 4));
+    }
+
+    #[test]
+    fn one_list_many_lists_levels_and_min_size() {
+        let s = src(&[1000, 1000, 100], None, None, None);
+        let b = [64; 3];
+        let one = PyramidOptions {
+            factors: Factors::One(vec![2, 2, 2]),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &one, OutFormat::N5, &b, &b).unwrap();
+        // z stops at 64 after one level; x, y at 63.
+        assert_eq!(
+            shapes(&p),
+            vec![
+                vec![1000, 1000, 100],
+                vec![500, 500, 50],
+                vec![250, 250, 50],
+                vec![125, 125, 50],
+                vec![63, 63, 50],
+            ]
+        );
+        let capped = PyramidOptions {
+            levels: Some(2),
+            ..one.clone()
+        };
+        assert_eq!(
+            Plan::new(&s, &capped, OutFormat::N5, &b, &b)
+                .unwrap()
+                .levels
+                .len(),
+            2
+        );
+        let min = PyramidOptions {
+            min_size: Some(MinSize::PerAxis(vec![300, 300, 10])),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &min, OutFormat::N5, &b, &b).unwrap();
+        assert_eq!(p.levels.last().unwrap().shape, vec![250, 250, 7]);
+        let many = PyramidOptions {
+            factors: Factors::Many(vec![vec![3, 3, 1], vec![1, 1, 2], vec![2, 2, 2]]),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &many, OutFormat::N5, &b, &b).unwrap();
+        assert_eq!(
+            shapes(&p),
+            vec![
+                vec![1000, 1000, 100],
+                vec![334, 334, 100],
+                vec![334, 334, 50],
+                vec![167, 167, 25],
+            ]
+        );
+        assert_eq!(p.levels[3].factors, vec![6, 6, 4]);
+        assert_eq!(
+            p.warnings,
+            vec!["--factors: factor 3 is not a power of two (webKnossos and BigDataViewer expect powers of two)"]
+        );
+        // --levels 1: s0 only.
+        let only = PyramidOptions {
+            levels: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            Plan::new(&s, &only, OutFormat::N5, &b, &b)
+                .unwrap()
+                .levels
+                .len(),
+            1
+        );
+        // Nothing longer than its block: s0 only.
+        let small = src(&[64, 10, 3], None, None, None);
+        assert_eq!(
+            Plan::new(&small, &PyramidOptions::default(), OutFormat::N5, &b, &b)
+                .unwrap()
+                .levels
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn auto_rule_exact_ratio_two_becomes_isotropic() {
+        // z is exactly twice x and y: it is not "less than 2m", so x and y go
+        // first, then all three together.
+        let s = src(&[512, 512, 512], None, Some(&[1.0, 1.0, 2.0]), None);
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert_eq!(p.levels[1].relative, vec![2, 2, 1]);
+        assert_eq!(p.levels[2].relative, vec![2, 2, 2]);
+        // Within 1e-9 of 2 counts as 2.
+        let s = src(&[512, 512, 512], None, Some(&[1.0, 1.0, 2.0 - 1e-12]), None);
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert_eq!(p.levels[1].relative, vec![2, 2, 1]);
+        // The time axis is never downsampled by the auto rule.
+        let s = src(&[512, 512, 100], Some(&["x", "y", "t"]), None, None);
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert!(p.levels.iter().all(|l| l.shape[2] == 100));
+    }
+
+    #[test]
+    fn geometry_pooling_and_stride() {
+        let s = src(&[256, 256, 60], None, Some(&[4.0, 4.0, 40.0]), Some("nm"));
+        let mut o = PyramidOptions {
+            translation: Some(vec![10.0, 20.0, 30.0]),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &o, OutFormat::N5, &[64; 3], &[64; 3]).unwrap();
+        assert_eq!(p.levels.len(), 3);
+        assert_eq!(p.scale(2), vec![16.0, 16.0, 40.0]);
+        assert_eq!(p.translation(0), vec![10.0, 20.0, 30.0]);
+        assert_eq!(p.translation(1), vec![12.0, 22.0, 30.0]);
+        assert_eq!(p.translation(2), vec![16.0, 26.0, 30.0]);
+        o.method = Method::Stride;
+        let p = Plan::new(&s, &o, OutFormat::N5, &[64; 3], &[64; 3]).unwrap();
+        assert_eq!(p.translation(2), vec![10.0, 20.0, 30.0]);
+        assert_eq!(p.scale(2), vec![16.0, 16.0, 40.0]);
+    }
+
+    #[test]
+    fn units_table() {
+        for (text, ngff, symbol, factor, kind) in [
+            ("nm", "nanometer", "nm", 1.0, UnitKind::Space),
+            ("Nanometre", "nanometer", "nm", 1.0, UnitKind::Space),
+            ("µm", "micrometer", "um", 1.0, UnitKind::Space),
+            ("μm", "micrometer", "um", 1.0, UnitKind::Space),
+            ("MICRON", "micrometer", "um", 1.0, UnitKind::Space),
+            ("micrometre", "micrometer", "um", 1.0, UnitKind::Space),
+            ("mm", "millimeter", "mm", 1.0, UnitKind::Space),
+            ("centimeter", "centimeter", "cm", 1.0, UnitKind::Space),
+            ("M", "meter", "m", 1.0, UnitKind::Space),
+            ("Å", "angstrom", "nm", 0.1, UnitKind::Space),
+            ("\u{212B}", "angstrom", "nm", 0.1, UnitKind::Space),
+            ("A", "angstrom", "nm", 0.1, UnitKind::Space),
+            ("angstrom", "angstrom", "nm", 0.1, UnitKind::Space),
+            ("sec", "second", "s", 1.0, UnitKind::Time),
+            ("ms", "millisecond", "ms", 1.0, UnitKind::Time),
+            ("µs", "microsecond", "us", 1.0, UnitKind::Time),
+            ("nanosecond", "nanosecond", "ns", 1.0, UnitKind::Time),
+            ("min", "minute", "s", 60.0, UnitKind::Time),
+            ("Hour", "hour", "s", 3600.0, UnitKind::Time),
+        ] {
+            let u = Unit::parse(text).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(
+                (u.ngff(), u.symbol(), u.factor(), u.kind()),
+                (ngff, symbol, factor, kind),
+                "{text}"
+            );
+        }
+        assert_eq!(Unit::parse("Å").unwrap().to_symbol(3.0), 0.3);
+        assert_eq!(Unit::parse("min").unwrap().to_symbol(2.5), 150.0);
+        let e = Unit::from_option("parsec").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            e.message(),
+            "--units: unknown unit 'parsec' (nm, um, mm, cm, m, angstrom, s, ms, us, ns, min, h)"
+        );
+    }
+
+    #[test]
+    fn options_from_json() {
+        assert_eq!(
+            PyramidOptions::from_json(None).unwrap(),
+            PyramidOptions::default()
+        );
+        let o = PyramidOptions::from_json(Some(
+            r#"{"method": "median", "factors": [[2,2,1],[2,2,2]], "levels": 0, "min_size": 32,
+                "format": "zarr3", "axes": ["x","y","z"], "units": ["nm", null, ""],
+                "resolution": [4, 4, 40.5], "translation": [0, -1.5, 2],
+                "compression": {"type": "zstd", "level": 3}, "block_size": [64,64,64],
+                "shard_shape": [128,128,128], "threads": 2, "part": [1, 3], "finalize": false}"#,
+        ))
+        .unwrap();
+        assert_eq!(o.method, Method::Median);
+        assert_eq!(o.factors, Factors::Many(vec![vec![2, 2, 1], vec![2, 2, 2]]));
+        assert_eq!(o.levels, None);
+        assert_eq!(o.min_size, Some(MinSize::All(32)));
+        assert_eq!(o.format, Some(OutFormat::Zarr3));
+        assert_eq!(o.units, Some(vec![Some("nm".to_string()), None, None]));
+        assert_eq!(o.resolution, Some(vec![4.0, 4.0, 40.5]));
+        assert_eq!(o.translation, Some(vec![0.0, -1.5, 2.0]));
+        assert_eq!(
+            o.compression,
+            Some(serde_json::json!({"type": "zstd", "level": 3}))
+        );
+        assert_eq!(o.shard_shape, Some(vec![128; 3]));
+        assert_eq!((o.threads, o.part, o.finalize), (2, Some((1, 3)), false));
+        let o = PyramidOptions::from_json(Some(
+            r#"{"factors": "2,2,1", "levels": 3, "min_size": [8, 8, 1], "method": null}"#,
+        ))
+        .unwrap();
+        assert_eq!(o.factors, Factors::One(vec![2, 2, 1]));
+        assert_eq!(o.levels, Some(3));
+        assert_eq!(o.min_size, Some(MinSize::PerAxis(vec![8, 8, 1])));
+        assert_eq!(o.method, Method::Mean);
+        let o = PyramidOptions::from_json(Some(r#"{"factors": "auto"}"#)).unwrap();
+        assert_eq!(o.factors, Factors::Auto);
+
+        // Malformed JSON.
+        for text in ["{", "[1]", "nul"] {
+            assert_eq!(
+                err(PyramidOptions::from_json(Some(text))).kind(),
+                ErrorKind::Json,
+                "{text}"
+            );
+        }
+        // Refusals, with the command line's messages.
+        for (text, message) in [
+            (
+                r#"{"method": "avg"}"#,
+                "--method: unknown method 'avg' (stride, mean, median, mode, min, max)",
+            ),
+            (
+                r#"{"method": 3}"#,
+                "--method: expected a method name, not 3",
+            ),
+            (
+                r#"{"metod": "mean"}"#,
+                "pyramid options: unknown key 'metod'",
+            ),
+            (
+                r#"{"factors": [2, 0, 1]}"#,
+                "--factors: a factor must be at least 1, not 0",
+            ),
+            (
+                r#"{"factors": [1, 1, 1]}"#,
+                "--factors: the list 1,1,1 downsamples nothing",
+            ),
+            (
+                r#"{"factors": "2,,x/"}"#,
+                "--factors: malformed factor list '2,,x/'",
+            ),
+            (
+                r#"{"factors": [2, 2.5]}"#,
+                "--factors: expected a list of non-negative integers",
+            ),
+            (
+                r#"{"factors": [[2,2],[2,2,2]]}"#,
+                "--factors: the factor lists have different lengths",
+            ),
+            (
+                r#"{"factors": [[2,2],[2,2]], "levels": 2}"#,
+                "--levels: not with several factor lists",
+            ),
+            (r#"{"levels": -1}"#, "--levels: expected a number of levels"),
+            (r#"{"min_size": 0}"#, "--min-size: must be at least 1"),
+            (
+                r#"{"min_size": [4, 0]}"#,
+                "--min-size: every size must be at least 1",
+            ),
+            (
+                r#"{"format": "tiff"}"#,
+                "--format: unknown format \"tiff\" (n5, zarr2, zarr3, bdv)",
+            ),
+            (r#"{"axes": ["x", "x"]}"#, "--axes: axis 'x' is named twice"),
+            (r#"{"axes": ["x", ""]}"#, "--axes: an empty axis name"),
+            (r#"{"units": ["parsec"]}"#, "--units: unknown unit 'parsec'"),
+            (r#"{"units": [3]}"#, "--units: expected a list of units"),
+            (
+                r#"{"resolution": [4, 0]}"#,
+                "--resolution: a voxel size must be finite and greater than 0, not 0",
+            ),
+            (
+                r#"{"resolution": [4, -1]}"#,
+                "--resolution: a voxel size must be finite and greater than 0, not -1",
+            ),
+            (
+                r#"{"resolution": [1e400]}"#,
+                "--resolution: a voxel size must be finite and greater than 0, not inf",
+            ),
+            (
+                r#"{"translation": [-1e999]}"#,
+                "--translation: a translation must be finite, not -inf",
+            ),
+            (
+                r#"{"compression": "gzip"}"#,
+                "-c: expected N5 compression JSON",
+            ),
+            (
+                r#"{"block_size": [64, 0]}"#,
+                "-b: a block size must be at least 1",
+            ),
+            (
+                r#"{"shard_shape": [128], "format": "n5"}"#,
+                "--shard: only zarr3 output has shards, not n5",
+            ),
+            (r#"{"threads": 5000}"#, "--threads: expected an integer"),
+            (
+                r#"{"part": [3, 3]}"#,
+                "--part: part 3/3 does not exist (0 <= I < N)",
+            ),
+            (r#"{"part": [0, 0]}"#, "--part: N must be at least 1 in I/N"),
+            (r#"{"part": [0]}"#, "--part: expected [I, N]"),
+            (
+                r#"{"part": [0, 2], "finalize": true}"#,
+                "--part: not with --finalize",
+            ),
+            (
+                r#"{"finalize": 1}"#,
+                "--finalize: expected true or false, not 1",
+            ),
+        ] {
+            let e = err(PyramidOptions::from_json(Some(text)));
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{text}");
+            assert!(e.message().starts_with(message), "{text}: {}", e.message());
+        }
+        // The command line fills the struct itself: --levels 0 is refused there.
+        let o = PyramidOptions {
+            levels: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(
+            o.validate_syntax().unwrap_err().message(),
+            "--levels: must be at least 1 (s0 counts)"
+        );
+    }
+
+    #[test]
+    fn factors_parse() {
+        assert_eq!(Factors::parse("auto").unwrap(), Factors::Auto);
+        assert_eq!(
+            Factors::parse("2,2,1").unwrap(),
+            Factors::One(vec![2, 2, 1])
+        );
+        assert_eq!(
+            Factors::parse("2x2x1").unwrap(),
+            Factors::One(vec![2, 2, 1])
+        );
+        assert_eq!(
+            Factors::parse("2,2,1/2,2,2").unwrap(),
+            Factors::Many(vec![vec![2, 2, 1], vec![2, 2, 2]])
+        );
+        for bad in ["", "2,a", "2,2/", "-1,2"] {
+            assert_eq!(
+                Factors::parse(bad).unwrap_err().kind(),
+                ErrorKind::InvalidArgument,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_that_depend_on_the_source() {
+        let s3 = src(&[100, 100, 50], None, None, None);
+        let b = [32; 3];
+        let plan = |s: &SourceInfo, o: PyramidOptions, f: OutFormat| {
+            let b = vec![32; s.shape.len()];
+            Plan::new(s, &o, f, &b, &b)
+        };
+        let axes = |a: &[&str]| PyramidOptions {
+            axes: Some(a.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        for (s, o, f, message) in [
+            (
+                &s3,
+                axes(&["x", "y"]),
+                OutFormat::N5,
+                "--axes: 2 names for a dataset of rank 3",
+            ),
+            (
+                &s3,
+                axes(&["a", "b", "x"]),
+                OutFormat::Zarr3,
+                "--axes: axes a,b,x: zarr3 output takes the names x, y, z, c, t",
+            ),
+            (
+                &s3,
+                axes(&["x", "c", "t"]),
+                OutFormat::Zarr2,
+                "--axes: axes x,c,t: OME-NGFF needs 2 or 3 space axes (x, y, z), not 1",
+            ),
+            (
+                &s3,
+                axes(&["x", "y", "t"]),
+                OutFormat::Bdv,
+                "--axes: axes x,y,t: bdv output takes x, y, z with optional c and t",
+            ),
+            (
+                &s3,
+                axes(&["x", "y", "foo"]),
+                OutFormat::Bdv,
+                "--axes: axes x,y,foo: bdv output takes the names x, y, z, c, t",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    factors: Factors::One(vec![2, 2]),
+                    ..Default::default()
+                },
+                OutFormat::N5,
+                "--factors: 2 factors for a dataset of rank 3",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    factors: Factors::One(vec![2, 2, 2]),
+                    ..axes(&["x", "y", "c"])
+                },
+                OutFormat::N5,
+                "--factors: axis 'c' is a channel axis: its factor must be 1, not 2",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    factors: Factors::Many(vec![vec![2, 2, 1], vec![1, 1, 2]]),
+                    ..axes(&["x", "y", "t"])
+                },
+                OutFormat::N5,
+                "",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    units: Some(vec![Some("nm".into()), Some("s".into()), None]),
+                    ..Default::default()
+                },
+                OutFormat::N5,
+                "--units: 's' is a time unit and axis 'y' a space axis",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    units: Some(vec![None, None, Some("nm".into())]),
+                    ..axes(&["x", "y", "t"])
+                },
+                OutFormat::N5,
+                "--units: 'nm' is a space unit and axis 't' a time axis",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    units: Some(vec![None]),
+                    ..Default::default()
+                },
+                OutFormat::N5,
+                "--units: 1 units for a dataset of rank 3",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    resolution: Some(vec![1.0]),
+                    ..Default::default()
+                },
+                OutFormat::N5,
+                "--resolution: 1 voxel sizes",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    translation: Some(vec![1.0]),
+                    ..Default::default()
+                },
+                OutFormat::N5,
+                "--translation: 1 values",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    min_size: Some(MinSize::PerAxis(vec![1])),
+                    ..Default::default()
+                },
+                OutFormat::N5,
+                "--min-size: 1 sizes",
+            ),
+            (
+                &s3,
+                PyramidOptions {
+                    shard_shape: Some(vec![64; 3]),
+                    ..Default::default()
+                },
+                OutFormat::Zarr2,
+                "--shard: only zarr3 output has shards, not zarr2",
+            ),
+            (
+                &src(&[2; 6], None, None, None),
+                PyramidOptions::default(),
+                OutFormat::N5,
+                "--axes: a dataset of rank 6 without axis names needs --axes",
+            ),
+        ] {
+            let r = plan(s, o, f);
+            if message.is_empty() {
+                r.unwrap();
+                continue;
+            }
+            let e = err(r);
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{message}");
+            assert!(
+                e.message().starts_with(message),
+                "{message}: {}",
+                e.message()
+            );
+        }
+        // bdv downsamples x, y, z only.
+        let st = src(&[100, 100, 50, 8], Some(&["x", "y", "z", "t"]), None, None);
+        let o = PyramidOptions {
+            factors: Factors::One(vec![2, 2, 2, 2]),
+            ..Default::default()
+        };
+        let e = err(Plan::new(&st, &o, OutFormat::Bdv, &[32; 4], &[32; 4]));
+        assert!(e
+            .message()
+            .starts_with("--factors: bdv output downsamples x, y and z only"));
+        assert!(Plan::new(&st, &o, OutFormat::N5, &[32; 4], &[32; 4]).is_ok());
+        // Names other than x y z c t are space axes in N5.
+        let p = plan(&s3, axes(&["u", "v", "w"]), OutFormat::N5).unwrap();
+        assert!(p.axes.iter().all(|a| a.kind == AxisKind::Space));
+        assert_eq!(p.levels.len(), 3);
+        let _ = b;
+    }
+
+    #[test]
+    fn options_win_over_the_source_and_source_units_are_checked() {
+        let s = SourceInfo {
+            shape: vec![64, 64, 64],
+            axes: Some(["z", "y", "x"].map(String::from).to_vec()),
+            resolution: Some(vec![2.0, 3.0, 4.0]),
+            units: Some(vec![
+                Some("parsec".into()),
+                Some("s".into()),
+                Some("um".into()),
+            ]),
+            name: "vol".into(),
+        };
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::Zarr3,
+            &[32; 3],
+            &[32; 3],
+        )
+        .unwrap();
+        assert_eq!(p.permutation, vec![2, 1, 0]);
+        assert_eq!(
+            p.axes
+                .iter()
+                .map(|a| (a.name.as_str(), a.resolution, a.unit.map(|u| u.symbol())))
+                .collect::<Vec<_>>(),
+            [("x", 4.0, Some("um")), ("y", 3.0, None), ("z", 2.0, None)]
+        );
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+        let o = PyramidOptions {
+            axes: Some(["x", "y", "z"].map(String::from).to_vec()),
+            resolution: Some(vec![1.0, 1.0, 5.0]),
+            units: Some(vec![Some("nm".into()); 3]),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &o, OutFormat::Zarr3, &[32; 3], &[32; 3]).unwrap();
+        assert_eq!(p.permutation, vec![0, 1, 2]);
+        assert_eq!(p.axes[2].resolution, 5.0);
+        assert!(p.warnings.is_empty());
+    }
+
+    #[test]
+    fn source_attributes() {
+        let attrs = |v: Value| v.as_object().unwrap().clone();
+        let s = SourceInfo::from_attributes(
+            &[10, 20, 30],
+            &attrs(
+                serde_json::json!({"axes": ["x","y","z"], "resolution": [4, 4, 40], "units": ["nm", "nm", "nm"],
+                "pixelResolution": {"unit": "um", "dimensions": [1, 1, 1]}}),
+            ),
+            None,
+        );
+        assert_eq!(s.axes, Some(vec!["x".to_string(), "y".into(), "z".into()]));
+        assert_eq!(s.resolution, Some(vec![4.0, 4.0, 40.0]));
+        assert_eq!(s.units, Some(vec![Some("nm".to_string()); 3]));
+        let s = SourceInfo::from_attributes(
+            &[10, 20, 30],
+            &attrs(
+                serde_json::json!({"pixelResolution": {"unit": "um", "dimensions": [0.5, 0.5, 2]}, "axes": ["x", "y"]}),
+            ),
+            Some(vec!["z".into(), "y".into(), "x".into()]),
+        );
+        assert_eq!(s.axes, Some(vec!["z".to_string(), "y".into(), "x".into()]));
+        assert_eq!(s.resolution, Some(vec![0.5, 0.5, 2.0]));
+        assert_eq!(s.units, Some(vec![Some("um".to_string()); 3]));
+        let s = SourceInfo::from_attributes(
+            &[10, 20],
+            &attrs(
+                serde_json::json!({"_ARRAY_DIMENSIONS": ["y", "x"], "dimension_units": ["4 nm", "0.5 µm"], "pixelResolution": [1, 2, 3]}),
+            ),
+            None,
+        );
+        assert_eq!(s.axes, Some(vec!["y".to_string(), "x".into()]));
+        assert_eq!(s.resolution, Some(vec![4.0, 0.5]));
+        assert_eq!(
+            s.units,
+            Some(vec![Some("nm".to_string()), Some("µm".into())])
+        );
+        let s = SourceInfo::from_attributes(
+            &[10, 20],
+            &attrs(serde_json::json!({"resolution": [1, 0], "axes": ["x", ""]})),
+            None,
+        );
+        assert_eq!((s.axes, s.resolution, s.units), (None, None, None));
+    }
+
+    #[test]
+    fn plan_json() {
+        let s = src(&[256, 256, 60], None, Some(&[4.0, 4.0, 40.0]), Some("nm"));
+        let p = Plan::new(
+            &s,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[128, 128, 64],
+        )
+        .unwrap();
+        let j = p.to_json();
+        assert_eq!(j["format"], "n5");
+        assert_eq!(j["method"], "mean");
+        assert_eq!(j["levels"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            serde_json::to_string(&j["levels"][2]).unwrap(),
+            r#"{"path":"s2","shape":[64,64,60],"factors":[4,4,1],"relative":[2,2,1],"shards":[[0,0,0]]}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&j["levels"][0]["shards"]).unwrap(),
+            "[[0,0,0],[1,0,0],[0,1,0],[1,1,0]]"
+        );
+        assert_eq!(j["levels"][1]["shards"].as_array().unwrap().len(), 1);
+    }
+
+    /// Every level-k shard of levels 0..=c is in exactly one column, and a
+    /// level-(k+1) shard reads only level-k shards of its own column.
+    fn check_columns(p: &Plan, n_parts: u64) {
+        let c = p.column_level(n_parts);
+        let count = p.shard_count(c) * p.stacks();
+        assert!(
+            count >= n_parts || c == 0,
+            "level {c} has {count} < {n_parts} shards"
+        );
+        if c + 1 < p.levels.len() {
+            assert!(p.shard_count(c + 1) * p.stacks() < n_parts);
+        }
+        let n_columns = p.shard_count(c);
+        for k in 0..=c {
+            let mut per_column = vec![0u64; n_columns as usize];
+            for g in p.shard_positions(k) {
+                let col = p.column_of(k, &g, c);
+                let idx = p.column_index(c, Stack::default(), &col);
+                assert!(idx < n_columns);
+                per_column[idx as usize] += 1;
+                if k < c {
+                    continue;
+                }
+                assert_eq!(col, g, "a level-c shard is its own column");
+            }
+            assert_eq!(per_column.iter().sum::<u64>(), p.shard_count(k));
+            if k == 0 {
+                continue;
+            }
+            // The window of each level-k shard, in level-(k-1) voxels, lies in
+            // level-(k-1) shards of the same column.
+            let rel = &p.levels[k].relative;
+            let prev_shape = &p.levels[k - 1].shape;
+            for g in p.shard_positions(k) {
+                let col = p.column_of(k, &g, c);
+                let lo: Vec<u64> = (0..g.len()).map(|a| g[a] * p.shard[a] * rel[a]).collect();
+                let hi: Vec<u64> = (0..g.len())
+                    .map(|a| ((g[a] + 1) * p.shard[a] * rel[a]).min(prev_shape[a]) - 1)
+                    .collect();
+                for corner in [lo, hi] {
+                    let gp: Vec<u64> = corner.iter().zip(&p.shard).map(|(v, s)| v / s).collect();
+                    assert_eq!(p.column_of(k - 1, &gp, c), col, "level {k} shard {g:?}");
+                }
+            }
+        }
+        // Parts: every column to exactly one part, all parts used when possible.
+        let mut used = std::collections::BTreeSet::new();
+        for st in 0..p.stacks() {
+            let stack = Stack {
+                setup: st / p.bdv_timepoints(),
+                timepoint: st % p.bdv_timepoints(),
+            };
+            for g in p.shard_positions(c) {
+                used.insert(p.part_of(c, stack, &g, c, n_parts));
+            }
+        }
+        if count >= n_parts {
+            assert_eq!(used.len() as u64, n_parts);
+        }
+    }
+
+    #[test]
+    fn columns() {
+        let s = src(&[1000, 700, 90], None, Some(&[1.0, 1.0, 3.0]), None);
+        for (block, shard) in [([64u64; 3], [64u64; 3]), ([32; 3], [128, 64, 32])] {
+            let p = Plan::new(
+                &s,
+                &PyramidOptions::default(),
+                OutFormat::Zarr3,
+                &block,
+                &shard,
+            )
+            .unwrap();
+            for n in [1, 2, 3, 7, 16, 50, 1000, 100_000] {
+                check_columns(&p, n);
+            }
+        }
+        let o = PyramidOptions {
+            factors: Factors::Many(vec![vec![3, 2, 1], vec![2, 3, 3], vec![5, 1, 2]]),
+            ..Default::default()
+        };
+        let p = Plan::new(&s, &o, OutFormat::N5, &[40, 30, 20], &[40, 30, 20]).unwrap();
+        for n in [1, 2, 5, 9, 33, 500] {
+            check_columns(&p, n);
+        }
+        assert_eq!(p.column_level(1), 3);
+        assert_eq!(p.column_level(1_000_000), 0);
+        // bdv: the stacks count towards N, and are numbered setup first.
+        let s = src(
+            &[256, 256, 64, 2, 3],
+            Some(&["x", "y", "z", "c", "t"]),
+            None,
+            None,
+        );
+        let b = [64, 64, 64, 1, 1];
+        let p = Plan::new(&s, &PyramidOptions::default(), OutFormat::Bdv, &b, &b).unwrap();
+        assert_eq!(p.shard_count(2), 1);
+        assert_eq!(p.column_level(6), 2);
+        assert_eq!(p.column_level(7), 1);
+        check_columns(&p, 6);
+        check_columns(&p, 7);
+        assert_eq!(
+            p.column_index(
+                2,
+                Stack {
+                    setup: 1,
+                    timepoint: 2
+                },
+                &[0, 0, 0]
+            ),
+            5
+        );
+        assert_eq!(
+            p.column_index(
+                1,
+                Stack {
+                    setup: 0,
+                    timepoint: 1
+                },
+                &[1, 1, 0]
+            ),
+            4 + 3
+        );
     }
 }
