@@ -357,3 +357,373 @@ pub fn bdv_dataset_xml(plan: &Plan, n_setups: u64, n_timepoints: u64) -> String 
     x.push_str("</SpimData>\n");
     x
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pyramid::downsample::Method;
+    use crate::pyramid::plan::{OutFormat, PyramidOptions, SourceInfo};
+
+    /// The example of pyramid.md: `[256,256,60]` (x,y,z), 4,4,40 nm, blocks 64.
+    fn example(format: OutFormat, method: Method) -> Plan {
+        let src = SourceInfo {
+            shape: vec![256, 256, 60],
+            axes: None,
+            resolution: Some(vec![4.0, 4.0, 40.0]),
+            units: Some(vec![Some("nm".into()); 3]),
+            name: "raw".into(),
+        };
+        let opts = PyramidOptions {
+            method,
+            ..Default::default()
+        };
+        let p = Plan::new(&src, &opts, format, &[64; 3], &[64; 3]).unwrap();
+        let factors: Vec<_> = p.levels.iter().map(|l| l.factors.clone()).collect();
+        assert_eq!(factors, [[1, 1, 1], [2, 2, 1], [4, 4, 1]]);
+        p
+    }
+
+    /// The same text as `expected` once both are parsed: key order and
+    /// number spelling (`4.0` against `4`) included.
+    fn assert_doc(ours: &Map<String, Value>, expected: &str) {
+        let expected: Value = serde_json::from_str(expected).unwrap();
+        assert_eq!(
+            serde_json::to_string_pretty(&Value::Object(ours.clone())).unwrap(),
+            serde_json::to_string_pretty(&expected).unwrap()
+        );
+    }
+
+    const N5_GROUP: &str = r#"{"axes": ["x","y","z"], "units": ["nm","nm","nm"], "resolution": [4.0,4.0,40.0],
+ "scales": [[1,1,1],[2,2,1],[4,4,1]], "multiScale": true,
+ "pixelResolution": {"unit": "nm", "dimensions": [4.0,4.0,40.0]},
+ "multiscales": [{"name": "raw", "datasets": [
+  {"path": "s0", "transform": {"axes": ["z","y","x"], "units": ["nm","nm","nm"], "scale": [40.0,4.0,4.0], "translate": [0.0,0.0,0.0]}},
+  {"path": "s1", "transform": {"axes": ["z","y","x"], "units": ["nm","nm","nm"], "scale": [40.0,8.0,8.0], "translate": [0.0,2.0,2.0]}},
+  {"path": "s2", "transform": {"axes": ["z","y","x"], "units": ["nm","nm","nm"], "scale": [40.0,16.0,16.0], "translate": [0.0,6.0,6.0]}}]}]}"#;
+
+    const NGFF_05: &str = r#"{"ome": {"version": "0.5",
+ "multiscales": [{"name": "raw", "type": "mean",
+  "metadata": {"method": "libn5 n5_pyramid_build", "version": "<libn5 version>", "kwargs": {"method": "mean"}},
+  "axes": [{"name": "z", "type": "space", "unit": "nanometer"},
+           {"name": "y", "type": "space", "unit": "nanometer"},
+           {"name": "x", "type": "space", "unit": "nanometer"}],
+  "datasets": [
+   {"path": "s0", "coordinateTransformations": [{"type": "scale", "scale": [40.0,4.0,4.0]}, {"type": "translation", "translation": [0.0,0.0,0.0]}]},
+   {"path": "s1", "coordinateTransformations": [{"type": "scale", "scale": [40.0,8.0,8.0]}, {"type": "translation", "translation": [0.0,2.0,2.0]}]},
+   {"path": "s2", "coordinateTransformations": [{"type": "scale", "scale": [40.0,16.0,16.0]}, {"type": "translation", "translation": [0.0,6.0,6.0]}]}]}]}}"#;
+
+    const BDV_XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<SpimData version="0.2">
+  <BasePath type="relative">.</BasePath>
+  <SequenceDescription>
+    <ImageLoader format="bdv.n5" version="1.0"><n5 type="relative">.</n5></ImageLoader>
+    <ViewSetups>
+      <ViewSetup><id>0</id><name>0</name><size>256 256 60</size>
+        <voxelSize><unit>nm</unit><size>4.0 4.0 40.0</size></voxelSize>
+        <attributes><illumination>0</illumination><channel>0</channel><tile>0</tile><angle>0</angle></attributes>
+      </ViewSetup>
+      <Attributes name="illumination"><Illumination><id>0</id><name>0</name></Illumination></Attributes>
+      <Attributes name="channel"><Channel><id>0</id><name>0</name></Channel></Attributes>
+      <Attributes name="tile"><Tile><id>0</id><name>0</name></Tile></Attributes>
+      <Attributes name="angle"><Angle><id>0</id><name>0</name></Angle></Attributes>
+    </ViewSetups>
+    <Timepoints type="range"><first>0</first><last>0</last></Timepoints>
+  </SequenceDescription>
+  <ViewRegistrations>
+    <ViewRegistration timepoint="0" setup="0"><ViewTransform type="affine">
+      <affine>4.0 0.0 0.0 0.0 0.0 4.0 0.0 0.0 0.0 0.0 40.0 0.0</affine></ViewTransform></ViewRegistration>
+  </ViewRegistrations>
+</SpimData>
+"#;
+
+    #[test]
+    fn n5_example() {
+        let p = example(OutFormat::N5, Method::Mean);
+        assert_doc(&n5_group_attributes(&p), N5_GROUP);
+        assert_doc(
+            &n5_level_attributes(&p, 1),
+            r#"{"downsamplingFactors": [2,2,1], "pixelResolution": {"unit": "nm", "dimensions": [4.0,4.0,40.0]},
+                "transform": {"axes": ["z","y","x"], "units": ["nm","nm","nm"], "scale": [40.0,8.0,8.0], "translate": [0.0,2.0,2.0]}}"#,
+        );
+    }
+
+    #[test]
+    fn ngff_example() {
+        let p = example(OutFormat::Zarr3, Method::Mean);
+        let v05 = NGFF_05.replace("<libn5 version>", env!("CARGO_PKG_VERSION"));
+        assert_doc(&ngff_group_attributes_v05(&p), &v05);
+        assert_eq!(dimension_names(&p), ["z", "y", "x"]);
+        // 0.4: the same multiscale with the version inside it.
+        let p = example(OutFormat::Zarr2, Method::Mean);
+        let v05: Value = serde_json::from_str(&v05).unwrap();
+        let mut ms = Map::new();
+        ms.insert("version".into(), json!("0.4"));
+        ms.extend(v05["ome"]["multiscales"][0].as_object().unwrap().clone());
+        let mut expected = Map::new();
+        expected.insert("multiscales".into(), json!([ms]));
+        assert_doc(
+            &ngff_group_attributes_v04(&p),
+            &serde_json::to_string(&expected).unwrap(),
+        );
+    }
+
+    #[test]
+    fn bdv_example() {
+        let p = example(OutFormat::Bdv, Method::Mean);
+        assert_eq!(
+            bdv_dataset_xml(&p, p.bdv_setups(), p.bdv_timepoints()),
+            BDV_XML
+        );
+        assert_doc(
+            &bdv_setup_attributes(&p),
+            r#"{"downsamplingFactors": [[1,1,1],[2,2,1],[4,4,1]]}"#,
+        );
+        assert_doc(
+            &bdv_timepoint_attributes(&p),
+            r#"{"multiScale": true, "resolution": [4.0,4.0,40.0]}"#,
+        );
+        assert_doc(
+            &bdv_level_attributes(&p, 1),
+            r#"{"downsamplingFactors": [2,2,1]}"#,
+        );
+    }
+
+    /// `[512,512,64,3,10]` x,y,z,c,t at 0.1625,0.1625,1 µm and 2 minutes.
+    fn five_d(format: OutFormat, method: Method) -> Plan {
+        let src = SourceInfo {
+            shape: vec![512, 512, 64, 3, 10],
+            axes: Some(["x", "y", "z", "c", "t"].map(String::from).to_vec()),
+            resolution: Some(vec![0.1625, 0.1625, 1.0, 1.0, 2.0]),
+            units: Some(vec![
+                Some("µm".into()),
+                Some("um".into()),
+                Some("micron".into()),
+                None,
+                Some("min".into()),
+            ]),
+            name: "cells".into(),
+        };
+        let opts = PyramidOptions {
+            method,
+            translation: Some(vec![1.0, 2.0, 3.0, 0.0, 0.5]),
+            ..Default::default()
+        };
+        let b = [128, 128, 16, 1, 1];
+        Plan::new(&src, &opts, format, &b, &b).unwrap()
+    }
+
+    #[test]
+    fn five_d_n5_and_ngff() {
+        let p = five_d(OutFormat::N5, Method::Mean);
+        assert_eq!(p.levels.len(), 5);
+        let g = n5_group_attributes(&p);
+        assert_eq!(g["units"], json!(["um", "um", "um", "", "s"]));
+        assert_eq!(
+            serde_json::to_string(&g["resolution"]).unwrap(),
+            "[0.1625,0.1625,1.0,1.0,120.0]"
+        );
+        assert!(!g.contains_key("pixelResolution"));
+        assert_eq!(
+            serde_json::to_string(&g["scales"][4]).unwrap(),
+            "[4,4,4,1,1]"
+        );
+        assert_eq!(
+            serde_json::to_string(&g["multiscales"][0]["datasets"][4]["transform"]).unwrap(),
+            r#"{"axes":["t","c","z","y","x"],"units":["s","","um","um","um"],"scale":[120.0,1.0,4.0,0.65,0.65],"translate":[30.0,0.0,4.5,2.24375,1.24375]}"#
+        );
+        let l = n5_level_attributes(&p, 2);
+        assert_eq!(
+            l.keys().collect::<Vec<_>>(),
+            ["downsamplingFactors", "transform"]
+        );
+
+        let p = five_d(OutFormat::Zarr3, Method::Mean);
+        let ms = ngff_multiscale(&p, "0.5");
+        assert_eq!(
+            serde_json::to_string(&ms["axes"]).unwrap(),
+            r#"[{"name":"t","type":"time","unit":"minute"},{"name":"c","type":"channel"},{"name":"z","type":"space","unit":"micrometer"},{"name":"y","type":"space","unit":"micrometer"},{"name":"x","type":"space","unit":"micrometer"}]"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ms["datasets"][4]).unwrap(),
+            r#"{"path":"s4","coordinateTransformations":[{"type":"scale","scale":[2.0,1.0,4.0,0.65,0.65]},{"type":"translation","translation":[0.5,0.0,4.5,2.24375,1.24375]}]}"#
+        );
+        assert_eq!(ms["name"], "cells");
+        assert!(ms.get("version").is_none());
+        assert_eq!(dimension_names(&p), ["t", "c", "z", "y", "x"]);
+    }
+
+    #[test]
+    fn five_d_bdv() {
+        let p = five_d(OutFormat::Bdv, Method::Mean);
+        let xml = bdv_dataset_xml(&p, p.bdv_setups(), p.bdv_timepoints());
+        assert_eq!(xml.matches("<ViewSetup>").count(), 3);
+        assert_eq!(xml.matches("<ViewRegistration ").count(), 30);
+        assert!(xml.contains(
+            r#"<Attributes name="channel"><Channel><id>0</id><name>0</name></Channel><Channel><id>1</id><name>1</name></Channel><Channel><id>2</id><name>2</name></Channel></Attributes>"#
+        ));
+        assert!(xml.contains("<attributes><illumination>0</illumination><channel>2</channel><tile>0</tile><angle>0</angle></attributes>"));
+        assert!(xml.contains("<size>512 512 64</size>"));
+        assert!(
+            xml.contains("<voxelSize><unit>um</unit><size>0.1625 0.1625 1.0</size></voxelSize>")
+        );
+        assert!(
+            xml.contains(r#"<Timepoints type="range"><first>0</first><last>9</last></Timepoints>"#)
+        );
+        assert!(xml.contains(r#"<ViewRegistration timepoint="9" setup="2">"#));
+        assert!(
+            xml.contains("<affine>0.1625 0.0 0.0 1.0 0.0 0.1625 0.0 2.0 0.0 0.0 1.0 3.0</affine>")
+        );
+        // Registrations: time point outer, setup inner.
+        let a = xml.find(r#"timepoint="0" setup="2""#).unwrap();
+        let b = xml.find(r#"timepoint="1" setup="0""#).unwrap();
+        assert!(a < b);
+        assert_eq!(
+            serde_json::to_string(&bdv_setup_attributes(&p)).unwrap(),
+            r#"{"downsamplingFactors":[[1,1,1],[2,2,1],[4,4,1],[4,4,2],[4,4,4]]}"#
+        );
+    }
+
+    #[test]
+    fn stride_places_levels_at_t0() {
+        let p = example(OutFormat::N5, Method::Stride);
+        assert_eq!(
+            serde_json::to_string(
+                &n5_group_attributes(&p)["multiscales"][0]["datasets"][2]["transform"]
+            )
+            .unwrap(),
+            r#"{"axes":["z","y","x"],"units":["nm","nm","nm"],"scale":[40.0,16.0,16.0],"translate":[0.0,0.0,0.0]}"#
+        );
+        let p = example(OutFormat::Zarr3, Method::Stride);
+        let ms = ngff_multiscale(&p, "0.5");
+        assert_eq!(ms["type"], "stride");
+        assert_eq!(ms["metadata"]["kwargs"]["method"], "stride");
+        assert_eq!(
+            serde_json::to_string(&ms["datasets"][2]["coordinateTransformations"]).unwrap(),
+            r#"[{"type":"scale","scale":[40.0,16.0,16.0]},{"type":"translation","translation":[0.0,0.0,0.0]}]"#
+        );
+        let p = five_d(OutFormat::Zarr2, Method::Stride);
+        let ms = ngff_multiscale(&p, "0.4");
+        assert_eq!(ms["version"], "0.4");
+        assert_eq!(
+            serde_json::to_string(&ms["datasets"][4]["coordinateTransformations"][1]).unwrap(),
+            r#"{"type":"translation","translation":[0.5,0.0,3.0,2.0,1.0]}"#
+        );
+    }
+
+    #[test]
+    fn angstrom_and_minutes() {
+        let src = SourceInfo {
+            shape: vec![200, 200, 200, 5],
+            axes: Some(["x", "y", "z", "t"].map(String::from).to_vec()),
+            resolution: Some(vec![3.0, 3.0, 7.0, 1.5]),
+            units: Some(vec![
+                Some("Å".into()),
+                Some("angstrom".into()),
+                Some("A".into()),
+                Some("minute".into()),
+            ]),
+            name: "cryo".into(),
+        };
+        let b = [64, 64, 64, 1];
+        let p = Plan::new(&src, &PyramidOptions::default(), OutFormat::N5, &b, &b).unwrap();
+        let g = n5_group_attributes(&p);
+        assert_eq!(g["units"], json!(["nm", "nm", "nm", "s"]));
+        assert_eq!(
+            serde_json::to_string(&g["resolution"]).unwrap(),
+            "[0.3,0.3,0.7,90.0]"
+        );
+        assert!(!g.contains_key("pixelResolution"));
+        assert_eq!(
+            serde_json::to_string(&g["multiscales"][0]["datasets"][1]["transform"]).unwrap(),
+            r#"{"axes":["t","z","y","x"],"units":["s","nm","nm","nm"],"scale":[90.0,0.7,0.6,0.6],"translate":[0.0,0.0,0.15,0.15]}"#
+        );
+        let p = Plan::new(&src, &PyramidOptions::default(), OutFormat::Zarr3, &b, &b).unwrap();
+        let ms = ngff_multiscale(&p, "0.5");
+        assert_eq!(
+            serde_json::to_string(&ms["axes"]).unwrap(),
+            r#"[{"name":"t","type":"time","unit":"minute"},{"name":"z","type":"space","unit":"angstrom"},{"name":"y","type":"space","unit":"angstrom"},{"name":"x","type":"space","unit":"angstrom"}]"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ms["datasets"][1]["coordinateTransformations"]).unwrap(),
+            r#"[{"type":"scale","scale":[1.5,7.0,6.0,6.0]},{"type":"translation","translation":[0.0,0.0,1.5,1.5]}]"#
+        );
+        // A space-only Å volume: pixelResolution in nm.
+        let src = SourceInfo {
+            shape: vec![100, 100, 100],
+            axes: None,
+            resolution: Some(vec![10.0, 10.0, 20.0]),
+            units: Some(vec![Some("Å".into()); 3]),
+            name: "cryo".into(),
+        };
+        let p = Plan::new(
+            &src,
+            &PyramidOptions::default(),
+            OutFormat::Bdv,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        let xml = bdv_dataset_xml(&p, 1, 1);
+        assert!(xml.contains("<voxelSize><unit>nm</unit><size>1.0 1.0 2.0</size></voxelSize>"));
+        let p = Plan::new(
+            &src,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&n5_group_attributes(&p)["pixelResolution"]).unwrap(),
+            r#"{"unit":"nm","dimensions":[1.0,1.0,2.0]}"#
+        );
+    }
+
+    #[test]
+    fn bdv_mixed_and_missing_units() {
+        let mut src = SourceInfo {
+            shape: vec![100, 100, 100],
+            axes: None,
+            resolution: Some(vec![500.0, 500.0, 2.0]),
+            units: Some(vec![
+                Some("nm".into()),
+                Some("nm".into()),
+                Some("um".into()),
+            ]),
+            name: "v".into(),
+        };
+        let p = Plan::new(
+            &src,
+            &PyramidOptions::default(),
+            OutFormat::Bdv,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert!(bdv_dataset_xml(&p, 1, 1)
+            .contains("<voxelSize><unit>nm</unit><size>500.0 500.0 2000.0</size></voxelSize>"));
+        src.units = None;
+        let p = Plan::new(
+            &src,
+            &PyramidOptions::default(),
+            OutFormat::Bdv,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        assert!(bdv_dataset_xml(&p, 1, 1).contains("<unit>pixel</unit>"));
+        assert_eq!(xml_escape("a<b&\"c'>"), "a&lt;b&amp;&quot;c&apos;&gt;");
+        // N5 without units: "" and no pixelResolution.
+        let p = Plan::new(
+            &src,
+            &PyramidOptions::default(),
+            OutFormat::N5,
+            &[64; 3],
+            &[64; 3],
+        )
+        .unwrap();
+        let g = n5_group_attributes(&p);
+        assert_eq!(g["units"], json!(["", "", ""]));
+        assert!(!g.contains_key("pixelResolution"));
+    }
+}

@@ -2182,7 +2182,6 @@ mod tests {
     #[test]
     fn refusals_that_depend_on_the_source() {
         let s3 = src(&[100, 100, 50], None, None, None);
-        let b = [32; 3];
         let plan = |s: &SourceInfo, o: PyramidOptions, f: OutFormat| {
             let b = vec![32; s.shape.len()];
             Plan::new(s, &o, f, &b, &b)
@@ -2347,7 +2346,6 @@ mod tests {
         let p = plan(&s3, axes(&["u", "v", "w"]), OutFormat::N5).unwrap();
         assert!(p.axes.iter().all(|a| a.kind == AxisKind::Space));
         assert_eq!(p.levels.len(), 3);
-        let _ = b;
     }
 
     #[test]
