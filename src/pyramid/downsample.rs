@@ -1049,6 +1049,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "70000-voxel windows are slow under Miri")]
     fn wide_windows_fall_back_to_wide_sums() {
         // 70000 × 65535 overflows u32: the mean sums in u64.
         let v = vec![u16::MAX; 70000];
@@ -1198,6 +1199,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "2^14 inputs per network are slow under Miri")]
     fn sorting_networks_sort() {
         // The 0-1 principle: a network sorts everything when it sorts all 0/1 inputs.
         for m in 1..=14usize {
