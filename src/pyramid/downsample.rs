@@ -1049,6 +1049,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "70000-voxel windows are slow under Miri")]
     fn wide_windows_fall_back_to_wide_sums() {
         // 70000 × 65535 overflows u32: the mean sums in u64.
         let v = vec![u16::MAX; 70000];
@@ -1198,6 +1199,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "2^14 inputs per network are slow under Miri")]
     fn sorting_networks_sort() {
         // The 0-1 principle: a network sorts everything when it sorts all 0/1 inputs.
         for m in 1..=14usize {
@@ -1316,42 +1318,67 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::BufferSize);
     }
 
-    /// Input voxels per second of the kernels on a 256³ uint16 box with
-    /// factors [2,2,2] (run with `--release --ignored --nocapture`).
+    /// Input voxels per second of the kernels on 256³ boxes with factors
+    /// [2,2,2]: uint16 for every method, on an image (smooth with noise: windows
+    /// of distinct values) and on labels (blocks of 16³: windows mostly
+    /// uniform), and uint8 and float32 images (run with `--release --ignored
+    /// --nocapture`).
     #[test]
     #[ignore = "timing; run in release"]
-    fn timing_256_cubed_u16() {
+    fn timing_256_cubed() {
         let n = 256usize;
         let total = n * n * n;
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut bytes = vec![0u8; total * 2];
-        for (i, c) in bytes.chunks_exact_mut(2).enumerate() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // Smooth image plus noise, and label-like runs for mode.
-            let v = ((i % 251) as u16)
-                .wrapping_mul(97)
-                .wrapping_add((x % 7) as u16);
-            c.copy_from_slice(&v.to_ne_bytes());
-        }
-        let shape = [n as u64; 3];
-        let f = [2u64; 3];
-        let mut out = vec![0u8; total / 8 * 2];
-        for method in Method::ALL {
-            let reps = 5;
+        let image: Vec<u16> = (0..total)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ((i % 251) as u16)
+                    .wrapping_mul(97)
+                    .wrapping_add((x % 7) as u16)
+            })
+            .collect();
+        let labels: Vec<u16> = (0..total)
+            .map(|i| {
+                let (a, b, c) = (i % n / 16, i / n % n / 16, i / n / n / 16);
+                ((a + 3 * b + 7 * c) % 13) as u16
+            })
+            .collect();
+        fn time(what: &str, dtype: DataType, method: Method, bytes: &[u8], total: usize) {
+            let shape = [256u64; 3];
+            let f = [2u64; 3];
+            let mut out = vec![0u8; bytes.len() / 8];
             let mut best = f64::INFINITY;
-            for _ in 0..reps {
+            for _ in 0..5 {
                 let t = std::time::Instant::now();
-                downsample(&DataType::U16, method, &bytes, &shape, &f, &mut out).unwrap();
+                downsample(&dtype, method, bytes, &shape, &f, &mut out).unwrap();
                 best = best.min(t.elapsed().as_secs_f64());
             }
             println!(
-                "{:>6} u16 256^3 [2,2,2]: {:7.1} ms, {:6.0} M input voxels/s",
+                "{:>6} {what:<12} 256^3 [2,2,2]: {:7.1} ms, {:6.0} M input voxels/s",
                 method.name(),
                 best * 1e3,
                 total as f64 / best / 1e6
             );
+        }
+        let bytes = |v: &[u16]| {
+            let mut b = vec![0u8; v.len() * 2];
+            encode(v, &mut b);
+            b
+        };
+        let (image16, labels16) = (bytes(&image), bytes(&labels));
+        for method in Method::ALL {
+            time("u16 image", DataType::U16, method, &image16, total);
+            time("u16 labels", DataType::U16, method, &labels16, total);
+        }
+        let image8: Vec<u8> = image.iter().map(|&v| v as u8).collect();
+        let image_f32: Vec<f32> = image.iter().map(|&v| v as f32 * 0.25).collect();
+        let mut bytes_f32 = vec![0u8; total * 4];
+        encode(&image_f32, &mut bytes_f32);
+        for method in [Method::Mean, Method::Min, Method::Mode] {
+            time("u8 image", DataType::U8, method, &image8, total);
+            time("f32 image", DataType::F32, method, &bytes_f32, total);
         }
     }
 }
