@@ -238,6 +238,13 @@ typedef int32_t n5_mode;
 #define N5_ERR_UNSAFE_PICKLE 22
 
 /**
+ * `n5_pyramid_build` with `"finalize": true` before every part of the
+ * build had finished; nothing was written. The message names the parts
+ * missing.
+ */
+#define N5_ERR_INCOMPLETE 23
+
+/**
  * A panic inside the library was caught; the process goes on.
  */
 #define N5_ERR_PANIC 98
@@ -1078,6 +1085,54 @@ n5_status n5_reference_resolve(const n5_container *c,
                                char *buf,
                                size_t buf_cap,
                                size_t *out_len);
+
+/**
+ * Builds the multiscale pyramid of the numeric dataset `src_path` of `src`
+ * as the group `dst_path` of `dst` (`src` and `dst` may be the same
+ * handle): `s0` (the source copied, converted and re-chunked; kept as it is
+ * when `dst_path/s0` is the source itself) and the levels `s1…sN`, each
+ * reduced from the stored level before with tensorstore's downsampling
+ * semantics, then the metadata of the output format (N5 for neuroglancer,
+ * n5-viewer and COSEM; OME-NGFF 0.5 in Zarr v3; OME-NGFF 0.4 in Zarr v2;
+ * BigDataViewer with `"format": "bdv"` at an N5 root). Blocks until done;
+ * no callback. `options_json` (NULL: every default; unknown keys are an
+ * error), lists in N5 order: `{"method": "mean" | "stride" | "median" |
+ * "mode" | "min" | "max", "factors": "auto" | [2,2,1] | [[2,2,1],[2,2,2]],
+ * "levels": 0 (until the stop rule), "min_size": 64 | [..], "format":
+ * "n5" | "zarr2" | "zarr3" | "bdv", "axes": [..], "units": [..] (null:
+ * none), "resolution": [..], "translation": [..], "compression": {N5
+ * compression JSON}, "block_size": [..], "shard_shape": [..], "threads": 0
+ * (dst's), "part": [I, N], "finalize": true}`. A build in parts writes the
+ * shards of its columns; the part that completes the set, or a call with
+ * `"finalize": true`, writes the levels above them and the metadata.
+ * Status: `N5_ERR_JSON` (malformed options), `N5_ERR_INVALID_ARGUMENT`
+ * (options that do not fit the source), `N5_ERR_NOT_FOUND` (src_path),
+ * `N5_ERR_UNSUPPORTED` (a non-numeric source), `N5_ERR_ALREADY_EXISTS`
+ * (dst_path holds something else; nothing written), `N5_ERR_READ_ONLY`,
+ * the storage codes, and `N5_ERR_INCOMPLETE` (finalize before every part
+ * has finished; nothing written).
+ */
+n5_status n5_pyramid_build(const n5_container *src,
+                           const char *src_path,
+                           n5_container *dst,
+                           const char *dst_path,
+                           const char *options_json);
+
+/**
+ * The plan of the pyramid `n5_pyramid_build` would build from `src_path`
+ * with `options_json` as JSON text, nothing written: `{"format",
+ * "method", "levels": [{"path", "shape", "factors", "relative",
+ * "shards"}]}` (`factors` from `s0`, `relative` from the level before,
+ * `shards` the level's shard grid positions; for bdv those of one stack).
+ * The format defaults to `src`'s container format. Same text convention
+ * as `n5_container_version`; the statuses of `n5_pyramid_build`.
+ */
+n5_status n5_pyramid_plan(const n5_container *src,
+                          const char *src_path,
+                          const char *options_json,
+                          char *buf,
+                          size_t buf_cap,
+                          size_t *out_len);
 
 /**
  * Read the region at `offset[ndim]` with `shape[ndim]` into `buf`

@@ -771,6 +771,22 @@ impl Container {
         })
     }
 
+    /// Read-modify-write the attributes document at `path` atomically with
+    /// respect to every other writer, in this and other processes and on
+    /// other machines (a lock on the file system, conditional writes on
+    /// object stores, where `f` runs again when another writer got in
+    /// between). The document is replaced only when `f` changed it. The
+    /// node must exist.
+    pub fn modify_attributes(
+        &self,
+        path: &str,
+        f: &mut dyn FnMut(&mut Map<String, Value>) -> Result<()>,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let (c, p) = self.node_to_write(path)?;
+        c.update_attributes(&p, |doc| f(as_object_mut(doc)))
+    }
+
     /// The value at the N5 attribute path `key` (`a/b[2]`) in the document
     /// at `path`, `None` when absent.
     pub fn get_attribute(&self, path: &str, key: &str) -> Result<Option<Value>> {

@@ -47,6 +47,15 @@ impl Container {
         crate::format::tree::dataset_document(format, attributes)
     }
 
+    /// `document`, a Zarr v3 array document from
+    /// [`Container::dataset_document`] (chunks of its block size), made
+    /// `sharding_indexed` with shards of `shard` (N5 order): the chunks
+    /// become inner chunks with the same codecs, the shard index `bytes` +
+    /// `crc32c` at the shard's end.
+    pub fn shard_document(document: &mut Value, block_size: &[u64], shard: &[u64]) {
+        crate::format::tree::shard_document(document, block_size, shard)
+    }
+
     /// Create a dataset at `path` (and its parent groups) from the format's
     /// own metadata document: a zarr.json array document for Zarr v3
     /// (`zarr_format` and `node_type` may be left out; sharding and every

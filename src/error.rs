@@ -54,6 +54,9 @@ pub enum ErrorKind {
     /// A pickled chunk or fill value uses an opcode, global or call outside
     /// the data-only subset; nothing was executed.
     UnsafePickle,
+    /// A build in parts was asked to finish before every part had
+    /// finished; nothing was written.
+    Incomplete,
     /// A panic was caught at the C boundary.
     Panic,
     /// A bug in the library.
@@ -86,6 +89,7 @@ impl ErrorKind {
             ErrorKind::DanglingLink => 20,
             ErrorKind::LinkCycle => 21,
             ErrorKind::UnsafePickle => 22,
+            ErrorKind::Incomplete => 23,
             ErrorKind::Panic => 98,
             ErrorKind::Internal => 99,
         }
@@ -117,6 +121,7 @@ impl ErrorKind {
             ErrorKind::DanglingLink => "N5_ERR_DANGLING_LINK",
             ErrorKind::LinkCycle => "N5_ERR_LINK_CYCLE",
             ErrorKind::UnsafePickle => "N5_ERR_UNSAFE_PICKLE",
+            ErrorKind::Incomplete => "N5_ERR_INCOMPLETE",
             ErrorKind::Panic => "N5_ERR_PANIC",
             ErrorKind::Internal => "N5_ERR_INTERNAL",
         }

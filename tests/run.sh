@@ -42,7 +42,7 @@
 #   miri       tests/miri.sh: the C layer's unit tests under Miri
 #   viewer     tests/viewer/check_pyramid.py: neuroglancer 2.41.2 (.venv-viewer)
 #              in headless Chromium opens an N5 and an OME-NGFF 0.5 pyramid
-#              served on 127.0.0.1 and must report each level's scale and
+#              that `n5 pyramid` built, served on 127.0.0.1 and must report each level's scale and
 #              origin as the pyramid contract says, and read back the stored
 #              values; the pyramids and the report are in build/viewer
 #
@@ -69,7 +69,7 @@ needs() {
         sanitize) echo build cxx ;;
         fuzz) echo build cxx fuzz ;;
         miri) echo miri ;;
-        viewer) echo viewer ;;
+        viewer) echo build viewer ;;
     esac
 }
 describe() {
@@ -156,11 +156,16 @@ fi
 
 # The pyramids the viewer step opens, written under $1: sets VIEWER_N5 and
 # VIEWER_NGFF (the multiscale groups) and VIEWER_EXPECT (their levels, as
-# tests/viewer/check_pyramid.py reads them). They come from
-# tests/viewer/make_fixture.py, in the layouts of the pyramid contract.
+# tests/viewer/check_pyramid.py reads them): `n5 pyramid` of the volume
+# tests/viewer/make_fixture.py writes, into N5 and into sharded Zarr v3.
 viewer_pyramids() {
     local out=$1
     "$ROOT/.venv-viewer/bin/python" tests/viewer/make_fixture.py "$out" || return
+    cargo build --release -p n5-cli || return
+    rm -rf "$out/pyramid.n5" "$out/pyramid.zarr"
+    "$ROOT/target/release/n5" -q pyramid "$out/source.n5/raw" "$out/pyramid.n5/raw" || return
+    "$ROOT/target/release/n5" -q pyramid "$out/source.n5/raw" "$out/pyramid.zarr/raw" \
+        --shard 128,128,64 -c zstd || return
     VIEWER_N5="$out/pyramid.n5/raw"
     VIEWER_NGFF="$out/pyramid.zarr/raw"
     VIEWER_EXPECT="$out/expect.json"

@@ -93,6 +93,10 @@ enum Command {
         after_help = "Readers ignore these files; cleaning only reclaims space. On s3://, gs:// and http(s):// locations there is nothing to clean (object stores write each object in one request).\n\nExamples:\n  n5 clean vol.n5\n  n5 clean --older-than 0 --json vol.n5\n  n5 clean vol.zarr"
     )]
     Clean(cmd::clean::CleanArgs),
+    #[command(
+        after_help = "Levels s0..sN with tensorstore's downsampling semantics and the metadata viewers read: N5 (neuroglancer, n5-viewer, COSEM), OME-NGFF 0.5 (zarr3), OME-NGFF 0.4 (zarr2), BigDataViewer (bdv). Lists are in N5 order. Exit 2 for options that do not fit the source, 4 for --finalize before every part has finished.\n\nExamples:\n  n5 pyramid vol.n5/raw/s0 vol.n5/raw                       (levels beside s0)\n  n5 pyramid vol.n5/raw/s0 out.zarr/raw -b 64,64,64 --shard 512,512,512 -c zstd\n  n5 pyramid labels.n5/seg out.n5/seg --labels\n  n5 pyramid vol.n5/raw/s0 bdv.n5 --format bdv --resolution 0.4,0.4,2 --units um,um,um\n  n5 pyramid in.n5/raw out.zarr/raw --part 3/16              (part 3 of a 16-task job array)\n  n5 pyramid in.n5/raw out.zarr/raw --finalize"
+    )]
+    Pyramid(cmd::pyramid::PyramidCmdArgs),
 }
 
 fn run(cli: Cli) -> CliResult<u8> {
@@ -107,6 +111,7 @@ fn run(cli: Cli) -> CliResult<u8> {
         Command::Cp(a) => cmd::cp::cp(&a, g),
         Command::Verify(a) => cmd::verify::verify(&a, g),
         Command::Clean(a) => cmd::clean::clean(&a, g),
+        Command::Pyramid(a) => cmd::pyramid::pyramid(&a, g),
     }
 }
 

@@ -284,22 +284,8 @@ pub fn new_document(
         doc["dimension_names"] = names.clone();
     }
     if let Some(shard) = new.shard {
-        let inner: Vec<u64> = attrs.block_size.iter().rev().map(|&b| b as u64).collect();
-        let outer: Vec<u64> = shard.iter().rev().copied().collect();
-        let codecs = doc["codecs"].take();
-        doc["chunk_grid"] = json!({"name": "regular", "configuration": {"chunk_shape": outer}});
-        doc["codecs"] = json!([{
-            "name": "sharding_indexed",
-            "configuration": {
-                "chunk_shape": inner,
-                "codecs": codecs,
-                "index_codecs": [
-                    {"name": "bytes", "configuration": {"endian": "little"}},
-                    {"name": "crc32c"}
-                ],
-                "index_location": "end"
-            }
-        }]);
+        let inner: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
+        Container::shard_document(&mut doc, &inner, shard);
         if new.hdf5_shards {
             doc["hdf5_shards"] = json!({"must_understand": false});
         }

@@ -30,6 +30,7 @@ pub(crate) mod convert;
 pub mod dataset;
 pub(crate) mod handle;
 pub mod links;
+pub mod pyramid;
 pub mod region;
 pub mod status;
 
@@ -101,6 +102,10 @@ pub const N5_ERR_LINK_CYCLE: n5_status = 21;
 /// A pickled chunk or fill value uses an opcode, global or call outside the
 /// data-only subset libn5 reads; nothing was executed.
 pub const N5_ERR_UNSAFE_PICKLE: n5_status = 22;
+/// `n5_pyramid_build` with `"finalize": true` before every part of the
+/// build had finished; nothing was written. The message names the parts
+/// missing.
+pub const N5_ERR_INCOMPLETE: n5_status = 23;
 /// A panic inside the library was caught; the process goes on.
 pub const N5_ERR_PANIC: n5_status = 98;
 /// A bug in the library.

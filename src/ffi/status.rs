@@ -111,6 +111,7 @@ pub extern "C" fn n5_status_name(status: n5_status) -> *const c_char {
             20 => c"N5_ERR_DANGLING_LINK",
             21 => c"N5_ERR_LINK_CYCLE",
             22 => c"N5_ERR_UNSAFE_PICKLE",
+            23 => c"N5_ERR_INCOMPLETE",
             98 => c"N5_ERR_PANIC",
             99 => c"N5_ERR_INTERNAL",
             _ => c"N5_ERR_UNKNOWN",

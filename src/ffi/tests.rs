@@ -104,6 +104,7 @@ fn status_names_cover_every_kind() {
         DanglingLink,
         LinkCycle,
         UnsafePickle,
+        Incomplete,
         Panic,
         Internal,
     ] {

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::array::Array;
 use super::n5::array::N5Array;
@@ -137,6 +137,28 @@ pub(crate) fn dataset_document(format: Format, attributes: &DatasetAttributes) -
         }
         Format::Zarr2 | Format::Zarr3 => ZarrArray::document_for(format, attributes),
     }
+}
+
+/// `doc`, a Zarr v3 array document of chunks of `inner` (N5 order), made
+/// `sharding_indexed` with shards of `shard` (N5 order): its codecs become
+/// the inner chunks' codecs, the index `bytes` + `crc32c` at the end.
+pub(crate) fn shard_document(doc: &mut Value, inner: &[u64], shard: &[u64]) {
+    let inner: Vec<u64> = inner.iter().rev().copied().collect();
+    let outer: Vec<u64> = shard.iter().rev().copied().collect();
+    let codecs = doc["codecs"].take();
+    doc["chunk_grid"] = json!({"name": "regular", "configuration": {"chunk_shape": outer}});
+    doc["codecs"] = json!([{
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": inner,
+            "codecs": codecs,
+            "index_codecs": [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "crc32c"}
+            ],
+            "index_location": "end"
+        }
+    }]);
 }
 
 /// Whether an N5 dataset (or an HDF5 one, created from the same members)

@@ -9,6 +9,8 @@
 //! - [`plan`]: options, axes, units, factors and levels.
 //! - [`meta`]: the N5, OME-NGFF 0.4/0.5 and BigDataViewer metadata documents.
 
+pub mod build;
 pub mod downsample;
+pub mod grid;
 pub mod meta;
 pub mod plan;

@@ -59,10 +59,11 @@ static void test_status_names(void)
         {N5_ERR_DANGLING_LINK, "N5_ERR_DANGLING_LINK"},
         {N5_ERR_LINK_CYCLE, "N5_ERR_LINK_CYCLE"},
         {N5_ERR_UNSAFE_PICKLE, "N5_ERR_UNSAFE_PICKLE"},
+        {N5_ERR_INCOMPLETE, "N5_ERR_INCOMPLETE"},
         {N5_ERR_PANIC, "N5_ERR_PANIC"},
         {N5_ERR_INTERNAL, "N5_ERR_INTERNAL"},
     };
-    static const n5_status unknown[] = {-1, 23, 24, 50, 97, 100, 1000, INT32_MIN, INT32_MAX};
+    static const n5_status unknown[] = {-1, 24, 25, 50, 97, 100, 1000, INT32_MIN, INT32_MAX};
     size_t i;
     /* The codes of the contract (c-api.md, "Error model"). */
     CHECK_EQ(N5_OK, 0);
@@ -88,6 +89,7 @@ static void test_status_names(void)
     CHECK_EQ(N5_ERR_DANGLING_LINK, 20);
     CHECK_EQ(N5_ERR_LINK_CYCLE, 21);
     CHECK_EQ(N5_ERR_UNSAFE_PICKLE, 22);
+    CHECK_EQ(N5_ERR_INCOMPLETE, 23);
     CHECK_EQ(N5_ERR_PANIC, 98);
     CHECK_EQ(N5_ERR_INTERNAL, 99);
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {

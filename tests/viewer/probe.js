@@ -24,10 +24,11 @@ function errorText(e) {
 }
 
 // The managed layer, its load state, and the render layer's sources in the
-// slice view: undefined while loading, {error} on failure.
+// slice view: undefined while loading (also before the state that adds the
+// layer has reached the page), {error} on failure.
 function findLayer(name) {
   const managed = viewer.layerManager.getLayerByName(name);
-  if (managed === undefined) return { error: `no layer named ${name}` };
+  if (managed === undefined) return undefined;
   const layer = managed.layer;
   if (layer == null) return undefined;
   for (const ds of layer.dataSources) {
@@ -52,7 +53,8 @@ async function waitLayer(name) {
     const found = findLayer(name);
     if (found !== undefined) return found;
     if (Date.now() > deadline) {
-      throw new Error(`layer ${name}: not loaded in time`);
+      const known = viewer.layerManager.getLayerByName(name) !== undefined;
+      throw new Error(`layer ${name}: not loaded in time${known ? "" : " (the page has no layer of that name)"}`);
     }
     await sleep(100);
   }

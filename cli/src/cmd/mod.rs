@@ -1,5 +1,5 @@
 //! The subcommands, one module each: `ls` and `tree` ([`ls`]), [`info`],
-//! [`attrs`], [`cat`], [`import`], [`cp`] (with [`nwb`]: links and the hdmf-zarr conventions), [`verify`] and [`clean`], plus what several
+//! [`attrs`], [`cat`], [`import`], [`cp`] (with [`nwb`]: links and the hdmf-zarr conventions), [`verify`], [`clean`] and [`pyramid`], plus what several
 //! of them share ([`common`]; [`target`]: the format and shards of what
 //! `cp` and `import` create).
 
@@ -12,5 +12,6 @@ pub mod import;
 pub mod info;
 pub mod ls;
 pub mod nwb;
+pub mod pyramid;
 pub mod target;
 pub mod verify;

@@ -1,0 +1,1023 @@
+//! The build of a pyramid (pyramid.md): reads the source, resolves the
+//! plan, creates the group and the level arrays, writes `s0` and each level
+//! from the stored level before it shard by shard on the container's
+//! threads, and finalises (the metadata of the output format). A build in
+//! parts (`part: [I, N]`) writes the shards of its columns and records
+//! itself in the group's `libn5_pyramid` attribute; the part that completes
+//! the set, or a call with `finalize`, builds the levels above the columns
+//! and writes the metadata. Shards already stored with the same contents
+//! are not written again, so retried and repeated builds converge.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{json, Map, Value};
+
+use super::downsample::downsample;
+use super::grid::{input_region, permute, run_jobs, shard_region, slabs, Region, SLAB_BYTES};
+use super::meta;
+use super::plan::{OutFormat, Plan, PyramidOptions, SourceInfo, Stack};
+use crate::container::Container;
+use crate::dataset::Dataset;
+use crate::dtype::DataType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::Format;
+use crate::metadata::DatasetAttributes;
+use crate::path;
+use crate::Compression;
+
+/// The group attribute that holds a build's bookkeeping until it is
+/// finalised.
+pub const BOOKKEEPING: &str = "libn5_pyramid";
+
+/// What a build did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// The levels: path (relative to the group), shape, factors from `s0`
+    /// and the number of shards (in all stacks).
+    pub levels: Vec<(String, Vec<u64>, Vec<u64>, u64)>,
+    /// Shards written.
+    pub written: u64,
+    /// Shards whose stored contents were already what the build computed.
+    pub identical: u64,
+    /// `(I, N)` of a build in parts.
+    pub part: Option<(u64, u64)>,
+    /// How many parts have finished (with this one).
+    pub parts_done: u64,
+    /// Whether this call finalised the pyramid.
+    pub finalized: bool,
+}
+
+impl Outcome {
+    /// The `--json` document of the tool.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "levels": self.levels.iter().map(|(p, s, f, n)| json!({"path": p, "shape": s, "factors": f, "shards": n})).collect::<Vec<_>>(),
+            "written": self.written,
+            "identical": self.identical,
+            "part": self.part.map(|(i, n)| json!([i, n])),
+            "partsDone": self.parts_done,
+            "finalized": self.finalized,
+        })
+    }
+}
+
+/// Progress of a build: `(level, shards done, shards of the level in this
+/// call)`, after each shard.
+pub type Progress<'a> = &'a (dyn Fn(usize, u64, u64) + Sync);
+
+/// The source of a pyramid, read once.
+struct Source {
+    dataset: Dataset,
+    info: SourceInfo,
+    /// The source's user attributes besides the ones the levels describe.
+    other_attributes: Map<String, Value>,
+}
+
+/// Keys of a source's attributes that the pyramid metadata replaces
+/// rather than copies to the group.
+const DESCRIBED: [&str; 9] = [
+    "axes",
+    "units",
+    "resolution",
+    "pixelResolution",
+    "dimension_units",
+    "_ARRAY_DIMENSIONS",
+    "downsamplingFactors",
+    "transform",
+    BOOKKEEPING,
+];
+
+/// The members of an N5 dataset's attributes.json that describe the
+/// dataset itself.
+const N5_DATASET_KEYS: [&str; 6] = [
+    "dimensions",
+    "blockSize",
+    "dataType",
+    "compression",
+    "compressionType",
+    "codecs",
+];
+
+/// Opens the source dataset and reads what the plan needs from it.
+fn source(src: &Container, src_path: &str) -> Result<Source> {
+    let dataset = src.open_dataset(src_path)?;
+    let t = dataset.data_type();
+    if !is_reducible(&t) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: a pyramid needs a numeric dataset (uint8..int64, float32, float64), not {}",
+                path::display(src_path),
+                t.name()
+            ),
+        ));
+    }
+    let attrs = src.attributes(dataset.path())?;
+    let attrs = attrs.as_object().cloned().unwrap_or_default();
+    let shape = dataset.attributes().dimensions.clone();
+    // Zarr's axis names, C order, in N5 order.
+    let names = dataset
+        .metadata()
+        .ok()
+        .and_then(|doc| doc.get("dimension_names").cloned())
+        .or_else(|| attrs.get("_ARRAY_DIMENSIONS").cloned())
+        .and_then(|v| {
+            let v = v.as_array()?;
+            v.iter()
+                .rev()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect::<Option<Vec<String>>>()
+        });
+    let mut info = SourceInfo::from_attributes(&shape, &attrs, names);
+    info.name = path::normalize(src_path)
+        .ok()
+        .and_then(|p| {
+            p.rsplit('/')
+                .find(|s| !s.is_empty() && !is_level_name(s))
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    let other_attributes = attrs
+        .into_iter()
+        .filter(|(k, _)| !DESCRIBED.contains(&k.as_str()))
+        .filter(|(k, _)| !N5_DATASET_KEYS.contains(&k.as_str()))
+        .collect();
+    Ok(Source {
+        dataset,
+        info,
+        other_attributes,
+    })
+}
+
+/// Whether `name` is a level's (`s0`, `s12`).
+fn is_level_name(name: &str) -> bool {
+    name.strip_prefix('s')
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The ten types the kernels reduce.
+fn is_reducible(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::U8
+            | DataType::U16
+            | DataType::U32
+            | DataType::U64
+            | DataType::I8
+            | DataType::I16
+            | DataType::I32
+            | DataType::I64
+            | DataType::F32
+            | DataType::F64
+    )
+}
+
+/// The output format: the option, else the destination's container
+/// format (bdv only on N5).
+fn out_format(opts: &PyramidOptions, container: Format) -> Result<OutFormat> {
+    let native = match container {
+        Format::N5 => OutFormat::N5,
+        Format::Zarr2 => OutFormat::Zarr2,
+        Format::Zarr3 => OutFormat::Zarr3,
+        Format::Hdf5 => {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "a pyramid is written into N5 or Zarr, not into an HDF5 file",
+            ))
+        }
+    };
+    match opts.format {
+        None => Ok(native),
+        Some(OutFormat::Bdv) if native == OutFormat::N5 => Ok(OutFormat::Bdv),
+        Some(f) if f == native => Ok(f),
+        Some(f) => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "--format: {} does not fit a destination container of format {}",
+                f.name(),
+                container.name()
+            ),
+        )),
+    }
+}
+
+/// The output block and shard shapes in source order: the options, else
+/// the source's (its shard shape only into a Zarr v3 destination).
+fn out_shapes(src: &Dataset, opts: &PyramidOptions, format: OutFormat) -> (Vec<u64>, Vec<u64>) {
+    let block: Vec<u64> = match &opts.block_size {
+        Some(b) => b.clone(),
+        None => src
+            .attributes()
+            .block_size
+            .iter()
+            .map(|&b| u64::from(b))
+            .collect(),
+    };
+    let shard = match (&opts.shard_shape, format) {
+        (Some(s), _) => s.clone(),
+        (None, OutFormat::Zarr3) if opts.block_size.is_none() => src.shard_shape(),
+        _ => block.clone(),
+    };
+    (block, shard)
+}
+
+/// The plan of the pyramid of `src_path` under `opts` into a container of
+/// `dst_format` (`n5_pyramid_plan`, `--plan`).
+pub fn plan(
+    src: &Container,
+    src_path: &str,
+    opts: &PyramidOptions,
+    dst_format: Format,
+) -> Result<Plan> {
+    opts.validate_syntax()?;
+    let s = source(src, src_path)?;
+    resolve(&s, opts, dst_format)
+}
+
+/// The plan for a source already read.
+fn resolve(s: &Source, opts: &PyramidOptions, dst_format: Format) -> Result<Plan> {
+    let format = out_format(opts, dst_format)?;
+    let (block, shard) = out_shapes(&s.dataset, opts, format);
+    Plan::new(&s.info, opts, format, &block, &shard)
+}
+
+/// The container-relative path of level `k` of `stack`.
+fn level_path(plan: &Plan, group: &str, stack: Stack, k: usize) -> String {
+    let name = &plan.levels[k].path;
+    match plan.format {
+        OutFormat::Bdv => path::join(
+            group,
+            &format!("setup{}/timepoint{}/{name}", stack.setup, stack.timepoint),
+        ),
+        _ => path::join(group, name),
+    }
+}
+
+/// Every stack of the plan (one, except for bdv).
+fn stacks(plan: &Plan) -> Vec<Stack> {
+    let mut out = Vec::new();
+    for setup in 0..plan.bdv_setups() {
+        for timepoint in 0..plan.bdv_timepoints() {
+            out.push(Stack { setup, timepoint });
+        }
+    }
+    out
+}
+
+/// Level `k`'s array: its N5 attributes and its format's metadata document.
+fn level_spec(
+    plan: &Plan,
+    k: usize,
+    dtype: &DataType,
+    compression: &Compression,
+    format: Format,
+) -> Result<(DatasetAttributes, Value)> {
+    let block = plan
+        .block
+        .iter()
+        .map(|&b| {
+            u32::try_from(b).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("--block-size: {b} is too large"),
+                )
+            })
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    let attrs = DatasetAttributes::new(
+        plan.levels[k].shape.clone(),
+        block,
+        dtype.clone(),
+        compression.clone(),
+    )?;
+    let mut doc = Container::dataset_document(format, &attrs)?;
+    match plan.format {
+        OutFormat::Zarr3 => {
+            if plan.shard != plan.block {
+                Container::shard_document(&mut doc, &plan.block, &plan.shard);
+            }
+            doc["dimension_names"] = json!(meta::dimension_names(plan));
+        }
+        OutFormat::Zarr2 => doc["dimension_separator"] = json!("/"),
+        OutFormat::N5 | OutFormat::Bdv => {}
+    }
+    Ok((attrs, doc))
+}
+
+/// Whether an existing array is what the plan makes of a level.
+fn same_array(have: &Dataset, want: &DatasetAttributes, shard: &[u64]) -> bool {
+    let a = have.attributes();
+    a.dimensions == want.dimensions
+        && a.block_size == want.block_size
+        && a.data_type == want.data_type
+        && a.compression == want.compression
+        && have.shard_shape() == shard
+}
+
+/// A level's array of one stack.
+struct LevelArray {
+    dataset: Dataset,
+    /// Whether it was there before this call: its stored shards are then
+    /// compared before they are written.
+    existed: bool,
+}
+
+/// What the group at the destination holds before a build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Nothing of a pyramid: a new build.
+    New,
+    /// The bookkeeping of this plan: a build under way.
+    UnderWay,
+    /// The finished pyramid of this plan: every shard is checked.
+    Finished,
+}
+
+/// One build.
+struct Build<'a> {
+    plan: Plan,
+    source: &'a Source,
+    dst: &'a Container,
+    /// The group (the container root for bdv).
+    group: String,
+    in_place: bool,
+    format: Format,
+    dtype: DataType,
+    compression: Compression,
+    threads: usize,
+    /// The bookkeeping's plan: what a part must agree on.
+    fingerprint: Value,
+    progress: Option<Progress<'a>>,
+    written: AtomicU64,
+    identical: AtomicU64,
+}
+
+/// Builds the pyramid of the dataset `src_path` of `src` as the group
+/// `dst_path` of `dst` (`n5_pyramid_build`, `n5 pyramid`).
+pub fn build(
+    src: &Container,
+    src_path: &str,
+    dst: &Container,
+    dst_path: &str,
+    opts: &PyramidOptions,
+    progress: Option<Progress>,
+) -> Result<Outcome> {
+    opts.validate_syntax()?;
+    let source = source(src, src_path)?;
+    let plan = resolve(&source, opts, dst.format())?;
+    let group = path::normalize(dst_path)?;
+    if plan.format == OutFormat::Bdv && !group.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "--format: bdv builds into the container's root, not into '{}'",
+                path::display(&group)
+            ),
+        ));
+    }
+    dst.check_writable()?;
+    let in_place = src.location() == dst.location()
+        && plan.format != OutFormat::Bdv
+        && path::join(&group, "s0") == path::normalize(source.dataset.path())?;
+    if in_place && plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: OME-NGFF needs s0 in the axis order x, y, z, c, t; build the pyramid into another group",
+                path::display(source.dataset.path())
+            ),
+        ));
+    }
+    let format = dst.format();
+    let compression = match &opts.compression {
+        Some(c) => Compression::from_json(c).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("--compression: {}", e.message()),
+            )
+        })?,
+        None => source.dataset.attributes().compression.clone(),
+    };
+    let threads = match opts.threads {
+        0 => dst.options().threads.max(1),
+        n => n,
+    };
+    let dtype = source.dataset.data_type();
+    let (_, s0_doc) = level_spec(&plan, 0, &dtype, &compression, format)?;
+    let fingerprint = json!({
+        "plan": plan.to_json(),
+        "array": s0_doc,
+        "metadata": meta_preview(&plan),
+    });
+    let b = Build {
+        plan,
+        source: &source,
+        dst,
+        group,
+        in_place,
+        format,
+        dtype,
+        compression,
+        threads,
+        fingerprint,
+        progress,
+        written: AtomicU64::new(0),
+        identical: AtomicU64::new(0),
+    };
+    b.run(opts)
+}
+
+/// The plan's metadata in a form that changes whenever the written
+/// metadata would (axes, units, resolutions, translations).
+fn meta_preview(plan: &Plan) -> Value {
+    match plan.format {
+        OutFormat::N5 | OutFormat::Bdv => Value::Object(meta::n5_group_attributes(plan)),
+        OutFormat::Zarr2 | OutFormat::Zarr3 => meta::ngff_multiscale(plan, "0.5"),
+    }
+}
+
+impl Build<'_> {
+    /// The whole call: checks, creation, the parts' levels, bookkeeping,
+    /// finalisation.
+    fn run(&self, opts: &PyramidOptions) -> Result<Outcome> {
+        let state = self.state()?;
+        let recorded_parts = self.recorded_parts()?;
+        let n = match (opts.part, opts.finalize) {
+            (Some((_, n)), _) => n,
+            (None, true) => recorded_parts.unwrap_or(1),
+            (None, false) => 1,
+        };
+        if let (Some((_, n)), Some(r)) = (opts.part, recorded_parts) {
+            if n != r && state == State::UnderWay {
+                return Err(Error::new(
+                    ErrorKind::AlreadyExists,
+                    format!(
+                        "{}: the build under way there runs in {r} parts, not {n}",
+                        self.group_display()
+                    ),
+                ));
+            }
+        }
+        let column = self.plan.column_level(n);
+        let mut outcome = Outcome {
+            levels: (0..self.plan.levels.len())
+                .map(|k| {
+                    let l = &self.plan.levels[k];
+                    (
+                        l.path.clone(),
+                        l.shape.clone(),
+                        l.factors.clone(),
+                        self.plan.shard_count(k) * self.plan.stacks(),
+                    )
+                })
+                .collect(),
+            part: opts.part,
+            ..Outcome::default()
+        };
+        if opts.finalize {
+            if state == State::New {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("{}: no pyramid build to finalize", self.group_display()),
+                ));
+            }
+            let arrays = self.arrays(false)?;
+            if state == State::UnderWay {
+                let done = self.done_parts()?;
+                let missing: Vec<String> = (0..n)
+                    .filter(|i| !done.contains(i))
+                    .map(|i| format!("{i}/{n}"))
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(Error::new(
+                        ErrorKind::Incomplete,
+                        format!(
+                            "{}: parts {} have not finished; nothing finalized",
+                            self.group_display(),
+                            missing.join(", ")
+                        ),
+                    ));
+                }
+                outcome.parts_done = n;
+                self.finalize(&arrays, column)?;
+                outcome.finalized = true;
+            } else {
+                outcome.parts_done = n;
+            }
+            return self.counted(outcome);
+        }
+        self.check_levels()?;
+        if state == State::New {
+            self.start(n)?;
+        }
+        let arrays = self.arrays(true)?;
+        let part = opts.part.unwrap_or((0, 1));
+        for k in 0..=column {
+            self.level(&arrays, k, Some((column, part)))?;
+        }
+        if state == State::Finished {
+            // A finished pyramid checked again: nothing is recorded.
+            outcome.parts_done = n;
+            if opts.part.is_none() {
+                self.finalize_levels(&arrays, column)?;
+            }
+            return self.counted(outcome);
+        }
+        if opts.part.is_none() {
+            outcome.parts_done = 1;
+            self.finalize(&arrays, column)?;
+            outcome.finalized = true;
+            return self.counted(outcome);
+        }
+        let (done, completed) = self.record(part.0, n)?;
+        outcome.parts_done = done;
+        if completed {
+            self.finalize(&arrays, column)?;
+            outcome.finalized = true;
+        }
+        self.counted(outcome)
+    }
+
+    /// `outcome` with the shard counts.
+    fn counted(&self, mut outcome: Outcome) -> Result<Outcome> {
+        outcome.written = self.written.load(Ordering::Relaxed);
+        outcome.identical = self.identical.load(Ordering::Relaxed);
+        Ok(outcome)
+    }
+
+    fn group_display(&self) -> String {
+        format!("{}/{}", self.dst.location(), self.group)
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    fn group_attributes(&self) -> Result<Map<String, Value>> {
+        Ok(self
+            .dst
+            .attributes(&self.group)?
+            .as_object()
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// What the destination holds; an error when it is something else
+    /// than this pyramid (nothing is written).
+    fn state(&self) -> Result<State> {
+        let refuse = |why: String| {
+            Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!("{}: {why}; nothing written", self.group_display()),
+            ))
+        };
+        if !self.dst.exists(&self.group)? {
+            return Ok(State::New);
+        }
+        if self.dst.dataset_exists(&self.group)? {
+            return refuse("a dataset is there".into());
+        }
+        let attrs = self.group_attributes()?;
+        if let Some(record) = attrs.get(BOOKKEEPING) {
+            if record.get("plan") != Some(&self.fingerprint) {
+                return refuse(format!(
+                    "a pyramid build with other options is under way ({BOOKKEEPING})"
+                ));
+            }
+            return Ok(State::UnderWay);
+        }
+        let finished = self.finished_metadata();
+        let holds_pyramid = match self.plan.format {
+            OutFormat::N5 => attrs.contains_key("multiscales") || attrs.contains_key("scales"),
+            OutFormat::Zarr3 => attrs.contains_key("ome"),
+            OutFormat::Zarr2 => attrs.contains_key("multiscales"),
+            OutFormat::Bdv => self.dst.store().get("dataset.xml")?.is_some(),
+        };
+        if !holds_pyramid {
+            return Ok(State::New);
+        }
+        let same = match self.plan.format {
+            OutFormat::Bdv => {
+                self.dst.store().get("dataset.xml")?.as_deref() == Some(self.bdv_xml().as_bytes())
+            }
+            _ => finished.iter().all(|(k, v)| attrs.get(k) == Some(v)),
+        };
+        if same {
+            Ok(State::Finished)
+        } else {
+            refuse("the multiscale metadata of another pyramid is there".into())
+        }
+    }
+
+    /// The parts count the bookkeeping records, if any.
+    fn recorded_parts(&self) -> Result<Option<u64>> {
+        if !self.dst.exists(&self.group)? {
+            return Ok(None);
+        }
+        Ok(self
+            .group_attributes()?
+            .get(BOOKKEEPING)
+            .and_then(|r| r.get("parts"))
+            .and_then(Value::as_u64))
+    }
+
+    /// The parts recorded as done.
+    fn done_parts(&self) -> Result<Vec<u64>> {
+        Ok(self
+            .group_attributes()?
+            .get(BOOKKEEPING)
+            .and_then(|r| r.get("done"))
+            .and_then(Value::as_array)
+            .map(|d| d.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default())
+    }
+
+    /// Checks, before anything is written, that each level's array is
+    /// missing or what the plan makes of it.
+    fn check_levels(&self) -> Result<()> {
+        for stack in stacks(&self.plan) {
+            for k in 0..self.plan.levels.len() {
+                if k == 0 && self.in_place {
+                    continue;
+                }
+                let p = level_path(&self.plan, &self.group, stack, k);
+                if !self.dst.exists(&p)? {
+                    continue;
+                }
+                let (want, _) =
+                    level_spec(&self.plan, k, &self.dtype, &self.compression, self.format)?;
+                let fits = self.dst.dataset_exists(&p)?
+                    && same_array(&self.dst.open_dataset(&p)?, &want, &self.plan.shard);
+                if !fits {
+                    return Err(Error::new(
+                        ErrorKind::AlreadyExists,
+                        format!(
+                            "{}/{}: holds something else than level {k} of this pyramid; nothing written",
+                            self.dst.location(),
+                            p
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the group and records the build's plan (create-only: a
+    /// concurrent part may have done it first).
+    fn start(&self, n: u64) -> Result<()> {
+        if !self.group.is_empty() {
+            self.dst.create_group(&self.group)?;
+        }
+        let fingerprint = &self.fingerprint;
+        let mut other = false;
+        self.dst.modify_attributes(&self.group, &mut |doc| {
+            match doc.get(BOOKKEEPING) {
+                None => {
+                    doc.insert(
+                        BOOKKEEPING.into(),
+                        json!({"plan": fingerprint, "parts": n, "done": []}),
+                    );
+                }
+                Some(r) => other = r.get("plan") != Some(fingerprint),
+            }
+            Ok(())
+        })?;
+        if other {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "{}: a pyramid build with other options is under way ({BOOKKEEPING})",
+                    self.group_display()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Adds part `i` to the done set; returns how many are done and
+    /// whether this update completed the set.
+    fn record(&self, i: u64, n: u64) -> Result<(u64, bool)> {
+        let (mut done, mut completed) = (0, false);
+        self.dst.modify_attributes(&self.group, &mut |doc| {
+            let Some(record) = doc.get_mut(BOOKKEEPING).and_then(Value::as_object_mut) else {
+                // Finalised meanwhile by another call.
+                done = n;
+                completed = false;
+                return Ok(());
+            };
+            let list = record.entry("done").or_insert_with(|| json!([]));
+            let mut set: Vec<u64> = list
+                .as_array()
+                .map(|d| d.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default();
+            let before = set.len() as u64;
+            if !set.contains(&i) {
+                set.push(i);
+                set.sort_unstable();
+            }
+            done = set.len() as u64;
+            completed = before < n && done == n;
+            *list = json!(set);
+            Ok(())
+        })?;
+        Ok((done, completed))
+    }
+
+    /// Every level array of every stack, `[stack][level]`, created when
+    /// missing (`create`) or opened.
+    fn arrays(&self, create: bool) -> Result<Vec<Vec<LevelArray>>> {
+        let mut out = Vec::new();
+        for stack in stacks(&self.plan) {
+            let mut levels = Vec::new();
+            for k in 0..self.plan.levels.len() {
+                if k == 0 && self.in_place {
+                    levels.push(LevelArray {
+                        dataset: self.source.dataset.clone(),
+                        existed: true,
+                    });
+                    continue;
+                }
+                let p = level_path(&self.plan, &self.group, stack, k);
+                let (want, doc) =
+                    level_spec(&self.plan, k, &self.dtype, &self.compression, self.format)?;
+                if self.dst.dataset_exists(&p)? || !create {
+                    levels.push(LevelArray {
+                        dataset: self.checked(&p, k, &want)?,
+                        existed: true,
+                    });
+                    continue;
+                }
+                match self.dst.create_dataset_json(&p, &doc) {
+                    Ok(dataset) => levels.push(LevelArray {
+                        dataset,
+                        existed: false,
+                    }),
+                    // A concurrent part created it first.
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => levels.push(LevelArray {
+                        dataset: self.checked(&p, k, &want)?,
+                        existed: true,
+                    }),
+                    Err(e) => return Err(e),
+                }
+            }
+            out.push(levels);
+        }
+        Ok(out)
+    }
+
+    /// The existing array at `p`, which must be level `k` of the plan.
+    fn checked(&self, p: &str, k: usize, want: &DatasetAttributes) -> Result<Dataset> {
+        let d = self.dst.open_dataset(p)?;
+        if !same_array(&d, want, &self.plan.shard) {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "{}/{p}: holds something else than level {k} of this pyramid",
+                    self.dst.location()
+                ),
+            ));
+        }
+        Ok(d)
+    }
+
+    /// Writes level `k`'s shards: those of the part's columns (`parts`:
+    /// column level and `(I, N)`), or all.
+    fn level(
+        &self,
+        arrays: &[Vec<LevelArray>],
+        k: usize,
+        parts: Option<(usize, (u64, u64))>,
+    ) -> Result<()> {
+        if k == 0 && self.in_place {
+            return Ok(());
+        }
+        let stacks = stacks(&self.plan);
+        let mut jobs: Vec<(usize, Vec<u64>)> = Vec::new();
+        for (s, stack) in stacks.iter().enumerate() {
+            for pos in self.plan.shard_positions(k) {
+                let mine = match parts {
+                    Some((column, (i, n))) => self.plan.part_of(k, *stack, &pos, column, n) == i,
+                    None => true,
+                };
+                if mine {
+                    jobs.push((s, pos));
+                }
+            }
+        }
+        let total = jobs.len() as u64;
+        let finished = AtomicU64::new(0);
+        let element = self.dtype.size() as u64;
+        let shard_bytes: u64 = self.plan.shard.iter().product::<u64>() * element;
+        let factors: u64 = self.plan.levels[k].relative.iter().product();
+        let per_job = shard_bytes * 2 + (shard_bytes * factors).min(SLAB_BYTES);
+        let threads = self
+            .threads
+            .min(((2u64 << 30) / per_job.max(1)).max(1) as usize);
+        run_jobs(jobs.len(), threads, &|j| {
+            let (s, pos) = &jobs[j];
+            let levels = &arrays[*s];
+            let out = shard_region(&self.plan.levels[k].shape, &self.plan.shard, pos);
+            let data = if k == 0 {
+                self.copy_from_source(stacks[*s], &out)?
+            } else {
+                self.reduce(&levels[k - 1].dataset, k, &out)?
+            };
+            self.store(&levels[k], &out, &data)
+                .map_err(|e| e.context(format!("level s{k}, shard {pos:?}")))?;
+            let d = finished.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Some(p) = self.progress {
+                p(k, d, total);
+            }
+            Ok(())
+        })
+    }
+
+    /// The box `out` of `s0` (level axes) of `stack`, read from the source
+    /// and put in output axis order.
+    fn copy_from_source(&self, stack: Stack, out: &Region) -> Result<Vec<u8>> {
+        let plan = &self.plan;
+        let rank = plan.axes.len();
+        let (mut full_off, mut full_shape) = (vec![0u64; rank], vec![1u64; rank]);
+        for (i, &a) in plan.level_axes.iter().enumerate() {
+            full_off[a] = out.offset[i];
+            full_shape[a] = out.shape[i];
+        }
+        if plan.format == OutFormat::Bdv {
+            if let Some(c) = plan.channel_axis() {
+                full_off[c] = stack.setup;
+            }
+            if let Some(t) = plan.time_axis() {
+                full_off[t] = stack.timepoint;
+            }
+        }
+        let (mut src_off, mut src_shape) = (vec![0u64; rank], vec![1u64; rank]);
+        for (a, &p) in plan.permutation.iter().enumerate() {
+            src_off[p] = full_off[a];
+            src_shape[p] = full_shape[a];
+        }
+        let element = self.dtype.size();
+        let mut data = vec![0u8; src_shape.iter().product::<u64>() as usize * element];
+        self.source
+            .dataset
+            .read_region(&src_off, &src_shape, &mut data)?;
+        if plan.permutation.iter().enumerate().all(|(i, &p)| i == p) {
+            return Ok(data);
+        }
+        Ok(permute(&data, &src_shape, &plan.permutation, element))
+    }
+
+    /// The box `out` of level `k`, reduced from the stored level before.
+    fn reduce(&self, prev: &Dataset, k: usize, out: &Region) -> Result<Vec<u8>> {
+        let relative = &self.plan.levels[k].relative;
+        let prev_shape = &self.plan.levels[k - 1].shape;
+        let element = self.dtype.size();
+        let mut data = vec![0u8; out.voxels() as usize * element];
+        let mut input = Vec::new();
+        for slab in slabs(out, relative, prev_shape, element as u64, SLAB_BYTES) {
+            let inp = input_region(&slab, relative, prev_shape);
+            input.resize(inp.voxels() as usize * element, 0);
+            prev.read_region(&inp.offset, &inp.shape, &mut input)?;
+            // Slabs are cut along their last axis longer than one voxel:
+            // each is one contiguous run of the output box.
+            let start = linear_offset(out, &slab.offset) * element;
+            let len = slab.voxels() as usize * element;
+            downsample(
+                &self.dtype,
+                self.plan.method,
+                &input,
+                &inp.shape,
+                relative,
+                &mut data[start..start + len],
+            )?;
+        }
+        Ok(data)
+    }
+
+    /// Writes `data` as the box `out` of a level, unless the stored box
+    /// already holds it.
+    fn store(&self, level: &LevelArray, out: &Region, data: &[u8]) -> Result<()> {
+        if level.existed {
+            let mut have = vec![0u8; data.len()];
+            if level
+                .dataset
+                .read_region(&out.offset, &out.shape, &mut have)
+                .is_ok()
+                && have == data
+            {
+                self.identical.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        level.dataset.write_region(&out.offset, &out.shape, data)?;
+        self.written.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Builds the levels above the column level from the stored ones and
+    /// writes the metadata, removing the bookkeeping.
+    fn finalize(&self, arrays: &[Vec<LevelArray>], column: usize) -> Result<()> {
+        self.finalize_levels(arrays, column)?;
+        self.write_metadata(arrays)
+    }
+
+    /// The levels above `column`, every shard.
+    fn finalize_levels(&self, arrays: &[Vec<LevelArray>], column: usize) -> Result<()> {
+        for k in column + 1..self.plan.levels.len() {
+            self.level(arrays, k, None)?;
+        }
+        Ok(())
+    }
+
+    /// The group attributes finalisation writes (besides the source's
+    /// other attributes).
+    fn finished_metadata(&self) -> Map<String, Value> {
+        match self.plan.format {
+            OutFormat::N5 => meta::n5_group_attributes(&self.plan),
+            OutFormat::Zarr3 => meta::ngff_group_attributes_v05(&self.plan),
+            OutFormat::Zarr2 => meta::ngff_group_attributes_v04(&self.plan),
+            OutFormat::Bdv => Map::new(),
+        }
+    }
+
+    fn bdv_xml(&self) -> String {
+        meta::bdv_dataset_xml(
+            &self.plan,
+            self.plan.bdv_setups(),
+            self.plan.bdv_timepoints(),
+        )
+    }
+
+    /// Every level's own attributes, then the group's (so that a viewer
+    /// never sees the multiscale group before its levels are complete),
+    /// removing the bookkeeping in the same update.
+    fn write_metadata(&self, arrays: &[Vec<LevelArray>]) -> Result<()> {
+        let plan = &self.plan;
+        for (s, stack) in stacks(plan).into_iter().enumerate() {
+            for (k, level) in arrays[s].iter().enumerate() {
+                let ds_path = level.dataset.path().to_string();
+                let container = if k == 0 && self.in_place {
+                    self.source.dataset.container()
+                } else {
+                    self.dst
+                };
+                let attrs = match plan.format {
+                    OutFormat::N5 => meta::n5_level_attributes(plan, k),
+                    OutFormat::Bdv => meta::bdv_level_attributes(plan, k),
+                    OutFormat::Zarr2 => {
+                        let mut m = Map::new();
+                        let mut names = meta::dimension_names(plan);
+                        names.truncate(plan.axes.len());
+                        m.insert("_ARRAY_DIMENSIONS".into(), json!(names));
+                        m
+                    }
+                    OutFormat::Zarr3 => Map::new(),
+                };
+                let in_place_s0 = k == 0 && self.in_place;
+                container.modify_attributes(&ds_path, &mut |doc| {
+                    for (key, v) in &attrs {
+                        doc.insert(key.clone(), v.clone());
+                    }
+                    if in_place_s0 {
+                        // They describe the pyramid now, on the group.
+                        doc.remove("resolution");
+                        doc.remove("units");
+                    }
+                    Ok(())
+                })?;
+            }
+            if plan.format == OutFormat::Bdv {
+                let setup = format!("setup{}", stack.setup);
+                let timepoint = format!("{setup}/timepoint{}", stack.timepoint);
+                let mut setup_attrs = meta::bdv_setup_attributes(plan);
+                setup_attrs.insert("dataType".into(), json!(self.dtype.name()));
+                self.dst.set_attributes(&setup, &setup_attrs)?;
+                self.dst
+                    .set_attributes(&timepoint, &meta::bdv_timepoint_attributes(plan))?;
+            }
+        }
+        if plan.format == OutFormat::Bdv {
+            self.dst
+                .store()
+                .put("dataset.xml", &[self.bdv_xml().as_bytes()])?;
+        }
+        let mut group = self.finished_metadata();
+        for (k, v) in &self.source.other_attributes {
+            group.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        self.dst.modify_attributes(&self.group, &mut |doc| {
+            for (k, v) in &group {
+                doc.insert(k.clone(), v.clone());
+            }
+            doc.remove(BOOKKEEPING);
+            Ok(())
+        })
+    }
+}
+
+/// The element index of `at` within the box `r` (dimension 0 fastest).
+fn linear_offset(r: &Region, at: &[u64]) -> usize {
+    let mut index = 0u64;
+    for d in (0..r.shape.len()).rev() {
+        index = index * r.shape[d] + (at[d] - r.offset[d]);
+    }
+    index as usize
+}
