@@ -127,6 +127,16 @@ impl Dataset {
         self.array().shard_shape()
     }
 
+    /// The N5 compression nearest the dataset's codecs: its own for N5 and
+    /// HDF5, the chunk compressor of a Zarr array (of its innermost chunks
+    /// when sharded), raw when it has none.
+    pub fn nearest_compression(&self) -> crate::codec::Compression {
+        match self.metadata() {
+            Ok(doc) => crate::format::nearest::compression_of(self.container().format(), &doc),
+            Err(_) => self.attributes().compression.clone(),
+        }
+    }
+
     /// One element of the value that blocks which are not stored read as,
     /// in native byte order: a Zarr array's `fill_value`, zeros for N5.
     pub fn fill_value(&self) -> Vec<u8> {

@@ -28,6 +28,7 @@ pub(crate) mod fill;
 pub mod hdf5;
 pub(crate) mod links;
 pub mod n5;
+pub mod nearest;
 pub(crate) mod node;
 pub(crate) mod open;
 pub(crate) mod tree;

@@ -310,7 +310,7 @@ fn same_array(have: &Dataset, want: &DatasetAttributes, shard: &[u64]) -> bool {
     a.dimensions == want.dimensions
         && a.block_size == want.block_size
         && a.data_type == want.data_type
-        && a.compression == want.compression
+        && have.nearest_compression() == want.compression
         && have.shard_shape() == shard
 }
 
@@ -396,7 +396,7 @@ pub fn build(
                 format!("--compression: {}", e.message()),
             )
         })?,
-        None => source.dataset.attributes().compression.clone(),
+        None => source.dataset.nearest_compression(),
     };
     let threads = match opts.threads {
         0 => dst.options().threads.max(1),
@@ -404,8 +404,15 @@ pub fn build(
     };
     let dtype = source.dataset.data_type();
     let (_, s0_doc) = level_spec(&plan, 0, &dtype, &compression, format)?;
+    // The plan without its shard lists, which grow with the volume.
+    let mut plan_doc = plan.to_json();
+    if let Some(levels) = plan_doc.get_mut("levels").and_then(Value::as_array_mut) {
+        for l in levels.iter_mut().filter_map(Value::as_object_mut) {
+            l.remove("shards");
+        }
+    }
     let fingerprint = json!({
-        "plan": plan.to_json(),
+        "plan": plan_doc,
         "array": s0_doc,
         "metadata": meta_preview(&plan),
     });

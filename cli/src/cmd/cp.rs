@@ -26,6 +26,7 @@ use crate::cmd::ls::cannot_list;
 use crate::cmd::nwb::{
     convert_attributes, legacy_dataset, plan_link, write_legacy, Legacy, NewLink, LINK_KEYS,
 };
+use crate::cmd::pyramid::{parse_part, pyramid_format, run_build, PyramidArgs};
 use crate::cmd::target::{
     check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
     MadeArgs, HDF5_SHARDS,
@@ -67,6 +68,13 @@ pub struct CpArgs {
     /// --format and --shard.
     #[command(flatten)]
     pub made: MadeArgs,
+    /// Build a multiscale pyramid of the source dataset at DST (`n5
+    /// pyramid SRC DST` with these options; --format may also be bdv).
+    #[arg(long)]
+    pub pyramid: bool,
+    /// The pyramid's options (with --pyramid), and --part.
+    #[command(flatten)]
+    pub pyr: PyramidArgs,
 }
 
 /// One block's content as stored, decoded, for comparing and writing.
@@ -912,6 +920,13 @@ fn plan_jobs(plans: &[Plan], src: &Container) -> CliResult<Vec<(usize, Vec<u64>)
 
 /// `n5 cp SRC DST`.
 pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
+    if a.pyramid {
+        return cp_pyramid(a, g);
+    }
+    if let Some(flag) = a.pyr.pyramid_only_flag() {
+        return Err(CliError::usage(flag, "needs --pyramid"));
+    }
+    let part = a.pyr.part.as_deref().map(parse_part).transpose()?;
     let compression: Option<Compression> = a
         .compression
         .as_deref()
@@ -1151,11 +1166,7 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                 ..
             } => {
                 if !dst.dataset_exists(&dp).at(&darg)? {
-                    if format == Format::N5 {
-                        dst.create_dataset(&dp, attrs.clone()).at(&darg)?;
-                    } else {
-                        dst.create_dataset_json(&dp, document).at(&darg)?;
-                    }
+                    create_dataset(&dst, &dp, format, attrs, document).at(&darg)?;
                 }
                 let ds = dst.open_dataset(&dp).at(&darg)?;
                 write_legacy(&ds, &legacy.content).at(&darg)?;
@@ -1167,12 +1178,9 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                 by_region,
                 legacy: None,
             } => {
-                if !dst.dataset_exists(&dp).at(&darg)? {
-                    if format == Format::N5 {
-                        dst.create_dataset(&dp, attrs.clone()).at(&darg)?;
-                    } else {
-                        dst.create_dataset_json(&dp, document).at(&darg)?;
-                    }
+                if !dst.dataset_exists(&dp).at(&darg)?
+                    && create_dataset(&dst, &dp, format, attrs, document).at(&darg)?
+                {
                     made.push((dp.clone(), darg.clone()));
                 }
                 let on: &Container = if *by_region { &sparse } else { &dst };
@@ -1185,13 +1193,14 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
                 });
             }
         }
-        if !n.attributes.is_empty() {
+        // In a copy in parts, part 0 writes the attributes (and links).
+        if !n.attributes.is_empty() && part.is_none_or(|(i, _)| i == 0) {
             dst.set_attributes(&dp, &n.attributes).at(&darg)?;
         }
     }
     // Links, once every node they may lead to is there (one already at
     // the destination is the same link: check_destination said so).
-    for n in &nodes {
+    for n in nodes.iter().filter(|_| part.is_none_or(|(i, _)| i == 0)) {
         let Make::Link(link) = &n.make else {
             continue;
         };
@@ -1209,12 +1218,19 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
         Ok(jobs) => jobs,
         Err(e) => {
             // The error that stopped the copy is the one to report; a
-            // dataset that cannot be removed again stays.
-            for (dp, _) in made.iter().rev() {
-                dst.remove(dp).ok();
+            // dataset that cannot be removed again stays (and one that
+            // other parts may be writing into stays anyway).
+            if part.is_none() {
+                for (dp, _) in made.iter().rev() {
+                    dst.remove(dp).ok();
+                }
             }
             return Err(e);
         }
+    };
+    let jobs = match part {
+        Some((i, n)) => parts_share(&plans, jobs, i, n),
+        None => jobs,
     };
     // A region job holds up to three units' worth of memory: the unit read
     // from the source, its encoded bytes, and for a shard at the array's
@@ -1287,9 +1303,11 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     let mut out = Out::new();
     if !g.quiet {
         out.line(&format!(
-            "{} -> {}: {}, {} written, {} already identical, {} removed",
+            "{} -> {}: {}{}, {} written, {} already identical, {} removed",
             sloc.arg,
             dloc.arg,
+            part.map(|(i, n)| format!("part {i}/{n}: "))
+                .unwrap_or_default(),
             count_of(plans.len() + converted, "dataset"),
             count_of(count(Done::Copied), noun),
             count(Done::Skipped),
@@ -1298,4 +1316,101 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     }
     out.flush()?;
     Ok(EXIT_OK)
+}
+
+/// Creates the dataset at `dp` of a copy; `false` when another process
+/// (a concurrent part of the same copy) made it first with the same
+/// metadata, an error when with other metadata.
+fn create_dataset(
+    dst: &Container,
+    dp: &str,
+    format: Format,
+    attrs: &DatasetAttributes,
+    document: &Value,
+) -> n5::Result<bool> {
+    let made = if format == Format::N5 {
+        dst.create_dataset(dp, attrs.clone()).map(|_| ())
+    } else {
+        dst.create_dataset_json(dp, document).map(|_| ())
+    };
+    match made {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == n5::ErrorKind::AlreadyExists => {
+            let existing = dst.open_dataset(dp)?;
+            let same = if matches!(format, Format::N5 | Format::Hdf5) {
+                *existing.attributes() == *attrs
+            } else {
+                same_document(&existing.metadata()?, document)
+            };
+            if same {
+                Ok(false)
+            } else {
+                Err(n5::Error::new(
+                    n5::ErrorKind::AlreadyExists,
+                    "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
+                ))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The jobs of part `i` of `n`: the units (shards, chunks or blocks) whose
+/// number, counted dimension 0 fastest over the unit grid of every
+/// dataset of the copy in listing order, is `i` mod `n`.
+fn parts_share(
+    plans: &[Plan],
+    jobs: Vec<(usize, Vec<u64>)>,
+    i: u64,
+    n: u64,
+) -> Vec<(usize, Vec<u64>)> {
+    let grids: Vec<Vec<u64>> = plans
+        .iter()
+        .map(|p| {
+            if p.by_region {
+                shard_grid(&p.dst)
+            } else {
+                p.src.attributes().grid_shape()
+            }
+        })
+        .collect();
+    let mut bases = Vec::with_capacity(grids.len());
+    let mut total = 0u64;
+    for g in &grids {
+        bases.push(total);
+        total = total.wrapping_add(grid_count(g).unwrap_or(u64::MAX));
+    }
+    jobs.into_iter()
+        .filter(|(d, pos)| {
+            let grid = &grids[*d];
+            let mut index = 0u64;
+            for (p, g) in pos.iter().zip(grid).rev() {
+                index = index.wrapping_mul(*g).wrapping_add(*p);
+            }
+            bases[*d].wrapping_add(index) % n == i
+        })
+        .collect()
+}
+
+/// `n5 cp SRC DST --pyramid`: `n5 pyramid SRC DST` with the copy's
+/// -c, -b, --shard and --format.
+fn cp_pyramid(a: &CpArgs, g: &Global) -> CliResult<u8> {
+    if a.made.hdf5_shards {
+        return Err(CliError::usage(
+            "--hdf5-shards",
+            "does not go with --pyramid",
+        ));
+    }
+    let sloc = Location::parse(&a.src, g)?;
+    let dloc = Location::parse(&a.dst, g)?;
+    let (dst_format, out) = pyramid_format(a.made.format.as_deref(), &dloc)?;
+    let options = a.pyr.options(
+        out,
+        a.compression.as_deref(),
+        a.block_size.as_deref(),
+        a.made.shard.as_deref(),
+        false,
+        g.threads,
+    )?;
+    run_build(&sloc, &dloc, dst_format, &options, false, g)
 }

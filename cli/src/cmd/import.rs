@@ -25,6 +25,7 @@ use n5::{DataType, Dataset, DatasetAttributes, Mode};
 use serde_json::{json, Map, Value};
 
 use crate::cmd::common::distinct;
+use crate::cmd::pyramid::{parse_part, pyramid_format, run_build, PyramidArgs};
 use crate::cmd::target::{
     check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
     MadeArgs,
@@ -71,6 +72,13 @@ pub struct ImportArgs {
     /// --format and --shard.
     #[command(flatten)]
     pub made: MadeArgs,
+    /// Import into DEST/s0 and build a multiscale pyramid there (as `n5
+    /// pyramid DEST/s0 DEST`, with these options).
+    #[arg(long)]
+    pub pyramid: bool,
+    /// The pyramid's options (with --pyramid), and --part.
+    #[command(flatten)]
+    pub pyr: PyramidArgs,
 }
 
 /// How much an import reads at a time.
@@ -208,13 +216,83 @@ struct Target<'a> {
     arg: &'a str,
     /// No progress bar.
     quiet: bool,
+    /// In an import in parts, whether this part writes the unit (shard,
+    /// else block) at a grid position.
+    owns: Option<&'a dyn Fn(&[u64]) -> bool>,
 }
 
 impl Target<'_> {
-    /// Write the box `b` of the dataset.
+    /// Write the box `b` of the dataset (in an import in parts, only the
+    /// parts of it in the units this part writes).
     fn write(&self, b: &Piece, data: &[u8]) -> CliResult<()> {
-        self.ds.write_region(&b.offset, &b.shape, data).at(self.arg)
+        let Some(owns) = self.owns else {
+            return self.ds.write_region(&b.offset, &b.shape, data).at(self.arg);
+        };
+        let unit = self.ds.shard_shape();
+        let dims = self.ds.attributes().dimensions.clone();
+        let elem = self.ds.data_type().size();
+        let lo: Vec<u64> = b.offset.iter().zip(&unit).map(|(&o, &u)| o / u).collect();
+        let hi: Vec<u64> = (0..b.offset.len())
+            .map(|d| (b.offset[d] + b.shape[d] - 1) / unit[d])
+            .collect();
+        let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
+        for k in crate::cmd::common::grid_iter(&extent) {
+            let pos: Vec<u64> = k.iter().zip(&lo).map(|(&k, &l)| k + l).collect();
+            if !owns(&pos) {
+                continue;
+            }
+            // The unit's part of the box.
+            let offset: Vec<u64> = (0..pos.len())
+                .map(|d| (pos[d] * unit[d]).max(b.offset[d]))
+                .collect();
+            let shape: Vec<u64> = (0..pos.len())
+                .map(|d| {
+                    ((pos[d] + 1) * unit[d])
+                        .min(dims[d])
+                        .min(b.offset[d] + b.shape[d])
+                        - offset[d]
+                })
+                .collect();
+            let part = sub_box(data, &b.shape, &b.offset, &offset, &shape, elem);
+            self.ds.write_region(&offset, &shape, &part).at(self.arg)?;
+        }
+        Ok(())
     }
+}
+
+/// The box at `offset` of `shape` out of `data`, the box at `at` of
+/// `whole` (elements of `elem` bytes, dimension 0 fastest).
+fn sub_box(
+    data: &[u8],
+    whole: &[u64],
+    at: &[u64],
+    offset: &[u64],
+    shape: &[u64],
+    elem: usize,
+) -> Vec<u8> {
+    let n = whole.len();
+    let run = shape[0] as usize * elem;
+    let mut out = Vec::with_capacity(shape.iter().product::<u64>() as usize * elem);
+    let rows: u64 = shape[1..].iter().product();
+    let mut idx = vec![0u64; n];
+    for _ in 0..rows {
+        let mut start = 0u64;
+        let mut stride = 1u64;
+        for d in 0..n {
+            start += (offset[d] - at[d] + idx[d]) * stride;
+            stride *= whole[d];
+        }
+        let s = start as usize * elem;
+        out.extend_from_slice(&data[s..s + run]);
+        for d in 1..n {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
 }
 
 /// The message for a failed read of the input.
@@ -348,6 +426,18 @@ fn axis_attributes(d: &Described, format: Format) -> Map<String, Value> {
 
 /// `n5 import INPUT DEST`.
 pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
+    if !a.pyramid {
+        if let Some(flag) = a.pyr.pyramid_only_flag() {
+            return Err(CliError::usage(flag, "needs --pyramid"));
+        }
+    }
+    let part = a.pyr.part.as_deref().map(parse_part).transpose()?;
+    if part.is_some() && a.input == "-" {
+        return Err(CliError::usage(
+            "--part",
+            "needs a file or a directory of pages, not standard input",
+        ));
+    }
     let compression = spec::compression(&a.compression)?;
     let is_npy = !a.raw && a.input.to_ascii_lowercase().ends_with(".npy");
     let is_tiff = !a.raw && a.input != "-" && tiffstack::is_tiff(Path::new(&a.input));
@@ -455,14 +545,37 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     };
     let attrs = DatasetAttributes::new(shape.clone(), block.clone(), data_type, compression)
         .map_err(|e| CliError::usage(&a.dest, e.message()))?;
-    let loc = Location::parse(&a.dest, g)?;
+    let group = Location::parse(&a.dest, g)?;
+    let loc = if a.pyramid {
+        group.child("s0")
+    } else {
+        group.clone()
+    };
     if loc.inner.is_empty() {
         return Err(CliError::usage(
             &a.dest,
             "name the dataset inside the container, e.g. vol.n5/raw",
         ));
     }
-    let format = destination_format(a.made.format.as_deref(), &loc, Format::N5)?;
+    let (format, pyramid_options) = if a.pyramid {
+        let (format, out) = pyramid_format(a.made.format.as_deref(), &group)?;
+        if out == Some(n5::pyramid::plan::OutFormat::Bdv) {
+            return Err(CliError::usage(
+                "--format",
+                "bdv: import the volume, then build with n5 pyramid SRC ROOT --format bdv",
+            ));
+        }
+        // The levels take s0's block, shard and compression.
+        (
+            format,
+            Some(a.pyr.options(out, None, None, None, false, g.threads)?),
+        )
+    } else {
+        (
+            destination_format(a.made.format.as_deref(), &loc, Format::N5)?,
+            None,
+        )
+    };
     check_shard_format(a.made.shard.is_some(), format, &loc.arg)?;
     check_hdf5_shards(a.made.hdf5_shards, format, a.made.shard.is_some(), &loc.arg)?;
     let shard = a
@@ -505,25 +618,73 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         format,
         format == Format::N5,
     )?;
-    let ds = if format == Format::N5 {
-        c.create_dataset(&loc.inner, attrs)
+    let made = if format == Format::N5 {
+        c.create_dataset(&loc.inner, attrs.clone())
     } else {
         c.create_dataset_json(&loc.inner, &document)
-    }
-    .at(&loc.arg)?;
+    };
+    let ds = match made {
+        Ok(ds) => ds,
+        // In parts, another part may have made it: the same is fine.
+        Err(e) if part.is_some() && e.kind() == n5::ErrorKind::AlreadyExists => {
+            let ds = c.open_dataset(&loc.inner).at(&loc.arg)?;
+            let same = if format == Format::N5 {
+                *ds.attributes() == attrs
+            } else {
+                ds.metadata().at(&loc.arg)? == document
+                    || ds.attributes().dimensions == attrs.dimensions
+                        && ds.attributes().block_size == attrs.block_size
+                        && ds.data_type() == attrs.data_type
+            };
+            if !same {
+                return Err(CliError::new(
+                    &loc.arg,
+                    "a dataset with other metadata is already there",
+                ));
+            }
+            ds
+        }
+        Err(e) => return Err(CliError::new(&loc.arg, e.message())),
+    };
     let axes = described.as_ref().map(|d| axis_attributes(d, format));
     if let Some(m) = axes.filter(|m| !m.is_empty()) {
-        c.set_attributes(&loc.inner, &m).at(&loc.arg)?;
+        if part.is_none_or(|(i, _)| i == 0) {
+            c.set_attributes(&loc.inner, &m).at(&loc.arg)?;
+        }
     }
     if shape.contains(&0) {
         return Ok(EXIT_OK);
     }
+    // Which units this part writes: in a pyramid build, those of its
+    // columns (so that its levels find them); else every N-th.
+    let owner: Option<Box<dyn Fn(&[u64]) -> bool>> = match (part, &pyramid_options) {
+        (None, _) => None,
+        (Some((i, n)), Some(options)) => {
+            let plan = n5::pyramid::build::plan(&c, &loc.inner, options, format)
+                .map_err(|e| CliError::new(&loc.arg, e.message()))?;
+            let column = plan.column_level(n);
+            Some(Box::new(move |pos: &[u64]| {
+                plan.part_of(0, Default::default(), pos, column, n) == i
+            }))
+        }
+        (Some((i, n)), None) => {
+            let grid = crate::cmd::common::shard_grid(&ds);
+            Some(Box::new(move |pos: &[u64]| {
+                let mut index = 0u64;
+                for (p, g) in pos.iter().zip(&grid).rev() {
+                    index = index.wrapping_mul(*g).wrapping_add(*p);
+                }
+                index % n == i
+            }))
+        }
+    };
     let target = Target {
         ds: &ds,
         arg: &loc.arg,
         quiet: g.quiet,
+        owns: owner.as_deref(),
     };
-    match input_len {
+    let imported = match input_len {
         Some(_) => {
             drop(input);
             let file = File::open(&a.input).at(&a.input)?;
@@ -537,6 +698,13 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
             };
             import_stream(&a.input, s, &target, LIMITS)
         }
+    }?;
+    match &pyramid_options {
+        Some(options) => {
+            drop(target);
+            run_build(&loc, &group, format, options, false, g)
+        }
+        None => Ok(imported),
     }
 }
 

@@ -127,6 +127,24 @@ fn reported(e: n5::Error) -> CliError {
 }
 
 impl PyramidArgs {
+    /// The first pyramid option given (besides --part), for commands
+    /// where they need --pyramid.
+    pub fn pyramid_only_flag(&self) -> Option<&'static str> {
+        [
+            (self.method.is_some(), "--method"),
+            (self.labels, "--labels"),
+            (self.factors.is_some(), "--factors"),
+            (self.levels.is_some(), "--levels"),
+            (self.min_size.is_some(), "--min-size"),
+            (self.axes.is_some(), "--axes"),
+            (self.resolution.is_some(), "--resolution"),
+            (self.units.is_some(), "--units"),
+            (self.translation.is_some(), "--translation"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// The library's options from these flags plus the ones each command
     /// has of its own.
     pub fn options(
@@ -197,7 +215,7 @@ impl PyramidArgs {
             .transpose()?;
         o.shard_shape = shard.map(|s| spec::list("--shard", s)).transpose()?;
         o.threads = threads;
-        o.part = self.part.as_deref().map(part).transpose()?;
+        o.part = self.part.as_deref().map(parse_part).transpose()?;
         o.finalize = finalize;
         if o.part.is_some() && finalize {
             return Err(CliError::usage("--part", "cannot go with --finalize"));
@@ -207,8 +225,8 @@ impl PyramidArgs {
     }
 }
 
-/// `I/N`.
-fn part(text: &str) -> CliResult<(u64, u64)> {
+/// `I/N` (`--part`).
+pub fn parse_part(text: &str) -> CliResult<(u64, u64)> {
     let bad = || CliError::usage("--part", format!("'{text}' is not I/N with 0 <= I < N"));
     let (i, n) = text.split_once('/').ok_or_else(bad)?;
     let (i, n): (u64, u64) = (
@@ -223,7 +241,10 @@ fn part(text: &str) -> CliResult<(u64, u64)> {
 
 /// The output format of a pyramid into `dloc`: `--format`, else as `n5
 /// cp` chooses (prefix, container there, suffix), else N5.
-fn pyramid_format(format: Option<&str>, dloc: &Location) -> CliResult<(Format, Option<OutFormat>)> {
+pub fn pyramid_format(
+    format: Option<&str>,
+    dloc: &Location,
+) -> CliResult<(Format, Option<OutFormat>)> {
     match format.map(str::to_ascii_lowercase).as_deref() {
         Some("bdv") => Ok((Format::N5, Some(OutFormat::Bdv))),
         Some(f) => {
