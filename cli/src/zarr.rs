@@ -212,6 +212,7 @@ pub fn new_document(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use n5::Compression;
 
     #[test]
     fn codecs_map_to_the_nearest_n5_compression() {

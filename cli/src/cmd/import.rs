@@ -1053,6 +1053,7 @@ mod tests {
             let path = format!("a{case}");
             let ds = c.create_dataset_json(&path, &document).unwrap();
             let target = Target {
+                owns: None,
                 ds: &ds,
                 arg: &path,
                 quiet: true,
@@ -1093,6 +1094,7 @@ mod tests {
         // A stream that ends early names the input.
         let ds = c.create_dataset_json("short", &document).unwrap();
         let target = Target {
+            owns: None,
             ds: &ds,
             arg: "short",
             quiet: true,
@@ -1191,6 +1193,7 @@ mod tests {
         let reader = input.clone();
         std::thread::spawn(move || {
             let target = Target {
+                owns: None,
                 ds: &ds,
                 arg: "a",
                 quiet: true,
