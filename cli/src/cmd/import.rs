@@ -207,6 +207,9 @@ fn read_box(
     Ok(())
 }
 
+/// Whether a part of an import in parts writes the unit at a grid position.
+type Owns = dyn Fn(&[u64]) -> bool;
+
 /// Where an import writes: the dataset, as messages name it, with or
 /// without a progress bar.
 struct Target<'a> {
@@ -218,7 +221,7 @@ struct Target<'a> {
     quiet: bool,
     /// In an import in parts, whether this part writes the unit (shard,
     /// else block) at a grid position.
-    owns: Option<&'a dyn Fn(&[u64]) -> bool>,
+    owns: Option<&'a Owns>,
 }
 
 impl Target<'_> {
@@ -657,7 +660,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     }
     // Which units this part writes: in a pyramid build, those of its
     // columns (so that its levels find them); else every N-th.
-    let owner: Option<Box<dyn Fn(&[u64]) -> bool>> = match (part, &pyramid_options) {
+    let owner: Option<Box<Owns>> = match (part, &pyramid_options) {
         (None, _) => None,
         (Some((i, n)), Some(options)) => {
             let plan = n5::pyramid::build::plan(&c, &loc.inner, options, format)
@@ -700,10 +703,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         }
     }?;
     match &pyramid_options {
-        Some(options) => {
-            drop(target);
-            run_build(&loc, &group, format, options, false, g)
-        }
+        Some(options) => run_build(&loc, &group, format, options, false, g),
         None => Ok(imported),
     }
 }
