@@ -518,6 +518,9 @@ impl Build<'_> {
             self.start(n)?;
         }
         let arrays = self.arrays(true)?;
+        if state == State::Finished {
+            self.probe(&arrays)?;
+        }
         let part = opts.part.unwrap_or((0, 1));
         for k in 0..=column {
             self.level(&arrays, k, Some((column, part)))?;
@@ -646,7 +649,7 @@ impl Build<'_> {
                     continue;
                 }
                 let p = level_path(&self.plan, &self.group, stack, k);
-                if !self.dst.exists(&p)? {
+                if !self.dst.exists(&p)? || self.being_created(&p)? {
                     continue;
                 }
                 let (want, _) =
@@ -758,17 +761,46 @@ impl Build<'_> {
                         dataset,
                         existed: false,
                     }),
-                    // A concurrent part created it first.
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => levels.push(LevelArray {
-                        dataset: self.checked(&p, k, &want)?,
-                        existed: true,
-                    }),
+                    // A concurrent part created it first (or is creating it).
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                        self.wait_for_dataset(&p)?;
+                        levels.push(LevelArray {
+                            dataset: self.checked(&p, k, &want)?,
+                            existed: true,
+                        })
+                    }
                     Err(e) => return Err(e),
                 }
             }
             out.push(levels);
         }
         Ok(out)
+    }
+
+    /// Whether `p` is an empty group without attributes: an array another
+    /// part is creating (its directory made, its document not yet
+    /// written).
+    fn being_created(&self, p: &str) -> Result<bool> {
+        if self.dst.dataset_exists(p)? {
+            return Ok(false);
+        }
+        let empty_doc = self
+            .dst
+            .attributes(p)?
+            .as_object()
+            .is_none_or(|m| m.is_empty());
+        Ok(empty_doc && self.dst.list(p).map(|l| l.is_empty()).unwrap_or(true))
+    }
+
+    /// Waits (at most 10 s) for the array another part is creating at `p`.
+    fn wait_for_dataset(&self, p: &str) -> Result<()> {
+        for _ in 0..200 {
+            if self.dst.dataset_exists(p)? || !self.being_created(p)? {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Ok(())
     }
 
     /// The existing array at `p`, which must be level `k` of the plan.
@@ -784,6 +816,33 @@ impl Build<'_> {
             ));
         }
         Ok(d)
+    }
+
+    /// Refuses a finished pyramid whose first shard of `s1` is not what
+    /// this plan computes from its `s0`: N5 and BigDataViewer metadata do
+    /// not record the method, so a pyramid of another method looks the
+    /// same until its data is compared (nothing has been written yet).
+    fn probe(&self, arrays: &[Vec<LevelArray>]) -> Result<()> {
+        if self.plan.levels.len() < 2 || arrays.is_empty() {
+            return Ok(());
+        }
+        let origin = vec![0; self.plan.shard.len()];
+        let out = shard_region(&self.plan.levels[1].shape, &self.plan.shard, &origin);
+        let want = self.reduce(&arrays[0][0].dataset, 1, &out)?;
+        let mut have = vec![0u8; want.len()];
+        arrays[0][1]
+            .dataset
+            .read_region(&out.offset, &out.shape, &mut have)?;
+        if have != want {
+            return Err(Error::new(
+                ErrorKind::AlreadyExists,
+                format!(
+                    "{}: holds the levels of another pyramid (another method, or damaged: remove them to build again); nothing written",
+                    self.group_display()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Writes level `k`'s shards: those of the part's columns (`parts`:
