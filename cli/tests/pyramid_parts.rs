@@ -19,9 +19,11 @@
 //!   the single-process build; a part rerun after finalization writes no
 //!   shard and changes nothing; a part with another `--method` than the one
 //!   recorded fails with exit 1 before writing;
+//! - a finished pyramid built again writes nothing (N5, Zarr v2, Zarr v3,
+//!   sharded, compressed), and a part with another `--method` after
+//!   finalization is refused like one during the build;
 //! - memory (Linux): the peak resident memory of a 512³ uint16 build
-//!   (64³ blocks, 2 threads, raw) is at most 64 MiB above the 256³ one
-//!   (ignored by default: it writes about 600 MiB; see the test);
+//!   (64³ blocks, 2 threads, raw) is at most 64 MiB above the 256³ one;
 //! - throughput (ignored, prints figures): two single-threaded parts side
 //!   by side against one single-threaded process.
 
@@ -875,6 +877,31 @@ fn a_finished_pyramid_built_again_writes_nothing() {
     assert!(failed.is_empty(), "{failed:#?}");
 }
 
+/// After finalization no bookkeeping records the method; a part with
+/// another method must still not turn some of the shards of a finished
+/// pyramid into another pyramid's (pyramid.md: "levels of another plan"
+/// are exit 1, nothing written).
+#[test]
+fn another_method_after_finalization_is_refused() {
+    let t = TempDir::new("pyramid-parts-other-method");
+    let src = source(&t.path("src.n5"), SHAPE, 64);
+    let tool = Tool::local();
+    let case = &N5_CASE;
+    let store = Store::Dir(t.0.join(case.root));
+    let dst = format!("{}/raw", store.url());
+    tool.run(&pyramid(&src, &dst, case.opts, &[])).ok();
+    let before = store.snapshot();
+    let r = tool.run(&pyramid(
+        &src,
+        &dst,
+        case.opts,
+        &["--method", "max", "--part", "1/3"],
+    ));
+    let after = store.snapshot();
+    assert_unchanged(&after, &before, &format!("a max part: {}", r.stdout));
+    r.fails(1);
+}
+
 /// The number of N5 block files below `dir`.
 fn block_files(dir: &Path) -> usize {
     let mut snap = Snapshot::new();
@@ -1049,12 +1076,10 @@ fn build_peak(t: &TempDir, tool: &Tool, side: u64) -> (u64, Duration) {
 }
 
 /// pyramid.md: "building a 512³ uint16 pyramid (64³ blocks, 2 threads)
-/// peaks at most 64 MiB above the 256³ one". Ignored by default: it writes
-/// a 256 MiB source and about 300 MiB of pyramid; run it with
-/// `cargo test --release -p n5-cli --test pyramid_parts -- --ignored
-/// --nocapture peak_memory`.
+/// peaks at most 64 MiB above the 256³ one" (the peak resident memory of
+/// the child, from wait4(2)). It writes a 256 MiB source and about 300 MiB
+/// of pyramid; a few seconds here.
 #[test]
-#[ignore = "writes about 600 MiB; see the comment"]
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn peak_memory_does_not_grow_with_the_volume() {
     let t = TempDir::new("pyramid-parts-memory");
