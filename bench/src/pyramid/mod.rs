@@ -816,6 +816,7 @@ pub fn run_in(
         .collect();
     let mut results: HashMap<Key, Outcome> = HashMap::new();
     let mut checks: Vec<(Key, Check)> = Vec::new();
+    let mut retried: HashMap<Key, (u32, String)> = HashMap::new();
     let mut plans: Vec<(u64, Layout, Vec<Level>)> = Vec::new();
     let mut ratios: Vec<(u64, Layout, Codec, f64)> = Vec::new();
     for &size in &s.sizes {
@@ -902,7 +903,21 @@ pub fn run_in(
                                 results.insert(key, done);
                                 continue;
                             }
-                            let outcome = run_job(config, j);
+                            let mut outcome = run_job(config, j);
+                            // Parts that fail are tried again (at most
+                            // twice in a round); the failures are reported.
+                            for _ in 0..2 {
+                                let Outcome::Failed(msg) = &outcome else {
+                                    break;
+                                };
+                                if j.who != Who::Libn5Parts {
+                                    break;
+                                }
+                                let entry = retried.entry(key).or_insert((0, String::new()));
+                                entry.0 += 1;
+                                entry.1.clone_from(msg);
+                                outcome = run_job(config, j);
+                            }
                             if round == 0 && outcome.report().is_some() {
                                 if !reference.exists() && j.who == Who::Libn5 {
                                     fs::rename(&j.dst, &reference)
@@ -960,6 +975,7 @@ pub fn run_in(
         ratios,
         results,
         checks,
+        retried,
     };
     let text = run.markdown();
     println!("{text}");

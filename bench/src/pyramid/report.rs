@@ -50,6 +50,9 @@ pub struct PyrRun {
     pub results: HashMap<Key, Outcome>,
     /// Each builder's pyramid against libn5's (first round).
     pub checks: Vec<(Key, Check)>,
+    /// Builds in parts that failed and were run again: how often, the
+    /// last message.
+    pub retried: HashMap<Key, (u32, String)>,
 }
 
 /// How a target cell fared.
@@ -447,6 +450,24 @@ impl PyrRun {
                 check_text(check)
             );
         }
+        if !self.retried.is_empty() {
+            let _ = writeln!(s, "\n## Builds in parts that failed and were run again\n");
+            let mut lines: Vec<String> = self
+                .retried
+                .iter()
+                .map(|((size, l, c, m, _, _), (n, msg))| {
+                    format!(
+                        "* {size}³ {} {} {m}: {n} failed attempt(s); {msg}",
+                        l.name(),
+                        c.name()
+                    )
+                })
+                .collect();
+            lines.sort();
+            for l in lines {
+                let _ = writeln!(s, "{l}");
+            }
+        }
         let failures = self.failures();
         if !failures.is_empty() {
             let _ = writeln!(s, "\n## Failures\n");
@@ -518,6 +539,9 @@ impl PyrRun {
             "results": cells,
             "targets": self.targets().into_iter().map(|t| t.json).collect::<Vec<_>>(),
             "checks": checks,
+            "parts_retried": self.retried.iter().map(|((size, l, c, m, _, _), (n, msg))| json!({
+                "size": size, "layout": l.name(), "codec": c.name(), "method": m,
+                "failed_attempts": n, "message": msg})).collect::<Vec<_>>(),
         })
     }
 }
