@@ -70,8 +70,22 @@ usage: cargo run --release -p n5-bench -- [options]     (from the repository roo
                      nwb (10⁶ strings and 10⁶ struct rows, Zarr v3 and v2,
                      written by zarr-python 3.4, read whole, cold and warm,
                      against zarr-python 3 with and without zarrs and
-                     tensorstore; see bench/README.md)
-  --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all)
+                     tensorstore; see bench/README.md), or
+                     pyramid (multiscale pyramids of 512³ and 1024³, 256³
+                     and 512³ with --quick, N5 and sharded Zarr v3, raw and
+                     zstd, mean and mode: n5 pyramid against tensorstore's
+                     downsample driver and zarrs_ome, and in two parts;
+                     see bench/README.md)
+  --codecs LIST      of raw,gzip,lz4,zstd,blosc (default: all; pyramid:
+                     raw,zstd)
+  --sizes LIST       pyramid: volume edges (default 512,1024; --quick 256,512)
+  --layouts LIST     pyramid: of n5,zarr3 (default: both)
+  --methods LIST     pyramid: of mean,mode (default: both)
+  --shard N          pyramid: Zarr v3 shard edge (default 128)
+  --n5-cli PATH      pyramid: the n5 tool (default: target/release/n5)
+  --zarrs-ome PATH   pyramid: zarrs_ome (default:
+                     <repo>/build/tools/bin/zarrs_ome, which bench/run.sh
+                     installs)
   --workloads LIST   of write,read_all,read_blocks,read_region (default: all)
   --cache MODE       page cache before reads: fadvise (default: fsync and
                      posix_fadvise DONTNEED on every container file), drop
@@ -140,6 +154,15 @@ struct Config {
     python_nwb: PathBuf,
     /// The Python of zarr-python and zarrs in the NWB mode.
     python_zarrs: PathBuf,
+    /// `--format pyramid`: the pyramid mode (src/pyramid/).
+    pyramid: bool,
+    /// The pyramid mode's settings (sizes `None`: by `--quick`).
+    pyr_sizes: Option<Vec<u64>>,
+    pyr_layouts: Vec<pyramid::Layout>,
+    pyr_methods: Vec<&'static str>,
+    pyr_shard: u64,
+    n5_cli: PathBuf,
+    zarrs_ome: PathBuf,
 }
 
 /// Parses a comma-separated list with `item`.
@@ -176,6 +199,13 @@ impl Config {
             nwb: false,
             python_nwb: nwb::default_python_nwb(),
             python_zarrs: nwb::default_python_zarrs(),
+            pyramid: false,
+            pyr_sizes: None,
+            pyr_layouts: pyramid::Layout::ALL.to_vec(),
+            pyr_methods: pyramid::METHODS.to_vec(),
+            pyr_shard: 128,
+            n5_cli: pyramid::default_n5(),
+            zarrs_ome: pyramid::default_zarrs_ome(),
         };
         let mut it = args.iter();
         while let Some(arg) = it.next() {
@@ -198,18 +228,41 @@ impl Config {
                     c.threads.sort_unstable();
                     c.threads.dedup();
                 }
-                "--codecs" => c.codecs = list(&value()?, Codec::parse)?,
+                "--codecs" => {
+                    c.codecs = list(&value()?, Codec::parse)?;
+                }
+                "--sizes" => {
+                    c.pyr_sizes = Some(list(&value()?, |s| {
+                        s.parse().ok().filter(|&n: &u64| (64..=4096).contains(&n))
+                    })?)
+                }
+                "--layouts" => c.pyr_layouts = list(&value()?, pyramid::Layout::parse)?,
+                "--methods" => {
+                    c.pyr_methods = list(&value()?, |s| {
+                        pyramid::METHODS.into_iter().find(|m| *m == s)
+                    })?
+                }
+                "--shard" => {
+                    c.pyr_shard = value()?
+                        .parse()
+                        .ok()
+                        .filter(|&n: &u64| n >= 64 && n % 64 == 0)
+                        .ok_or("--shard needs a multiple of 64")?
+                }
+                "--n5-cli" => c.n5_cli = value()?.into(),
+                "--zarrs-ome" => c.zarrs_ome = value()?.into(),
                 "--workloads" => c.workloads = list(&value()?, Workload::parse)?,
                 "--format" => {
                     let v = value()?;
                     c.hdf5 = v == "hdf5";
                     c.nwb = v == "nwb";
+                    c.pyramid = v == "pyramid";
                     c.layouts = match v.as_str() {
                         "all" => Layout::ALL.to_vec(),
-                        "hdf5" | "nwb" => Vec::new(),
+                        "hdf5" | "nwb" | "pyramid" => Vec::new(),
                         name => {
                             vec![Layout::parse(name)
-                                .ok_or("--format: n5, zarr3-sharded, all, hdf5 or nwb")?]
+                                .ok_or("--format: n5, zarr3-sharded, all, hdf5, nwb or pyramid")?]
                         }
                     }
                 }
@@ -263,6 +316,7 @@ macro_rules! say {
 // After `say!`, which they use.
 mod hdf5;
 mod nwb;
+mod pyramid;
 mod remote;
 
 /// The parent (the benchmark) or, with `--one`, a child (one measurement).
@@ -276,6 +330,9 @@ fn main() -> ExitCode {
     }
     if args.first().map(String::as_str) == Some("--one-nwb") {
         return nwb::child(args.get(1).map_or("", String::as_str));
+    }
+    if args.first().map(String::as_str) == Some("--one-pyramid") {
+        return pyramid::child(args.get(1).map_or("", String::as_str));
     }
     if args.iter().any(|a| a == "-h" || a == "--help") {
         print!("{USAGE}");
@@ -355,7 +412,7 @@ fn run_rounds(config: &Config, jobs: &[Job], results: &mut HashMap<report::Key, 
 }
 
 /// How long `--quiet` waits for a quiet machine before measuring anyway.
-const QUIET_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
+pub(crate) const QUIET_PATIENCE: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Runs `job` in a fresh process (this binary or peers.py) and logs it.
 fn run_job(config: &Config, job: &Job) -> Outcome {
@@ -493,6 +550,22 @@ fn run(config: &Config, command: String) -> Result<(), String> {
         hdf5::run_in(config, command, &work)
     } else if config.nwb {
         nwb::run_in(config, command, &work)
+    } else if config.pyramid {
+        let settings = pyramid::PyrSettings {
+            sizes: config.pyr_sizes.clone().unwrap_or_else(|| {
+                if config.quick {
+                    vec![256, 512]
+                } else {
+                    vec![512, 1024]
+                }
+            }),
+            layouts: config.pyr_layouts.clone(),
+            methods: config.pyr_methods.clone(),
+            shard: config.pyr_shard,
+            n5: config.n5_cli.clone(),
+            zarrs_ome: config.zarrs_ome.clone(),
+        };
+        pyramid::run_in(config, &settings, command, &work)
     } else {
         run_in(config, command, &work)
     };
