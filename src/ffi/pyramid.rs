@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use super::convert::{self, write_text};
 use super::handle::{self, n5_container};
 use super::{boundary, n5_status};
-use crate::pyramid::build::{build, plan};
+use crate::pyramid::build::{build, container_format, plan};
 use crate::pyramid::plan::PyramidOptions;
 
 /// Builds the multiscale pyramid of the numeric dataset `src_path` of `src`
@@ -74,7 +74,9 @@ pub extern "C" fn n5_pyramid_plan(
         let options =
             PyramidOptions::from_json(convert::opt_string(options_json, "options_json")?)?;
         convert::check_out_buf(buf, buf_cap, out_len, "buf")?;
-        let plan = plan(src, src_path, &options, src.format())?;
+        // Without a destination, the format asked for, else the source's.
+        let format = options.format.map_or(src.format(), container_format);
+        let plan = plan(src, src_path, &options, format)?;
         write_text(&plan.to_json().to_string(), buf, buf_cap, out_len)
     })
 }

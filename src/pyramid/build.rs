@@ -45,6 +45,9 @@ pub struct Outcome {
     pub parts_done: u64,
     /// Whether this call finalised the pyramid.
     pub finalized: bool,
+    /// What is worth telling about the plan (factors that are not powers
+    /// of two, source units left out).
+    pub warnings: Vec<String>,
 }
 
 impl Outcome {
@@ -198,6 +201,15 @@ fn out_format(opts: &PyramidOptions, container: Format) -> Result<OutFormat> {
                 container.name()
             ),
         )),
+    }
+}
+
+/// The container format an output format is written in (bdv: N5).
+pub fn container_format(format: OutFormat) -> Format {
+    match format {
+        OutFormat::N5 | OutFormat::Bdv => Format::N5,
+        OutFormat::Zarr2 => Format::Zarr2,
+        OutFormat::Zarr3 => Format::Zarr3,
     }
 }
 
@@ -379,6 +391,20 @@ pub fn build(
     let in_place = src.location() == dst.location()
         && plan.format != OutFormat::Bdv
         && path::join(&group, "s0") == path::normalize(source.dataset.path())?;
+    let separator = source
+        .dataset
+        .metadata()
+        .ok()
+        .and_then(|d| d.get("dimension_separator").and_then(Value::as_str).map(str::to_string));
+    if in_place && plan.format == OutFormat::Zarr2 && separator.as_deref() != Some("/") {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{}: OME-NGFF 0.4 needs s0 with the '/' chunk key separator; build the pyramid into another group",
+                path::display(source.dataset.path())
+            ),
+        ));
+    }
     if in_place && plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -479,6 +505,7 @@ impl Build<'_> {
                 })
                 .collect(),
             part: opts.part,
+            warnings: self.plan.warnings.clone(),
             ..Outcome::default()
         };
         if opts.finalize {

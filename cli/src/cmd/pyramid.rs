@@ -51,7 +51,7 @@ pub struct PyramidArgs {
     #[arg(long, value_name = "LIST")]
     pub units: Option<String>,
     /// Physical position of the centre of s0's first voxel.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
     pub translation: Option<String>,
     /// Build part I of N (0 <= I < N): N processes build one pyramid.
     #[arg(long, value_name = "I/N")]
@@ -273,7 +273,36 @@ pub fn run_build(
 ) -> CliResult<u8> {
     let threads = work::threads(g.threads);
     let same = sloc.root == dloc.root;
-    let dst = dloc.open_for_copy(Mode::Create, threads, dst_format, false)?;
+    if options.format == Some(OutFormat::Bdv) && !dloc.inner.is_empty() {
+        return Err(CliError::usage(
+            &dloc.arg,
+            "--format bdv builds into a container's root, not into a group",
+        ));
+    }
+    // Everything that does not depend on the destination is refused before
+    // a container is created there.
+    if !same {
+        let src = sloc.open(Mode::Read, threads)?;
+        if !src.exists(&sloc.inner).at(&sloc.arg)? {
+            return Err(CliError::new(&sloc.arg, "no such dataset"));
+        }
+        plan(&src, &sloc.inner, options, dst_format).map_err(reported)?;
+    }
+    // A build to finalize is there already.
+    let mode = if options.finalize {
+        Mode::ReadWrite
+    } else {
+        Mode::Create
+    };
+    let dst = match dloc.open_for_copy(mode, threads, dst_format, false) {
+        Err(e) if options.finalize => {
+            return Err(CliError::new(
+                &dloc.arg,
+                format!("no pyramid build to finalize ({})", e.message),
+            ))
+        }
+        r => r?,
+    };
     let src = if same {
         dst.clone()
     } else {
@@ -306,6 +335,11 @@ pub fn run_build(
     )
     .map_err(reported)?;
     drop(bars);
+    if !g.quiet {
+        for w in &outcome.warnings {
+            eprintln!("n5: warning: {w}");
+        }
+    }
     let mut out = Out::new();
     if json {
         out.json(&outcome.to_json())?;
