@@ -349,6 +349,10 @@ struct Case {
     /// The relative factor lists the levels must have, when the options
     /// fix them.
     expect_relative: Option<Vec<Vec<u64>>>,
+    /// One factor list with its stop size (`--min-size`) and `--levels`:
+    /// each level's factors are the list's, 1 where the axis is not longer
+    /// than the stop size, until all would be 1 or the levels are there.
+    one_list: Option<(Vec<u64>, u64, usize)>,
 }
 
 /// A factor list for the axes `movable` (true: may be downsampled) with
@@ -370,9 +374,16 @@ fn list_text(l: &[u64]) -> String {
 }
 
 /// The oracle's cases: every (type, method) pair once, ranks 2 to 5,
-/// sources and outputs of every format, written under `t`.
+/// sources and outputs of every format, written under `t` (the volumes,
+/// shapes and factors drawn from the seed `N5_PYRAMID_SEED`, else a fixed
+/// one).
 fn oracle_cases(t: &TempDir) -> Vec<Case> {
-    let mut rng = Rng(0x5eed_0f_9a2a_u64);
+    // Another seed from N5_PYRAMID_SEED explores other volumes.
+    let seed = std::env::var("N5_PYRAMID_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_f9a2_u64);
+    let mut rng = Rng(seed);
     let sources = [
         (Fmt::N5, t.path("src.n5")),
         (Fmt::Zarr2, t.path("src2.zarr")),
@@ -457,6 +468,7 @@ fn oracle_cases(t: &TempDir) -> Vec<Case> {
             args.extend(["--shard".into(), list_text(&s)]);
         }
         let mut expect_relative = None;
+        let mut one_list = None;
         match i % 4 {
             // auto, anisotropic resolution, sometimes with --levels
             0 => {
@@ -479,9 +491,11 @@ fn oracle_cases(t: &TempDir) -> Vec<Case> {
             // one list, with --levels
             1 => {
                 let f = factor_list(&mut rng, &movable);
+                let levels = rng.pick(&[2, 3, 4]);
                 args.extend(["--factors".into(), list_text(&f)]);
-                args.extend(["--levels".into(), rng.pick(&["2", "3", "4"]).into()]);
+                args.extend(["--levels".into(), levels.to_string()]);
                 args.extend(["--min-size".into(), "2".into()]);
+                one_list = Some((f, 2, levels));
             }
             // several lists: exactly those levels
             2 => {
@@ -541,6 +555,7 @@ fn oracle_cases(t: &TempDir) -> Vec<Case> {
             dst,
             args,
             expect_relative,
+            one_list,
         });
     }
     cases
@@ -584,6 +599,29 @@ fn build_cases(cases: &[Case]) -> Vec<Value> {
         let rel = relatives(levels);
         if let Some(expect) = &c.expect_relative {
             assert_eq!(&rel[1..], &expect[..], "{}: {args:?}", c.id);
+        }
+        if let Some((f, stop, max)) = &c.one_list {
+            // The levels the rule gives from s0's shape.
+            let mut shape: Vec<u64> = levels[0]["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
+            let mut expect = vec![vec![1; f.len()]];
+            while expect.len() < *max {
+                let r: Vec<u64> = f
+                    .iter()
+                    .zip(&shape)
+                    .map(|(&f, &n)| if n > *stop { f } else { 1 })
+                    .collect();
+                if r.iter().all(|&x| x == 1) {
+                    break;
+                }
+                shape = shape.iter().zip(&r).map(|(n, r)| n.div_ceil(*r)).collect();
+                expect.push(r);
+            }
+            assert_eq!(rel, expect, "{}: {args:?}", c.id);
         }
         let level_path = |k: usize| match c.out {
             Fmt::Bdv => format!("{}/setup0/timepoint0/s{k}", c.dst),
@@ -1606,10 +1644,13 @@ fn ngff_05_and_04_of_the_contract_example() {
     }
 }
 
+/// A level's scale and translation.
+type Transform = (Vec<f64>, Vec<f64>);
+
 /// The `coordinateTransformations` of each level of the NGFF group `dir`
 /// (0.5 `zarr.json` or 0.4 `.zattrs`): (scale, translation), checking that
 /// the translation comes after the scale.
-fn ngff_transforms(dir: &str) -> (Value, Vec<(Vec<f64>, Vec<f64>)>) {
+fn ngff_transforms(dir: &str) -> (Value, Vec<Transform>) {
     let ms = if Path::new(&format!("{dir}/zarr.json")).exists() {
         read_json(format!("{dir}/zarr.json"))["attributes"]["ome"]["multiscales"][0].clone()
     } else {
