@@ -2074,3 +2074,223 @@ fn second_run_of_compressed_zarr_pyramids_writes_nothing() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[test]
+fn n5_units_are_si_symbols_and_pixel_resolution_needs_one_space_unit() {
+    let t = TempDir::new("pyr-units");
+    let root = small_sources(&t);
+    let vol = format!("{root}/vol");
+    // Ångström become nm (size x 0.1), in the group and the transforms.
+    let dst = t.path("a.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--units",
+        "A,angstrom,Å",
+        "--resolution",
+        "10,20,40",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    assert_eq!(g["units"], json!(["nm", "nm", "nm"]), "{g}");
+    assert_eq!(g["resolution"], json!([1.0, 2.0, 4.0]), "{g}");
+    assert_eq!(
+        g["multiscales"][0]["datasets"][0]["transform"]["scale"],
+        json!([4.0, 2.0, 1.0])
+    );
+    assert_eq!(
+        g["multiscales"][0]["datasets"][0]["transform"]["units"],
+        json!(["nm", "nm", "nm"])
+    );
+    // Mixed units: no pixelResolution (group and levels).
+    let dst = t.path("b.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--units",
+        "um,um,nm",
+        "--resolution",
+        "1,1,40",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    assert_eq!(g["units"], json!(["um", "um", "nm"]), "{g}");
+    assert!(g.get("pixelResolution").is_none(), "{g}");
+    assert!(read_json(format!("{dst}/s1/attributes.json"))
+        .get("pixelResolution")
+        .is_none());
+    // Minutes become seconds (size x 60); a channel axis has "" in N5 and
+    // no pixelResolution where an axis is not a space axis.
+    let v5 = format!("{root}/v5");
+    let dst = t.path("c.n5/raw");
+    ok(&[
+        "pyramid",
+        &v5,
+        &dst,
+        "--units",
+        "micron,micron,micron,,min",
+        "--resolution",
+        "0.5,0.5,2,1,2",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    assert_eq!(g["units"], json!(["um", "um", "um", "", "s"]), "{g}");
+    assert_eq!(g["resolution"], json!([0.5, 0.5, 2.0, 1.0, 120.0]), "{g}");
+    assert_eq!(g["axes"], json!(["x", "y", "z", "c", "t"]), "{g}");
+    assert!(g.get("pixelResolution").is_none(), "{g}");
+    // The same in NGFF: UDUNITS names, sizes as given.
+    let dst = t.path("c.zarr/raw");
+    ok(&[
+        "pyramid",
+        &v5,
+        &dst,
+        "--format",
+        "zarr3",
+        "--units",
+        "micron,micron,micron,,min",
+        "--resolution",
+        "0.5,0.5,2,1,2",
+    ]);
+    let (ms, levels) = ngff_transforms(&dst);
+    assert_eq!(
+        ms["axes"][0],
+        json!({"name": "t", "type": "time", "unit": "minute"})
+    );
+    assert_eq!(ms["axes"][1], json!({"name": "c", "type": "channel"}));
+    assert_eq!(levels[0].0, vec![2.0, 1.0, 2.0, 0.5, 0.5]);
+}
+
+#[test]
+fn labels_is_mode() {
+    let t = TempDir::new("pyr-labels");
+    let root = small_sources(&t);
+    let vol = format!("{root}/vol");
+    let plan = json(&["pyramid", &vol, &t.path("l.n5/raw"), "--labels", "--plan"]);
+    assert_eq!(plan["method"], "mode");
+}
+
+#[test]
+fn zarr3_in_place_keeps_s0_and_names_its_dimensions() {
+    let t = TempDir::new("pyr-inplace3");
+    let z = t.path("z.zarr");
+    let c = container(&z, Fmt::Zarr3);
+    let mut rng = Rng(23);
+    let data = values(&DataType::U16, 40 * 36 * 10, Kind::Image, &mut rng);
+    write_source(
+        &c,
+        "good/s0",
+        &DataType::U16,
+        &[40, 36, 10],
+        &[8, 8, 8],
+        &data,
+    );
+    let before = files(Path::new(&format!("{z}/good/s0")));
+    ok(&[
+        "pyramid",
+        &format!("{z}/good/s0"),
+        &format!("{z}/good"),
+        "--min-size",
+        "8",
+    ]);
+    let after = files(Path::new(&format!("{z}/good/s0")));
+    for (k, v) in &before {
+        if k != "zarr.json" {
+            assert!(after.get(k) == Some(v), "s0/{k} kept");
+        }
+    }
+    assert!(Path::new(&format!("{z}/good/s1/zarr.json")).is_file());
+    assert_eq!(
+        read_json(format!("{z}/good/s0/zarr.json"))["dimension_names"],
+        json!(["z", "y", "x"]),
+        "in place, s0 gets the dimension names"
+    );
+    if let Some(python) = ngff_python() {
+        let g = format!("{z}/good");
+        run_python(&python, "check_pyramid_metadata.py", &["ngff", &g]);
+    }
+}
+
+#[test]
+fn zarr2_in_place_keeps_s0_and_names_its_dimensions() {
+    let t = TempDir::new("pyr-inplace2");
+    let mut rng = Rng(29);
+    // s0 with the `/` separator.
+    let z2 = t.path("z2.zarr");
+    let c2 = container(&z2, Fmt::Zarr2);
+    let a = DatasetAttributes::new(
+        vec![40, 36, 10],
+        vec![8, 8, 8],
+        DataType::U16,
+        Compression::Raw,
+    )
+    .unwrap();
+    let mut doc = Container::dataset_document(Format::Zarr2, &a).unwrap();
+    doc["dimension_separator"] = json!("/");
+    let d = c2.create_dataset_json("good/s0", &doc).unwrap();
+    let data = values(&DataType::U16, 14400, Kind::Image, &mut rng);
+    d.write_region(&[0, 0, 0], &[40, 36, 10], &data).unwrap();
+    ok(&[
+        "pyramid",
+        &format!("{z2}/good/s0"),
+        &format!("{z2}/good"),
+        "--min-size",
+        "8",
+    ]);
+    let (_, _, got) = whole(&Container::open(&z2, Mode::Read).unwrap(), "good/s0");
+    assert!(got == data, "s0 kept");
+    assert_eq!(
+        read_json(format!("{z2}/good/s0/.zattrs"))["_ARRAY_DIMENSIONS"],
+        json!(["z", "y", "x"]),
+        "in place, s0 gets the dimension names"
+    );
+    if let Some(python) = ngff_python() {
+        let g = format!("{z2}/good");
+        run_python(&python, "check_pyramid_metadata.py", &["ngff", &g]);
+    }
+}
+
+#[test]
+fn ngff_in_place_needs_s0_in_ngff_order_and_separator() {
+    let t = TempDir::new("pyr-inplace-bad");
+    let mut rng = Rng(31);
+    // Zarr v3, s0 in x, y, c, z order.
+    let z = t.path("z.zarr");
+    let c = container(&z, Fmt::Zarr3);
+    let data = values(&DataType::U16, 20 * 18 * 2 * 6, Kind::Image, &mut rng);
+    write_source(
+        &c,
+        "bad/s0",
+        &DataType::U16,
+        &[20, 18, 2, 6],
+        &[8, 8, 1, 8],
+        &data,
+    );
+    let bad = Path::new(&z).join("bad");
+    let before = files(&bad);
+    let r = run(&[
+        "pyramid",
+        &format!("{z}/bad/s0"),
+        &format!("{z}/bad"),
+        "--axes",
+        "x,y,c,z",
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stderr, r.text());
+    assert!(files(&bad) == before, "nothing written");
+    // Zarr v2, s0 with the `.` separator.
+    let z2 = t.path("z2.zarr");
+    let c2 = container(&z2, Fmt::Zarr2);
+    let a = DatasetAttributes::new(
+        vec![20, 18, 6],
+        vec![8, 8, 8],
+        DataType::U16,
+        Compression::Raw,
+    )
+    .unwrap();
+    let mut doc = Container::dataset_document(Format::Zarr2, &a).unwrap();
+    doc["dimension_separator"] = json!(".");
+    c2.create_dataset_json("dot/s0", &doc).unwrap();
+    let dot = Path::new(&z2).join("dot");
+    let before = files(&dot);
+    let r = run(&["pyramid", &format!("{z2}/dot/s0"), &format!("{z2}/dot")]);
+    assert_eq!(r.code, 1, "{}{}", r.stderr, r.text());
+    assert!(files(&dot) == before, "nothing written");
+}
