@@ -2294,3 +2294,70 @@ fn ngff_in_place_needs_s0_in_ngff_order_and_separator() {
     assert_eq!(r.code, 1, "{}{}", r.stderr, r.text());
     assert!(files(&dot) == before, "nothing written");
 }
+
+#[test]
+fn stride_translation_bdv_affine_and_the_power_of_two_warning() {
+    let t = TempDir::new("pyr-stride");
+    let root = small_sources(&t);
+    let vol = format!("{root}/vol");
+    // Stride: the translation of every level is t0 (N5 transform, C order).
+    let dst = t.path("s.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--method",
+        "stride",
+        "--translation",
+        "1,2,3",
+        "--resolution",
+        "4,4,40",
+        "--units",
+        "nm,nm,nm",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    for d in g["multiscales"][0]["datasets"].as_array().unwrap() {
+        assert_eq!(d["transform"]["translate"], json!([3.0, 2.0, 1.0]), "{d}");
+    }
+    // Pooling: t0 + res (F - 1) / 2.
+    let dst = t.path("m.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--translation",
+        "1,2,3",
+        "--resolution",
+        "4,4,40",
+        "--units",
+        "nm,nm,nm",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    let s1 = &g["multiscales"][0]["datasets"][1]["transform"];
+    // z (40 nm) is not below twice the 4 nm of x and y: factors 2, 2, 1.
+    assert_eq!(s1["scale"], json!([40.0, 8.0, 8.0]), "{s1}");
+    assert_eq!(s1["translate"], json!([3.0, 4.0, 3.0]), "{s1}");
+    // BDV: the affine is diag(res) + t0.
+    let out = t.path("b.n5");
+    ok(&[
+        "pyramid",
+        &vol,
+        &out,
+        "--format",
+        "bdv",
+        "--translation",
+        "5,6,7",
+        "--resolution",
+        "0.5,0.5,2",
+        "--units",
+        "um,um,um",
+    ]);
+    let xml = std::fs::read_to_string(format!("{out}/dataset.xml")).unwrap();
+    assert!(
+        xml.contains("<affine>0.5 0.0 0.0 5.0 0.0 0.5 0.0 6.0 0.0 0.0 2.0 7.0</affine>"),
+        "{xml}"
+    );
+    // Factors that are not powers of two: a warning on stderr, and the build.
+    let r = ok(&["pyramid", &vol, &t.path("w.n5/raw"), "--factors", "3,3,1"]);
+    assert!(r.stderr.to_lowercase().contains("power"), "{:?}", r.stderr);
+}
