@@ -349,6 +349,10 @@ struct Case {
     /// The relative factor lists the levels must have, when the options
     /// fix them.
     expect_relative: Option<Vec<Vec<u64>>>,
+    /// One factor list with its stop size (`--min-size`) and `--levels`:
+    /// each level's factors are the list's, 1 where the axis is not longer
+    /// than the stop size, until all would be 1 or the levels are there.
+    one_list: Option<(Vec<u64>, u64, usize)>,
 }
 
 /// A factor list for the axes `movable` (true: may be downsampled) with
@@ -370,9 +374,16 @@ fn list_text(l: &[u64]) -> String {
 }
 
 /// The oracle's cases: every (type, method) pair once, ranks 2 to 5,
-/// sources and outputs of every format, written under `t`.
+/// sources and outputs of every format, written under `t` (the volumes,
+/// shapes and factors drawn from the seed `N5_PYRAMID_SEED`, else a fixed
+/// one).
 fn oracle_cases(t: &TempDir) -> Vec<Case> {
-    let mut rng = Rng(0x5eed_0f_9a2a_u64);
+    // Another seed from N5_PYRAMID_SEED explores other volumes.
+    let seed = std::env::var("N5_PYRAMID_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_f9a2_u64);
+    let mut rng = Rng(seed);
     let sources = [
         (Fmt::N5, t.path("src.n5")),
         (Fmt::Zarr2, t.path("src2.zarr")),
@@ -457,6 +468,7 @@ fn oracle_cases(t: &TempDir) -> Vec<Case> {
             args.extend(["--shard".into(), list_text(&s)]);
         }
         let mut expect_relative = None;
+        let mut one_list = None;
         match i % 4 {
             // auto, anisotropic resolution, sometimes with --levels
             0 => {
@@ -479,9 +491,11 @@ fn oracle_cases(t: &TempDir) -> Vec<Case> {
             // one list, with --levels
             1 => {
                 let f = factor_list(&mut rng, &movable);
+                let levels = rng.pick(&[2, 3, 4]);
                 args.extend(["--factors".into(), list_text(&f)]);
-                args.extend(["--levels".into(), rng.pick(&["2", "3", "4"]).into()]);
+                args.extend(["--levels".into(), levels.to_string()]);
                 args.extend(["--min-size".into(), "2".into()]);
+                one_list = Some((f, 2, levels));
             }
             // several lists: exactly those levels
             2 => {
@@ -541,6 +555,7 @@ fn oracle_cases(t: &TempDir) -> Vec<Case> {
             dst,
             args,
             expect_relative,
+            one_list,
         });
     }
     cases
@@ -584,6 +599,29 @@ fn build_cases(cases: &[Case]) -> Vec<Value> {
         let rel = relatives(levels);
         if let Some(expect) = &c.expect_relative {
             assert_eq!(&rel[1..], &expect[..], "{}: {args:?}", c.id);
+        }
+        if let Some((f, stop, max)) = &c.one_list {
+            // The levels the rule gives from s0's shape.
+            let mut shape: Vec<u64> = levels[0]["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
+            let mut expect = vec![vec![1; f.len()]];
+            while expect.len() < *max {
+                let r: Vec<u64> = f
+                    .iter()
+                    .zip(&shape)
+                    .map(|(&f, &n)| if n > *stop { f } else { 1 })
+                    .collect();
+                if r.iter().all(|&x| x == 1) {
+                    break;
+                }
+                shape = shape.iter().zip(&r).map(|(n, r)| n.div_ceil(*r)).collect();
+                expect.push(r);
+            }
+            assert_eq!(rel, expect, "{}: {args:?}", c.id);
         }
         let level_path = |k: usize| match c.out {
             Fmt::Bdv => format!("{}/setup0/timepoint0/s{k}", c.dst),
@@ -1606,10 +1644,13 @@ fn ngff_05_and_04_of_the_contract_example() {
     }
 }
 
+/// A level's scale and translation.
+type Transform = (Vec<f64>, Vec<f64>);
+
 /// The `coordinateTransformations` of each level of the NGFF group `dir`
 /// (0.5 `zarr.json` or 0.4 `.zattrs`): (scale, translation), checking that
 /// the translation comes after the scale.
-fn ngff_transforms(dir: &str) -> (Value, Vec<(Vec<f64>, Vec<f64>)>) {
+fn ngff_transforms(dir: &str) -> (Value, Vec<Transform>) {
     let ms = if Path::new(&format!("{dir}/zarr.json")).exists() {
         read_json(format!("{dir}/zarr.json"))["attributes"]["ome"]["multiscales"][0].clone()
     } else {
@@ -2032,4 +2073,291 @@ fn second_run_of_compressed_zarr_pyramids_writes_nothing() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn n5_units_are_si_symbols_and_pixel_resolution_needs_one_space_unit() {
+    let t = TempDir::new("pyr-units");
+    let root = small_sources(&t);
+    let vol = format!("{root}/vol");
+    // Ångström become nm (size x 0.1), in the group and the transforms.
+    let dst = t.path("a.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--units",
+        "A,angstrom,Å",
+        "--resolution",
+        "10,20,40",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    assert_eq!(g["units"], json!(["nm", "nm", "nm"]), "{g}");
+    assert_eq!(g["resolution"], json!([1.0, 2.0, 4.0]), "{g}");
+    assert_eq!(
+        g["multiscales"][0]["datasets"][0]["transform"]["scale"],
+        json!([4.0, 2.0, 1.0])
+    );
+    assert_eq!(
+        g["multiscales"][0]["datasets"][0]["transform"]["units"],
+        json!(["nm", "nm", "nm"])
+    );
+    // Mixed units: no pixelResolution (group and levels).
+    let dst = t.path("b.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--units",
+        "um,um,nm",
+        "--resolution",
+        "1,1,40",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    assert_eq!(g["units"], json!(["um", "um", "nm"]), "{g}");
+    assert!(g.get("pixelResolution").is_none(), "{g}");
+    assert!(read_json(format!("{dst}/s1/attributes.json"))
+        .get("pixelResolution")
+        .is_none());
+    // Minutes become seconds (size x 60); a channel axis has "" in N5 and
+    // no pixelResolution where an axis is not a space axis.
+    let v5 = format!("{root}/v5");
+    let dst = t.path("c.n5/raw");
+    ok(&[
+        "pyramid",
+        &v5,
+        &dst,
+        "--units",
+        "micron,micron,micron,,min",
+        "--resolution",
+        "0.5,0.5,2,1,2",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    assert_eq!(g["units"], json!(["um", "um", "um", "", "s"]), "{g}");
+    assert_eq!(g["resolution"], json!([0.5, 0.5, 2.0, 1.0, 120.0]), "{g}");
+    assert_eq!(g["axes"], json!(["x", "y", "z", "c", "t"]), "{g}");
+    assert!(g.get("pixelResolution").is_none(), "{g}");
+    // The same in NGFF: UDUNITS names, sizes as given.
+    let dst = t.path("c.zarr/raw");
+    ok(&[
+        "pyramid",
+        &v5,
+        &dst,
+        "--format",
+        "zarr3",
+        "--units",
+        "micron,micron,micron,,min",
+        "--resolution",
+        "0.5,0.5,2,1,2",
+    ]);
+    let (ms, levels) = ngff_transforms(&dst);
+    assert_eq!(
+        ms["axes"][0],
+        json!({"name": "t", "type": "time", "unit": "minute"})
+    );
+    assert_eq!(ms["axes"][1], json!({"name": "c", "type": "channel"}));
+    assert_eq!(levels[0].0, vec![2.0, 1.0, 2.0, 0.5, 0.5]);
+}
+
+#[test]
+fn labels_is_mode() {
+    let t = TempDir::new("pyr-labels");
+    let root = small_sources(&t);
+    let vol = format!("{root}/vol");
+    let plan = json(&["pyramid", &vol, &t.path("l.n5/raw"), "--labels", "--plan"]);
+    assert_eq!(plan["method"], "mode");
+}
+
+#[test]
+fn zarr3_in_place_keeps_s0_and_names_its_dimensions() {
+    let t = TempDir::new("pyr-inplace3");
+    let z = t.path("z.zarr");
+    let c = container(&z, Fmt::Zarr3);
+    let mut rng = Rng(23);
+    let data = values(&DataType::U16, 40 * 36 * 10, Kind::Image, &mut rng);
+    write_source(
+        &c,
+        "good/s0",
+        &DataType::U16,
+        &[40, 36, 10],
+        &[8, 8, 8],
+        &data,
+    );
+    let before = files(Path::new(&format!("{z}/good/s0")));
+    ok(&[
+        "pyramid",
+        &format!("{z}/good/s0"),
+        &format!("{z}/good"),
+        "--min-size",
+        "8",
+    ]);
+    let after = files(Path::new(&format!("{z}/good/s0")));
+    for (k, v) in &before {
+        if k != "zarr.json" {
+            assert!(after.get(k) == Some(v), "s0/{k} kept");
+        }
+    }
+    assert!(Path::new(&format!("{z}/good/s1/zarr.json")).is_file());
+    assert_eq!(
+        read_json(format!("{z}/good/s0/zarr.json"))["dimension_names"],
+        json!(["z", "y", "x"]),
+        "in place, s0 gets the dimension names"
+    );
+    if let Some(python) = ngff_python() {
+        let g = format!("{z}/good");
+        run_python(&python, "check_pyramid_metadata.py", &["ngff", &g]);
+    }
+}
+
+#[test]
+fn zarr2_in_place_keeps_s0_and_names_its_dimensions() {
+    let t = TempDir::new("pyr-inplace2");
+    let mut rng = Rng(29);
+    // s0 with the `/` separator.
+    let z2 = t.path("z2.zarr");
+    let c2 = container(&z2, Fmt::Zarr2);
+    let a = DatasetAttributes::new(
+        vec![40, 36, 10],
+        vec![8, 8, 8],
+        DataType::U16,
+        Compression::Raw,
+    )
+    .unwrap();
+    let mut doc = Container::dataset_document(Format::Zarr2, &a).unwrap();
+    doc["dimension_separator"] = json!("/");
+    let d = c2.create_dataset_json("good/s0", &doc).unwrap();
+    let data = values(&DataType::U16, 14400, Kind::Image, &mut rng);
+    d.write_region(&[0, 0, 0], &[40, 36, 10], &data).unwrap();
+    ok(&[
+        "pyramid",
+        &format!("{z2}/good/s0"),
+        &format!("{z2}/good"),
+        "--min-size",
+        "8",
+    ]);
+    let (_, _, got) = whole(&Container::open(&z2, Mode::Read).unwrap(), "good/s0");
+    assert!(got == data, "s0 kept");
+    assert_eq!(
+        read_json(format!("{z2}/good/s0/.zattrs"))["_ARRAY_DIMENSIONS"],
+        json!(["z", "y", "x"]),
+        "in place, s0 gets the dimension names"
+    );
+    if let Some(python) = ngff_python() {
+        let g = format!("{z2}/good");
+        run_python(&python, "check_pyramid_metadata.py", &["ngff", &g]);
+    }
+}
+
+#[test]
+fn ngff_in_place_needs_s0_in_ngff_order_and_separator() {
+    let t = TempDir::new("pyr-inplace-bad");
+    let mut rng = Rng(31);
+    // Zarr v3, s0 in x, y, c, z order.
+    let z = t.path("z.zarr");
+    let c = container(&z, Fmt::Zarr3);
+    let data = values(&DataType::U16, 20 * 18 * 2 * 6, Kind::Image, &mut rng);
+    write_source(
+        &c,
+        "bad/s0",
+        &DataType::U16,
+        &[20, 18, 2, 6],
+        &[8, 8, 1, 8],
+        &data,
+    );
+    let bad = Path::new(&z).join("bad");
+    let before = files(&bad);
+    let r = run(&[
+        "pyramid",
+        &format!("{z}/bad/s0"),
+        &format!("{z}/bad"),
+        "--axes",
+        "x,y,c,z",
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stderr, r.text());
+    assert!(files(&bad) == before, "nothing written");
+    // Zarr v2, s0 with the `.` separator.
+    let z2 = t.path("z2.zarr");
+    let c2 = container(&z2, Fmt::Zarr2);
+    let a = DatasetAttributes::new(
+        vec![20, 18, 6],
+        vec![8, 8, 8],
+        DataType::U16,
+        Compression::Raw,
+    )
+    .unwrap();
+    let mut doc = Container::dataset_document(Format::Zarr2, &a).unwrap();
+    doc["dimension_separator"] = json!(".");
+    c2.create_dataset_json("dot/s0", &doc).unwrap();
+    let dot = Path::new(&z2).join("dot");
+    let before = files(&dot);
+    let r = run(&["pyramid", &format!("{z2}/dot/s0"), &format!("{z2}/dot")]);
+    assert_eq!(r.code, 1, "{}{}", r.stderr, r.text());
+    assert!(files(&dot) == before, "nothing written");
+}
+
+#[test]
+fn stride_translation_bdv_affine_and_the_power_of_two_warning() {
+    let t = TempDir::new("pyr-stride");
+    let root = small_sources(&t);
+    let vol = format!("{root}/vol");
+    // Stride: the translation of every level is t0 (N5 transform, C order).
+    let dst = t.path("s.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--method",
+        "stride",
+        "--translation",
+        "1,2,3",
+        "--resolution",
+        "4,4,40",
+        "--units",
+        "nm,nm,nm",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    for d in g["multiscales"][0]["datasets"].as_array().unwrap() {
+        assert_eq!(d["transform"]["translate"], json!([3.0, 2.0, 1.0]), "{d}");
+    }
+    // Pooling: t0 + res (F - 1) / 2.
+    let dst = t.path("m.n5/raw");
+    ok(&[
+        "pyramid",
+        &vol,
+        &dst,
+        "--translation",
+        "1,2,3",
+        "--resolution",
+        "4,4,40",
+        "--units",
+        "nm,nm,nm",
+    ]);
+    let g = read_json(format!("{dst}/attributes.json"));
+    let s1 = &g["multiscales"][0]["datasets"][1]["transform"];
+    // z (40 nm) is not below twice the 4 nm of x and y: factors 2, 2, 1.
+    assert_eq!(s1["scale"], json!([40.0, 8.0, 8.0]), "{s1}");
+    assert_eq!(s1["translate"], json!([3.0, 4.0, 3.0]), "{s1}");
+    // BDV: the affine is diag(res) + t0.
+    let out = t.path("b.n5");
+    ok(&[
+        "pyramid",
+        &vol,
+        &out,
+        "--format",
+        "bdv",
+        "--translation",
+        "5,6,7",
+        "--resolution",
+        "0.5,0.5,2",
+        "--units",
+        "um,um,um",
+    ]);
+    let xml = std::fs::read_to_string(format!("{out}/dataset.xml")).unwrap();
+    assert!(
+        xml.contains("<affine>0.5 0.0 0.0 5.0 0.0 0.5 0.0 6.0 0.0 0.0 2.0 7.0</affine>"),
+        "{xml}"
+    );
+    // Factors that are not powers of two: a warning on stderr, and the build.
+    let r = ok(&["pyramid", &vol, &t.path("w.n5/raw"), "--factors", "3,3,1"]);
+    assert!(r.stderr.to_lowercase().contains("power"), "{:?}", r.stderr);
 }
