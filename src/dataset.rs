@@ -185,6 +185,20 @@ impl Dataset {
         Ok(())
     }
 
+    /// Name the dimensions (N5 order, one name each) in the array's own
+    /// metadata where the format has a place for them: Zarr v3's
+    /// `dimension_names`. Elsewhere names are user attributes (N5 `axes`,
+    /// Zarr v2 `_ARRAY_DIMENSIONS`) and this changes nothing.
+    pub fn set_dimension_names(&self, names: &[String]) -> Result<()> {
+        self.container.check_writable()?;
+        let mut current = self.array.write().unwrap_or_else(|p| p.into_inner());
+        current.attributes().check_rank(names.len(), "names")?;
+        if let Some(renamed) = current.set_dimension_names(names)? {
+            *current = renamed;
+        }
+        Ok(())
+    }
+
     /// The storage key of the block at `grid_pos`.
     pub fn block_key(&self, grid_pos: &[u64]) -> String {
         self.array().block_key(grid_pos)

@@ -964,7 +964,10 @@ fn killed_part_rerun_gives_the_same_pyramid() {
         r["identical"].as_u64().unwrap(),
     );
     assert_eq!(written + identical, mine, "{r}");
-    assert!(identical >= completed, "{completed} blocks were complete: {r}");
+    assert!(
+        identical >= completed,
+        "{completed} blocks were complete: {r}"
+    );
     let rest: Vec<Proc> = ["1/3", "2/3"]
         .iter()
         .map(|part| tool.spawn(&pyramid(&src, &dst, &opts, &["--part", part])))

@@ -78,6 +78,14 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
     /// atomically, and give the array as it now is.
     fn resize(&self, dimensions: &[u64]) -> Result<Arc<dyn Array>>;
 
+    /// Name the dimensions (N5 order) in the array's own metadata where the
+    /// format has a place for them (Zarr v3 `dimension_names`), atomically,
+    /// and give the array as it now is; `None` where names are user
+    /// attributes (N5 `axes`, Zarr v2 `_ARRAY_DIMENSIONS`) or have no place.
+    fn set_dimension_names(&self, _names: &[String]) -> Result<Option<Arc<dyn Array>>> {
+        Ok(None)
+    }
+
     /// The storage key of the object that holds the block at `grid_pos`.
     fn block_key(&self, grid_pos: &[u64]) -> String;
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::array::{Array, Elements, ObjectBlocks, Order, RegionIo, ShardedBlocks, StoredType};
 use super::fill::{self, Flavor};
@@ -92,6 +92,41 @@ fn reversed(v: &[u64]) -> Vec<u64> {
 }
 
 impl ZarrArray {
+    /// Edits the stored metadata document atomically (read-modify-write
+    /// against every other writer) and gives the array it now describes;
+    /// an edit that makes the document invalid is refused, nothing written.
+    fn rewrite(&self, edit: &dyn Fn(&mut Map<String, Value>)) -> Result<Arc<dyn Array>> {
+        let key = metadata_key(self.format, &self.path);
+        let store = &*self.store;
+        let mut rewritten = None;
+        store.update(&key, &mut |current| {
+            let bytes = current.ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!("{} no longer exists", store.describe(&key)),
+                )
+            })?;
+            let mut doc = parse_json(bytes, &key, store)?;
+            edit(as_object_mut(&mut doc));
+            let array = ZarrArray::from_stored(
+                self.format,
+                doc.clone(),
+                self.store.clone(),
+                &self.path,
+                self.write_empty,
+            )
+            .map_err(|e| Error::invalid_argument(e.message()))?;
+            rewritten = Some(array);
+            crate::jsontext::to_vec_pretty(&doc)
+                .map(Some)
+                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
+        })?;
+        let array = rewritten
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "the metadata update did not run"))?;
+        super::consolidated::refresh(self.format, store, std::slice::from_ref(&self.path))?;
+        Ok(Arc::new(array))
+    }
+
     /// The array at `path` of a container of `format`, read from its
     /// metadata document; errors name the document.
     pub(crate) fn open(
@@ -848,36 +883,21 @@ impl Array for ZarrArray {
     /// atomically, every other member kept, and the new document checked
     /// before it is written.
     fn resize(&self, dimensions: &[u64]) -> Result<Arc<dyn Array>> {
-        let shape = reversed(dimensions);
-        let key = metadata_key(self.format, &self.path);
-        let store = &*self.store;
-        let mut resized = None;
-        store.update(&key, &mut |current| {
-            let bytes = current.ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NotFound,
-                    format!("{} no longer exists", store.describe(&key)),
-                )
-            })?;
-            let mut doc = parse_json(bytes, &key, store)?;
-            as_object_mut(&mut doc).insert("shape".into(), Value::from(shape.clone()));
-            let array = ZarrArray::from_stored(
-                self.format,
-                doc.clone(),
-                self.store.clone(),
-                &self.path,
-                self.write_empty,
-            )
-            .map_err(|e| Error::invalid_argument(e.message()))?;
-            resized = Some(array);
-            crate::jsontext::to_vec_pretty(&doc)
-                .map(Some)
-                .map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))
-        })?;
-        let array =
-            resized.ok_or_else(|| Error::new(ErrorKind::Internal, "the resize did not run"))?;
-        super::consolidated::refresh(self.format, store, std::slice::from_ref(&self.path))?;
-        Ok(Arc::new(array))
+        let shape = Value::from(reversed(dimensions));
+        self.rewrite(&|doc| {
+            doc.insert("shape".into(), shape.clone());
+        })
+    }
+
+    fn set_dimension_names(&self, names: &[String]) -> Result<Option<Arc<dyn Array>>> {
+        if self.format != Format::Zarr3 {
+            return Ok(None);
+        }
+        let names = Value::from(names.iter().rev().cloned().collect::<Vec<String>>());
+        self.rewrite(&|doc| {
+            doc.insert("dimension_names".into(), names.clone());
+        })
+        .map(Some)
     }
 
     fn block_key(&self, grid_pos: &[u64]) -> String {

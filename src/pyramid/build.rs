@@ -391,11 +391,11 @@ pub fn build(
     let in_place = src.location() == dst.location()
         && plan.format != OutFormat::Bdv
         && path::join(&group, "s0") == path::normalize(source.dataset.path())?;
-    let separator = source
-        .dataset
-        .metadata()
-        .ok()
-        .and_then(|d| d.get("dimension_separator").and_then(Value::as_str).map(str::to_string));
+    let separator = source.dataset.metadata().ok().and_then(|d| {
+        d.get("dimension_separator")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
     if in_place && plan.format == OutFormat::Zarr2 && separator.as_deref() != Some("/") {
         return Err(Error::new(
             ErrorKind::Unsupported,
@@ -1065,6 +1065,11 @@ impl Build<'_> {
                     OutFormat::Zarr3 => Map::new(),
                 };
                 let in_place_s0 = k == 0 && self.in_place;
+                if in_place_s0 && plan.format == OutFormat::Zarr3 {
+                    let mut names = meta::dimension_names(plan);
+                    names.reverse();
+                    level.dataset.set_dimension_names(&names)?;
+                }
                 container.modify_attributes(&ds_path, &mut |doc| {
                     for (key, v) in &attrs {
                         doc.insert(key.clone(), v.clone());
