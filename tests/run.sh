@@ -161,10 +161,12 @@ fi
 viewer_pyramids() {
     local out=$1
     "$ROOT/.venv-viewer/bin/python" tests/viewer/make_fixture.py "$out" || return
-    cargo build --release -p n5-cli || return
+    # The tool as the cli step builds it (dev profile, HDF5 support): no
+    # second build of the workspace.
+    cargo build -p n5-cli --features n5/hdf5 || return
     rm -rf "$out/pyramid.n5" "$out/pyramid.zarr"
-    "$ROOT/target/release/n5" -q pyramid "$out/source.n5/raw" "$out/pyramid.n5/raw" || return
-    "$ROOT/target/release/n5" -q pyramid "$out/source.n5/raw" "$out/pyramid.zarr/raw" \
+    "$ROOT/target/debug/n5" -q pyramid "$out/source.n5/raw" "$out/pyramid.n5/raw" || return
+    "$ROOT/target/debug/n5" -q pyramid "$out/source.n5/raw" "$out/pyramid.zarr/raw" \
         --shard 128,128,64 -c zstd || return
     VIEWER_N5="$out/pyramid.n5/raw"
     VIEWER_NGFF="$out/pyramid.zarr/raw"
