@@ -9,6 +9,7 @@
 //! are not written again, so retried and repeated builds converge.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
@@ -362,6 +363,10 @@ struct Build<'a> {
     progress: Option<Progress<'a>>,
     written: AtomicU64,
     identical: AtomicU64,
+    /// Buffers of finished jobs, reused by the next ones: a level's jobs
+    /// then fault in no fresh pages (the kernel's time dominated a build
+    /// that allocated and freed each box anew).
+    buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 /// Builds the pyramid of the dataset `src_path` of `src` as the group
@@ -455,6 +460,7 @@ pub fn build(
         fingerprint,
         progress,
         written: AtomicU64::new(0),
+        buffers: Mutex::new(Vec::new()),
         identical: AtomicU64::new(0),
     };
     b.run(opts)
@@ -916,6 +922,7 @@ impl Build<'_> {
             };
             self.store(&levels[k], &out, &data)
                 .map_err(|e| e.context(format!("level s{k}, shard {pos:?}")))?;
+            self.give(data);
             let d = finished.fetch_add(1, Ordering::Relaxed) + 1;
             if let Some(p) = self.progress {
                 p(k, d, total);
@@ -948,14 +955,37 @@ impl Build<'_> {
             src_shape[p] = full_shape[a];
         }
         let element = self.dtype.size();
-        let mut data = vec![0u8; src_shape.iter().product::<u64>() as usize * element];
+        let mut data = self.take(src_shape.iter().product::<u64>() as usize * element);
         self.source
             .dataset
             .read_region(&src_off, &src_shape, &mut data)?;
         if plan.permutation.iter().enumerate().all(|(i, &p)| i == p) {
             return Ok(data);
         }
-        Ok(permute(&data, &src_shape, &plan.permutation, element))
+        let permuted = permute(&data, &src_shape, &plan.permutation, element);
+        self.give(data);
+        Ok(permuted)
+    }
+
+    /// A buffer of `len` bytes (contents unspecified), reused when one is
+    /// free.
+    fn take(&self, len: usize) -> Vec<u8> {
+        let mut buf = self
+            .buffers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default();
+        buf.resize(len, 0);
+        buf
+    }
+
+    /// Returns a buffer for reuse (at most a few per thread are kept).
+    fn give(&self, buf: Vec<u8>) {
+        let mut free = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        if free.len() < 3 * self.threads.max(1) {
+            free.push(buf);
+        }
     }
 
     /// The box `out` of level `k`, reduced from the stored level before.
@@ -963,8 +993,8 @@ impl Build<'_> {
         let relative = &self.plan.levels[k].relative;
         let prev_shape = &self.plan.levels[k - 1].shape;
         let element = self.dtype.size();
-        let mut data = vec![0u8; out.voxels() as usize * element];
-        let mut input = Vec::new();
+        let mut data = self.take(out.voxels() as usize * element);
+        let mut input = self.take(0);
         for slab in slabs(out, relative, prev_shape, element as u64, SLAB_BYTES) {
             let inp = input_region(&slab, relative, prev_shape);
             input.resize(inp.voxels() as usize * element, 0);
@@ -982,6 +1012,7 @@ impl Build<'_> {
                 &mut data[start..start + len],
             )?;
         }
+        self.give(input);
         Ok(data)
     }
 
@@ -989,13 +1020,14 @@ impl Build<'_> {
     /// already holds it.
     fn store(&self, level: &LevelArray, out: &Region, data: &[u8]) -> Result<()> {
         if level.existed {
-            let mut have = vec![0u8; data.len()];
-            if level
+            let mut have = self.take(data.len());
+            let same = level
                 .dataset
                 .read_region(&out.offset, &out.shape, &mut have)
                 .is_ok()
-                && have == data
-            {
+                && have == data;
+            self.give(have);
+            if same {
                 self.identical.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
