@@ -69,10 +69,23 @@ impl Pool {
         init: impl Fn() -> S + Sync,
         task: impl Fn(&mut S, usize) -> Result<()> + Sync,
     ) -> Result<()> {
+        self.run_limited(n, usize::MAX, init, task)
+    }
+
+    /// [`Pool::run`] on at most `threads` threads in all (the calling one
+    /// among them), for tasks whose memory limits how many may run at once.
+    pub(crate) fn run_limited<S>(
+        &self,
+        n: usize,
+        threads: usize,
+        init: impl Fn() -> S + Sync,
+        task: impl Fn(&mut S, usize) -> Result<()> + Sync,
+    ) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
-        let taken = if n > 1 { self.acquire(n - 1) } else { 0 };
+        let want = (n - 1).min(threads.saturating_sub(1));
+        let taken = if want > 0 { self.acquire(want) } else { 0 };
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let failure: Mutex<Option<(usize, Error)>> = Mutex::new(None);

@@ -9,12 +9,11 @@
 //! are not written again, so retried and repeated builds converge.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
 use super::downsample::downsample;
-use super::grid::{input_region, permute, run_jobs, shard_region, slabs, Region, SLAB_BYTES};
+use super::grid::{input_region, permute, shard_region, slabs, Region, SLAB_BYTES};
 use super::meta;
 use super::plan::{OutFormat, Plan, PyramidOptions, SourceInfo, Stack};
 use crate::container::Container;
@@ -327,6 +326,19 @@ fn same_array(have: &Dataset, want: &DatasetAttributes, shard: &[u64]) -> bool {
         && have.shard_shape() == shard
 }
 
+/// The buffers one worker thread keeps from job to job (a build that
+/// allocated and freed each box anew spent most of its time faulting in
+/// fresh pages).
+#[derive(Default)]
+struct Scratch {
+    /// The output box.
+    data: Vec<u8>,
+    /// A slab of the level before.
+    input: Vec<u8>,
+    /// The stored box, compared before a write.
+    have: Vec<u8>,
+}
+
 /// A level's array of one stack.
 struct LevelArray {
     dataset: Dataset,
@@ -363,10 +375,6 @@ struct Build<'a> {
     progress: Option<Progress<'a>>,
     written: AtomicU64,
     identical: AtomicU64,
-    /// Buffers of finished jobs, reused by the next ones: a level's jobs
-    /// then fault in no fresh pages (the kernel's time dominated a build
-    /// that allocated and freed each box anew).
-    buffers: Mutex<Vec<Vec<u8>>>,
 }
 
 /// Builds the pyramid of the dataset `src_path` of `src` as the group
@@ -460,7 +468,6 @@ pub fn build(
         fingerprint,
         progress,
         written: AtomicU64::new(0),
-        buffers: Mutex::new(Vec::new()),
         identical: AtomicU64::new(0),
     };
     b.run(opts)
@@ -861,8 +868,14 @@ impl Build<'_> {
         }
         let origin = vec![0; self.plan.shard.len()];
         let out = shard_region(&self.plan.levels[1].shape, &self.plan.shard, &origin);
-        let want = self.reduce(&arrays[0][0].dataset, 1, &out)?;
-        let mut have = vec![0u8; want.len()];
+        let mut scratch = Scratch::default();
+        self.reduce(&arrays[0][0].dataset, 1, &out, &mut scratch)?;
+        let Scratch {
+            data: want,
+            mut have,
+            ..
+        } = scratch;
+        have.resize(want.len(), 0);
         arrays[0][1]
             .dataset
             .read_region(&out.offset, &out.shape, &mut have)?;
@@ -911,29 +924,33 @@ impl Build<'_> {
         let threads = self
             .threads
             .min(((2u64 << 30) / per_job.max(1)).max(1) as usize);
-        run_jobs(jobs.len(), threads, &|j| {
-            let (s, pos) = &jobs[j];
-            let levels = &arrays[*s];
-            let out = shard_region(&self.plan.levels[k].shape, &self.plan.shard, pos);
-            let data = if k == 0 {
-                self.copy_from_source(stacks[*s], &out)?
-            } else {
-                self.reduce(&levels[k - 1].dataset, k, &out)?
-            };
-            self.store(&levels[k], &out, &data)
-                .map_err(|e| e.context(format!("level s{k}, shard {pos:?}")))?;
-            self.give(data);
-            let d = finished.fetch_add(1, Ordering::Relaxed) + 1;
-            if let Some(p) = self.progress {
-                p(k, d, total);
-            }
-            Ok(())
-        })
+        // The destination's worker pool runs the jobs, so that the region
+        // calls inside them find its helpers busy and stay on their thread;
+        // each thread keeps its buffers from job to job (no fresh pages).
+        self.dst
+            .pool()
+            .run_limited(jobs.len(), threads, Scratch::default, |scratch, j| {
+                let (s, pos) = &jobs[j];
+                let levels = &arrays[*s];
+                let out = shard_region(&self.plan.levels[k].shape, &self.plan.shard, pos);
+                if k == 0 {
+                    self.copy_from_source(stacks[*s], &out, &mut scratch.data)?;
+                } else {
+                    self.reduce(&levels[k - 1].dataset, k, &out, scratch)?;
+                }
+                self.store(&levels[k], &out, &scratch.data, &mut scratch.have)
+                    .map_err(|e| e.context(format!("level s{k}, shard {pos:?}")))?;
+                let d = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(p) = self.progress {
+                    p(k, d, total);
+                }
+                Ok(())
+            })
     }
 
     /// The box `out` of `s0` (level axes) of `stack`, read from the source
     /// and put in output axis order.
-    fn copy_from_source(&self, stack: Stack, out: &Region) -> Result<Vec<u8>> {
+    fn copy_from_source(&self, stack: Stack, out: &Region, data: &mut Vec<u8>) -> Result<()> {
         let plan = &self.plan;
         let rank = plan.axes.len();
         let (mut full_off, mut full_shape) = (vec![0u64; rank], vec![1u64; rank]);
@@ -955,50 +972,29 @@ impl Build<'_> {
             src_shape[p] = full_shape[a];
         }
         let element = self.dtype.size();
-        let mut data = self.take(src_shape.iter().product::<u64>() as usize * element);
+        data.resize(src_shape.iter().product::<u64>() as usize * element, 0);
         self.source
             .dataset
-            .read_region(&src_off, &src_shape, &mut data)?;
-        if plan.permutation.iter().enumerate().all(|(i, &p)| i == p) {
-            return Ok(data);
+            .read_region(&src_off, &src_shape, data)?;
+        if plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
+            *data = permute(data, &src_shape, &plan.permutation, element);
         }
-        let permuted = permute(&data, &src_shape, &plan.permutation, element);
-        self.give(data);
-        Ok(permuted)
-    }
-
-    /// A buffer of `len` bytes (contents unspecified), reused when one is
-    /// free.
-    fn take(&self, len: usize) -> Vec<u8> {
-        let mut buf = self
-            .buffers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop()
-            .unwrap_or_default();
-        buf.resize(len, 0);
-        buf
-    }
-
-    /// Returns a buffer for reuse (at most a few per thread are kept).
-    fn give(&self, buf: Vec<u8>) {
-        let mut free = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
-        if free.len() < 3 * self.threads.max(1) {
-            free.push(buf);
-        }
+        Ok(())
     }
 
     /// The box `out` of level `k`, reduced from the stored level before.
-    fn reduce(&self, prev: &Dataset, k: usize, out: &Region) -> Result<Vec<u8>> {
+    /// The box `out` of level `k`, reduced from the stored level before,
+    /// into `scratch.data` (`scratch.input` holds the slabs read).
+    fn reduce(&self, prev: &Dataset, k: usize, out: &Region, scratch: &mut Scratch) -> Result<()> {
         let relative = &self.plan.levels[k].relative;
         let prev_shape = &self.plan.levels[k - 1].shape;
         let element = self.dtype.size();
-        let mut data = self.take(out.voxels() as usize * element);
-        let mut input = self.take(0);
+        let Scratch { data, input, .. } = scratch;
+        data.resize(out.voxels() as usize * element, 0);
         for slab in slabs(out, relative, prev_shape, element as u64, SLAB_BYTES) {
             let inp = input_region(&slab, relative, prev_shape);
             input.resize(inp.voxels() as usize * element, 0);
-            prev.read_region(&inp.offset, &inp.shape, &mut input)?;
+            prev.read_region(&inp.offset, &inp.shape, input)?;
             // Slabs are cut along their last axis longer than one voxel:
             // each is one contiguous run of the output box.
             let start = linear_offset(out, &slab.offset) * element;
@@ -1006,27 +1002,31 @@ impl Build<'_> {
             downsample(
                 &self.dtype,
                 self.plan.method,
-                &input,
+                input,
                 &inp.shape,
                 relative,
                 &mut data[start..start + len],
             )?;
         }
-        self.give(input);
-        Ok(data)
+        Ok(())
     }
 
     /// Writes `data` as the box `out` of a level, unless the stored box
-    /// already holds it.
-    fn store(&self, level: &LevelArray, out: &Region, data: &[u8]) -> Result<()> {
+    /// already holds it (read into `have`).
+    fn store(
+        &self,
+        level: &LevelArray,
+        out: &Region,
+        data: &[u8],
+        have: &mut Vec<u8>,
+    ) -> Result<()> {
         if level.existed {
-            let mut have = self.take(data.len());
+            have.resize(data.len(), 0);
             let same = level
                 .dataset
-                .read_region(&out.offset, &out.shape, &mut have)
+                .read_region(&out.offset, &out.shape, have)
                 .is_ok()
-                && have == data;
-            self.give(have);
+                && have[..] == *data;
             if same {
                 self.identical.fetch_add(1, Ordering::Relaxed);
                 return Ok(());

@@ -1,12 +1,6 @@
 //! The geometry of a pyramid build: boxes of a level's shard grid, the box
 //! of the previous level a box reduces, slabs that bound what one job
-//! reads, the axis permutation of `s0`, and the pool of worker threads that
-//! runs a level's jobs.
-
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-use crate::error::Result;
+//! reads, and the axis permutation of `s0`.
 
 /// The most bytes of the previous level one job reads at once (pyramid.md,
 /// "Streaming and memory").
@@ -26,26 +20,6 @@ impl Region {
     pub fn voxels(&self) -> u64 {
         self.shape.iter().product()
     }
-}
-
-/// The number of positions of the grid of `shard` over `shape`.
-pub fn grid_shape(shape: &[u64], shard: &[u64]) -> Vec<u64> {
-    shape
-        .iter()
-        .zip(shard)
-        .map(|(&n, &s)| n.div_ceil(s.max(1)))
-        .collect()
-}
-
-/// Grid position number `i` of `grid`, dimension 0 fastest.
-pub fn grid_position(grid: &[u64], mut i: u64) -> Vec<u64> {
-    grid.iter()
-        .map(|&g| {
-            let p = i % g.max(1);
-            i /= g.max(1);
-            p
-        })
-        .collect()
 }
 
 /// The box of the shard at `pos`, clipped at the level's end.
@@ -143,53 +117,12 @@ pub fn permute(data: &[u8], shape: &[u64], perm: &[usize], element: usize) -> Ve
     out
 }
 
-/// Runs `job(i)` for every `i < count` on `threads` threads (the caller's
-/// among them); the first error stops the others from taking new jobs and
-/// is returned.
-pub fn run_jobs(
-    count: usize,
-    threads: usize,
-    job: &(dyn Fn(usize) -> Result<()> + Sync),
-) -> Result<()> {
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let first_error = Mutex::new(None);
-    let work = || {
-        while !stop.load(Ordering::Relaxed) {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= count {
-                break;
-            }
-            if let Err(e) = job(i) {
-                stop.store(true, Ordering::Relaxed);
-                first_error
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert(e);
-            }
-        }
-    };
-    let helpers = threads.max(1).min(count.max(1)) - 1;
-    std::thread::scope(|s| {
-        for _ in 0..helpers {
-            s.spawn(work);
-        }
-        work();
-    });
-    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn boxes_of_the_grid_and_their_inputs() {
-        assert_eq!(grid_shape(&[10, 7], &[4, 7]), vec![3, 1]);
-        assert_eq!(grid_position(&[3, 2], 4), vec![1, 1]);
         let r = shard_region(&[10, 7], &[4, 4], &[2, 1]);
         assert_eq!(
             r,
@@ -239,27 +172,5 @@ mod tests {
         // shape [3, 2]: value at (y, x) fastest y.
         assert_eq!(t, vec![0, 10, 20, 1, 11, 21]);
         assert_eq!(permute(&data, &[2, 3], &[0, 1], 1), data);
-    }
-
-    #[test]
-    fn jobs_run_once_each_and_errors_stop_them() {
-        let seen = Mutex::new(vec![0; 100]);
-        run_jobs(100, 3, &|i| {
-            seen.lock().unwrap()[i] += 1;
-            Ok(())
-        })
-        .unwrap();
-        assert!(seen.into_inner().unwrap().iter().all(|&n| n == 1));
-        let e = run_jobs(10, 2, &|i| {
-            if i == 3 {
-                Err(crate::error::Error::new(
-                    crate::error::ErrorKind::Io,
-                    "job 3",
-                ))
-            } else {
-                Ok(())
-            }
-        });
-        assert_eq!(e.unwrap_err().message(), "job 3");
     }
 }
