@@ -1219,3 +1219,68 @@ fn concurrent_cp_parts_into_sharded_zarr3_on_s3() {
     );
     assert_same(&parts.snapshot(), &got, "a cp part run again");
 }
+
+/// `n5 import --part I/N` of a raw file: two concurrent parts give what one
+/// import gives, byte for byte; with `--pyramid` (each part writing the s0
+/// shards of its pyramid columns) the same as one `import --pyramid`.
+#[test]
+fn import_parts_equal_one_import() {
+    let t = TempDir::new("import-parts");
+    let shape = [150u64, 130, 45];
+    let mut raw = Vec::new();
+    for z in 0..shape[2] {
+        for y in 0..shape[1] {
+            for x in 0..shape[0] {
+                raw.extend_from_slice(&voxel(x, y, z).to_le_bytes());
+            }
+        }
+    }
+    let input = t.path("vol.raw");
+    std::fs::write(&input, &raw).unwrap();
+    let tool = Tool::local();
+    let common = [
+        "--dtype",
+        "uint16",
+        "--shape",
+        "150,130,45",
+        "-b",
+        "32,32,32",
+    ];
+    for (name, extra) in [
+        ("plain.n5/vol", vec!["-c", "gzip"]),
+        (
+            "pyr.zarr/raw",
+            vec!["-c", "zstd", "--shard", "64,64,64", "--pyramid"],
+        ),
+    ] {
+        let run = |root: &str, part: Option<&'static str>| -> Vec<String> {
+            let mut a: Vec<String> = vec!["import".into(), input.clone(), format!("{root}/{name}")];
+            a.extend(common.iter().chain(&extra).map(|s| s.to_string()));
+            if let Some(p) = part {
+                a.extend(["--part".to_string(), p.to_string()]);
+            }
+            a
+        };
+        let parts_root = t.path(&format!("parts-{}", name.replace('/', "-")));
+        let single_root = t.path(&format!("single-{}", name.replace('/', "-")));
+        let procs: Vec<Proc> = ["0/2", "1/2"]
+            .iter()
+            .map(|p| {
+                let a = run(&parts_root, Some(p));
+                let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                tool.spawn(&a)
+            })
+            .collect();
+        for p in procs {
+            p.finish().ok();
+        }
+        let a = run(&single_root, None);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        tool.run(&a).ok();
+        let root = name.split('/').next().unwrap();
+        let got = Store::Dir(Path::new(&parts_root).join(root)).snapshot();
+        let want = Store::Dir(Path::new(&single_root).join(root)).snapshot();
+        assert!(got.len() > 10, "{name}: {} files", got.len());
+        assert_same(&got, &want, &format!("two import parts into {name}"));
+    }
+}

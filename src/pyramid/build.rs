@@ -90,22 +90,11 @@ const DESCRIBED: [&str; 9] = [
     BOOKKEEPING,
 ];
 
-/// The members of an N5 dataset's attributes.json that describe the
-/// dataset itself.
-const N5_DATASET_KEYS: [&str; 6] = [
-    "dimensions",
-    "blockSize",
-    "dataType",
-    "compression",
-    "compressionType",
-    "codecs",
-];
-
 /// Opens the source dataset and reads what the plan needs from it.
 fn source(src: &Container, src_path: &str) -> Result<Source> {
     let dataset = src.open_dataset(src_path)?;
     let t = dataset.data_type();
-    if !is_reducible(&t) {
+    if !super::downsample::reduces(&t) {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
@@ -143,7 +132,7 @@ fn source(src: &Container, src_path: &str) -> Result<Source> {
     let other_attributes = attrs
         .into_iter()
         .filter(|(k, _)| !DESCRIBED.contains(&k.as_str()))
-        .filter(|(k, _)| !N5_DATASET_KEYS.contains(&k.as_str()))
+        .filter(|(k, _)| !crate::metadata::DATASET_KEYS.contains(&k.as_str()))
         .collect();
     Ok(Source {
         dataset,
@@ -156,23 +145,6 @@ fn source(src: &Container, src_path: &str) -> Result<Source> {
 fn is_level_name(name: &str) -> bool {
     name.strip_prefix('s')
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The ten types the kernels reduce.
-fn is_reducible(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::U8
-            | DataType::U16
-            | DataType::U32
-            | DataType::U64
-            | DataType::I8
-            | DataType::I16
-            | DataType::I32
-            | DataType::I64
-            | DataType::F32
-            | DataType::F64
-    )
 }
 
 /// The output format: the option, else the destination's container

@@ -79,6 +79,24 @@ impl Method {
     }
 }
 
+/// Whether the kernels reduce elements of `dtype`: the ten integer and
+/// float types.
+pub fn reduces(dtype: &DataType) -> bool {
+    matches!(
+        dtype,
+        DataType::U8
+            | DataType::U16
+            | DataType::U32
+            | DataType::U64
+            | DataType::I8
+            | DataType::I16
+            | DataType::I32
+            | DataType::I64
+            | DataType::F32
+            | DataType::F64
+    )
+}
+
 /// The shape of the box that [`downsample`] makes from a box of shape
 /// `in_shape`: `ceil(n/f)` per axis (a factor 0 counts as 1 here;
 /// [`downsample`] refuses it).
@@ -122,21 +140,16 @@ pub fn downsample(
             "downsample: factor 0 on axis {axis}"
         )));
     }
-    let size = match dtype {
-        DataType::U8 | DataType::I8 => 1,
-        DataType::U16 | DataType::I16 => 2,
-        DataType::U32 | DataType::I32 | DataType::F32 => 4,
-        DataType::U64 | DataType::I64 | DataType::F64 => 8,
-        other => {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "downsample: data type {} is not numeric (only the ten integer and float types are)",
-                    other.name()
-                ),
-            ))
-        }
-    };
+    if !reduces(dtype) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "downsample: data type {} is not numeric (only the ten integer and float types are)",
+                dtype.name()
+            ),
+        ));
+    }
+    let size = dtype.size();
     let out_dims = out_shape(in_shape, factors);
     let in_bytes = byte_len(in_shape, size, "input")?;
     let out_bytes = byte_len(&out_dims, size, "output")?;

@@ -64,14 +64,7 @@ pub fn node(c: &Container, path: &str) -> Node {
 }
 
 /// The N5 keys of a dataset's metadata, which are not user attributes.
-pub const DATASET_KEYS: [&str; 6] = [
-    "dimensions",
-    "blockSize",
-    "dataType",
-    "compression",
-    "compressionType",
-    "codecs",
-];
+pub use n5::metadata::DATASET_KEYS;
 
 /// The metadata of a dataset as JSON members, as the --json outputs show them.
 pub fn dataset_json(a: &DatasetAttributes) -> Map<String, Value> {
@@ -149,6 +142,14 @@ pub fn grid_iter(grid: &[u64]) -> GridIter {
 /// to be small (callers bound the count with [`grid_count`] first).
 pub fn grid_positions(grid: &[u64]) -> Vec<Vec<u64>> {
     grid_iter(grid).collect()
+}
+
+/// The number of the grid position `pos` in `grid`, dimension 0 fastest:
+/// how a copy in parts numbers its units.
+pub fn unit_index(pos: &[u64], grid: &[u64]) -> u64 {
+    pos.iter().zip(grid).rev().fold(0u64, |index, (p, g)| {
+        index.wrapping_mul(*g).wrapping_add(*p)
+    })
 }
 
 /// Whether `pos` lies inside `grid`.

@@ -19,8 +19,8 @@ use serde_json::{json, Map, Value};
 
 use crate::cmd::common::{
     blocks_to_visit, can_list, count_text, distinct, grid_count, grid_iter, grid_positions,
-    in_grid, node, read_slabs, shard_grid, shard_region, stored_blocks, stored_shards, workers,
-    Blocks, Node, DATASET_KEYS, MAX_PROBED,
+    in_grid, node, read_slabs, shard_grid, shard_region, stored_blocks, stored_shards, unit_index,
+    workers, Blocks, Node, DATASET_KEYS, MAX_PROBED,
 };
 use crate::cmd::ls::cannot_list;
 use crate::cmd::nwb::{
@@ -28,8 +28,8 @@ use crate::cmd::nwb::{
 };
 use crate::cmd::pyramid::{parse_part, pyramid_format, run_build, PyramidArgs};
 use crate::cmd::target::{
-    check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
-    MadeArgs, HDF5_SHARDS,
+    check_document, check_hdf5_shards, check_shard_format, checked_shard, create_dataset,
+    destination_format, same_document, MadeArgs, HDF5_SHARDS,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::{join, Location};
@@ -557,16 +557,6 @@ fn inherited_shard(
             "its shard shape {shard:?} is not a multiple of the block size {block:?}; give --shard for the copy"
         ),
     ))
-}
-
-/// Whether the Zarr document `have` of an existing array says what `want`
-/// does (every member of `want` but the user attributes).
-fn same_document(have: &Value, want: &Value) -> bool {
-    want.as_object().is_some_and(|w| {
-        w.iter()
-            .filter(|(k, _)| k.as_str() != "attributes")
-            .all(|(k, v)| have.get(k) == Some(v))
-    })
 }
 
 /// Check that no stored block of the N5 dataset `ds` is a varlength block
@@ -1318,43 +1308,6 @@ pub fn cp(a: &CpArgs, g: &Global) -> CliResult<u8> {
     Ok(EXIT_OK)
 }
 
-/// Creates the dataset at `dp` of a copy; `false` when another process
-/// (a concurrent part of the same copy) made it first with the same
-/// metadata, an error when with other metadata.
-fn create_dataset(
-    dst: &Container,
-    dp: &str,
-    format: Format,
-    attrs: &DatasetAttributes,
-    document: &Value,
-) -> n5::Result<bool> {
-    let made = if format == Format::N5 {
-        dst.create_dataset(dp, attrs.clone()).map(|_| ())
-    } else {
-        dst.create_dataset_json(dp, document).map(|_| ())
-    };
-    match made {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == n5::ErrorKind::AlreadyExists => {
-            let existing = dst.open_dataset(dp)?;
-            let same = if matches!(format, Format::N5 | Format::Hdf5) {
-                *existing.attributes() == *attrs
-            } else {
-                same_document(&existing.metadata()?, document)
-            };
-            if same {
-                Ok(false)
-            } else {
-                Err(n5::Error::new(
-                    n5::ErrorKind::AlreadyExists,
-                    "a dataset with other metadata is already there (remove it, or copy with the same options to resume)",
-                ))
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// The jobs of part `i` of `n`: the units (shards, chunks or blocks) whose
 /// number, counted dimension 0 fastest over the unit grid of every
 /// dataset of the copy in listing order, is `i` mod `n`.
@@ -1381,14 +1334,7 @@ fn parts_share(
         total = total.wrapping_add(grid_count(g).unwrap_or(u64::MAX));
     }
     jobs.into_iter()
-        .filter(|(d, pos)| {
-            let grid = &grids[*d];
-            let mut index = 0u64;
-            for (p, g) in pos.iter().zip(grid).rev() {
-                index = index.wrapping_mul(*g).wrapping_add(*p);
-            }
-            bases[*d].wrapping_add(index) % n == i
-        })
+        .filter(|(d, pos)| bases[*d].wrapping_add(unit_index(pos, &grids[*d])) % n == i)
         .collect()
 }
 

@@ -27,8 +27,8 @@ use serde_json::{json, Map, Value};
 use crate::cmd::common::distinct;
 use crate::cmd::pyramid::{parse_part, pyramid_format, run_build, PyramidArgs};
 use crate::cmd::target::{
-    check_document, check_hdf5_shards, check_shard_format, checked_shard, destination_format,
-    MadeArgs,
+    check_document, check_hdf5_shards, check_shard_format, checked_shard, create_dataset,
+    destination_format, MadeArgs,
 };
 use crate::error::{At, CliError, CliResult, EXIT_OK};
 use crate::location::Location;
@@ -621,34 +621,16 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         format,
         format == Format::N5,
     )?;
-    let made = if format == Format::N5 {
-        c.create_dataset(&loc.inner, attrs.clone())
+    let ds = if part.is_some() {
+        // In parts, another part may have made it: the same is fine.
+        create_dataset(&c, &loc.inner, format, &attrs, &document).at(&loc.arg)?;
+        c.open_dataset(&loc.inner)
+    } else if format == Format::N5 {
+        c.create_dataset(&loc.inner, attrs)
     } else {
         c.create_dataset_json(&loc.inner, &document)
-    };
-    let ds = match made {
-        Ok(ds) => ds,
-        // In parts, another part may have made it: the same is fine.
-        Err(e) if part.is_some() && e.kind() == n5::ErrorKind::AlreadyExists => {
-            let ds = c.open_dataset(&loc.inner).at(&loc.arg)?;
-            let same = if format == Format::N5 {
-                *ds.attributes() == attrs
-            } else {
-                ds.metadata().at(&loc.arg)? == document
-                    || ds.attributes().dimensions == attrs.dimensions
-                        && ds.attributes().block_size == attrs.block_size
-                        && ds.data_type() == attrs.data_type
-            };
-            if !same {
-                return Err(CliError::new(
-                    &loc.arg,
-                    "a dataset with other metadata is already there",
-                ));
-            }
-            ds
-        }
-        Err(e) => return Err(CliError::new(&loc.arg, e.message())),
-    };
+    }
+    .at(&loc.arg)?;
     let axes = described.as_ref().map(|d| axis_attributes(d, format));
     if let Some(m) = axes.filter(|m| !m.is_empty()) {
         if part.is_none_or(|(i, _)| i == 0) {
@@ -673,11 +655,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         (Some((i, n)), None) => {
             let grid = crate::cmd::common::shard_grid(&ds);
             Some(Box::new(move |pos: &[u64]| {
-                let mut index = 0u64;
-                for (p, g) in pos.iter().zip(&grid).rev() {
-                    index = index.wrapping_mul(*g).wrapping_add(*p);
-                }
-                index % n == i
+                crate::cmd::common::unit_index(pos, &grid) % n == i
             }))
         }
     };

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use n5::format::Format;
 use n5::storage::MemoryStore;
-use n5::{Container, Mode, Options};
+use n5::{Container, DatasetAttributes, Mode, Options};
 use serde_json::Value;
 
 use crate::error::{At, CliError, CliResult};
@@ -205,3 +205,50 @@ pub fn check_document(format: Format, dp: &str, document: &Value, darg: &str) ->
 
 /// The zarr.json member that makes an array's shards HDF5 files too.
 pub const HDF5_SHARDS: &str = "hdf5_shards";
+
+/// Whether the Zarr document `have` of an existing array says what `want`
+/// does (every member of `want` but the user attributes).
+pub fn same_document(have: &Value, want: &Value) -> bool {
+    want.as_object().is_some_and(|w| {
+        w.iter()
+            .filter(|(k, _)| k.as_str() != "attributes")
+            .all(|(k, v)| have.get(k) == Some(v))
+    })
+}
+
+/// Creates the dataset at `dp` of a copy or an import; `false` when another process
+/// (a concurrent part of the same copy) made it first with the same
+/// metadata, an error when with other metadata.
+pub fn create_dataset(
+    dst: &Container,
+    dp: &str,
+    format: Format,
+    attrs: &DatasetAttributes,
+    document: &Value,
+) -> n5::Result<bool> {
+    let made = if format == Format::N5 {
+        dst.create_dataset(dp, attrs.clone()).map(|_| ())
+    } else {
+        dst.create_dataset_json(dp, document).map(|_| ())
+    };
+    match made {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == n5::ErrorKind::AlreadyExists => {
+            let existing = dst.open_dataset(dp)?;
+            let same = if matches!(format, Format::N5 | Format::Hdf5) {
+                *existing.attributes() == *attrs
+            } else {
+                same_document(&existing.metadata()?, document)
+            };
+            if same {
+                Ok(false)
+            } else {
+                Err(n5::Error::new(
+                    n5::ErrorKind::AlreadyExists,
+                    "a dataset with other metadata is already there (remove it, or run with the same options to resume)",
+                ))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}

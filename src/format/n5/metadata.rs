@@ -31,6 +31,17 @@ pub struct DatasetAttributes {
     pub compression: Compression,
 }
 
+/// The members of an N5 dataset's attributes.json that describe the dataset
+/// itself rather than being user attributes.
+pub const DATASET_KEYS: [&str; 6] = [
+    "dimensions",
+    "blockSize",
+    "dataType",
+    "compression",
+    "compressionType",
+    "codecs",
+];
+
 /// Whether an attributes document describes a dataset, by the rule the Java
 /// reference uses: `dimensions`, `blockSize`, `dataType` and one of
 /// `compression`, `compressionType` or `codecs` are present.
