@@ -20,6 +20,7 @@ use crate::format::n5::metadata::DatasetAttributes;
 use crate::format::Format;
 use crate::geometry::check_buffer;
 use crate::path::{self, display};
+use crate::storage::Store;
 
 impl Container {
     /// Create a dataset at `path` (and its parent groups). User attributes
@@ -405,5 +406,81 @@ impl Dataset {
     /// inner chunks it holds.
     pub fn list_blocks(&self) -> Result<Vec<Vec<u64>>> {
         self.array().list_blocks()
+    }
+
+    /// Whether this dataset and `other` store the same data as the same
+    /// bytes, unit for unit (shards of a sharded Zarr array, else blocks):
+    /// one format, and equal metadata but for what only names or describes
+    /// the array (user attributes, dimension names, the spelling of chunk
+    /// keys). Their stored units can then be copied with
+    /// [`Dataset::read_stored_unit`] and [`Dataset::write_stored_unit`]
+    /// instead of decoded and encoded again. Always false for HDF5.
+    pub fn same_encoding(&self, other: &Dataset) -> bool {
+        let (a, b) = (self.array(), other.array());
+        a.format() == b.format()
+            && a.encoding()
+                .is_some_and(|e| b.encoding().is_some_and(|f| e == f))
+    }
+
+    /// Reads the stored bytes of the unit at `unit_pos` (a position of the
+    /// shard grid, [`Dataset::shard_shape`]: a whole shard of a sharded
+    /// Zarr array, else a block) into `buf`, replacing what it held, as
+    /// they are stored (not decoded); `false` when the unit is not stored.
+    /// HDF5 datasets are [`ErrorKind::Unsupported`].
+    pub fn read_stored_unit(&self, unit_pos: &[u64], buf: &mut Vec<u8>) -> Result<bool> {
+        let array = self.array();
+        let (store, key) = self.unit_object(&*array, unit_pos)?;
+        store.get_into(&key, buf)
+    }
+
+    /// Stores `bytes`, the stored bytes of a unit of a dataset of the
+    /// [`Dataset::same_encoding`] (from [`Dataset::read_stored_unit`]), as
+    /// the unit at `unit_pos`, replacing it atomically; `None` deletes it.
+    /// The bytes are stored as given: readers decode (and check) them.
+    /// HDF5 datasets are [`ErrorKind::Unsupported`].
+    pub fn write_stored_unit(&self, unit_pos: &[u64], bytes: Option<&[u8]>) -> Result<()> {
+        self.container.check_writable()?;
+        let array = self.array();
+        array.check_write()?;
+        let (store, key) = self.unit_object(&*array, unit_pos)?;
+        match bytes {
+            Some(b) => store.put(&key, &[b]),
+            None => store.delete(&key).map(|_| ()),
+        }
+    }
+
+    /// The store and key of the unit at `unit_pos`, checked against the
+    /// shard grid.
+    fn unit_object<'a>(
+        &self,
+        array: &'a dyn Array,
+        unit_pos: &[u64],
+    ) -> Result<(&'a dyn Store, String)> {
+        let attrs = array.attributes();
+        attrs.check_rank(unit_pos.len(), "unit position")?;
+        let unit = array.shard_shape();
+        for (d, &p) in unit_pos.iter().enumerate() {
+            let units = attrs.dimensions[d].div_ceil(unit[d].max(1));
+            if p >= units {
+                return Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "unit {unit_pos:?} of dataset '{}' is outside its grid of {} units in dimension {d}",
+                        display(&self.path),
+                        units
+                    ),
+                ));
+            }
+        }
+        array.unit_object(unit_pos).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "dataset '{}' ({}) does not store its units as objects of their own",
+                    display(&self.path),
+                    array.format().name()
+                ),
+            )
+        })
     }
 }

@@ -412,3 +412,118 @@ fn writers_of_one_shard_lose_nothing() {
         }
     }
 }
+
+/// A dataset created in `c` at `path` from `attrs`, sharded with shards of
+/// `shard` (Zarr v3) when given, with `extra` merged into its document.
+fn made(
+    c: &Container,
+    path: &str,
+    attrs: &DatasetAttributes,
+    shard: Option<&[u64]>,
+    extra: Value,
+) -> n5::Dataset {
+    let mut doc = Container::dataset_document(c.format(), attrs).unwrap();
+    if let Some(s) = shard {
+        let block: Vec<u64> = attrs.block_size.iter().map(|&b| b as u64).collect();
+        Container::shard_document(&mut doc, &block, s);
+    }
+    for (k, v) in extra.as_object().unwrap() {
+        doc[k] = v.clone();
+    }
+    c.create_dataset_json(path, &doc).unwrap()
+}
+
+/// Stored units (N5 blocks, Zarr v2 chunks, Zarr v3 shards) copied as
+/// stored between datasets of one encoding give the same data; names,
+/// attributes and chunk key spellings do not change the encoding, a codec
+/// does; units outside the grid, read-only containers and missing units
+/// are what the contract says.
+#[test]
+fn stored_units_copy_between_datasets_of_one_encoding() {
+    let dir = common::Scratch::new("stored_units");
+    for format in ["n5", "zarr2", "zarr3"] {
+        let root = dir.join(&format!("units.{format}"));
+        let options = Options::from_json(&format!(r#"{{"format": "{format}"}}"#)).unwrap();
+        let c = Container::open_with(root.to_str().unwrap(), Mode::Create, options).unwrap();
+        let dims = vec![21u64, 17, 9];
+        let attrs = DatasetAttributes::new(
+            dims.clone(),
+            vec![4, 5, 3],
+            DataType::U16,
+            n5::Compression::from_json(&json!({"type": "zstd", "level": 3})).unwrap(),
+        )
+        .unwrap();
+        let other = DatasetAttributes::new(
+            dims.clone(),
+            vec![4, 5, 3],
+            DataType::U16,
+            n5::Compression::from_json(&json!({"type": "gzip", "level": 5})).unwrap(),
+        )
+        .unwrap();
+        let shard: Option<&[u64]> = (format == "zarr3").then_some(&[8, 10, 6]);
+        let (renamed, spelled) = match format {
+            "zarr3" => (
+                json!({"dimension_names": ["z", "y", "x"], "attributes": {"a": 1}}),
+                json!({"chunk_key_encoding": {"name": "v2", "configuration": {"separator": "."}}}),
+            ),
+            "zarr2" => (json!({}), json!({"dimension_separator": "/"})),
+            _ => (json!({}), json!({})),
+        };
+        let src = made(&c, "src", &attrs, shard, json!({}));
+        let dst = made(&c, "dst", &attrs, shard, renamed);
+        let dst2 = made(&c, "dst2", &attrs, shard, spelled);
+        let gz = made(&c, "gz", &other, shard, json!({}));
+        assert!(src.same_encoding(&dst), "{format}: names and attributes");
+        assert!(src.same_encoding(&dst2), "{format}: chunk key spelling");
+        assert!(!src.same_encoding(&gz), "{format}: another codec");
+        // Everything but the first unit, from a pattern that compresses.
+        let unit = src.shard_shape();
+        let n: u64 = dims.iter().product();
+        let data: Vec<u8> = (0..n)
+            .flat_map(|i| ((i * 7 % 1000) as u16 + 1).to_le_bytes())
+            .collect();
+        src.write_region(&[0, 0, 0], &dims, &data).unwrap();
+        src.write_stored_unit(&[0, 0, 0], None).unwrap();
+        // A stale unit at the first position of the copies, deleted by the copy.
+        dst.write_region(&[0, 0, 0], &[1, 1, 1], &[9, 9]).unwrap();
+        let grid: Vec<u64> = (0..3).map(|d| dims[d].div_ceil(unit[d])).collect();
+        let mut buf = Vec::new();
+        let mut copied = 0;
+        for z in 0..grid[2] {
+            for y in 0..grid[1] {
+                for x in 0..grid[0] {
+                    let pos = [x, y, z];
+                    let stored = src.read_stored_unit(&pos, &mut buf).unwrap();
+                    assert_eq!(stored, pos != [0, 0, 0], "{format} {pos:?}");
+                    for d in [&dst, &dst2] {
+                        d.write_stored_unit(&pos, stored.then_some(&buf[..]))
+                            .unwrap();
+                    }
+                    copied += stored as usize;
+                }
+            }
+        }
+        assert!(copied > 1);
+        let want = read_all(&src);
+        assert_ne!(
+            &want[..2],
+            &data[..2],
+            "{format}: the first unit reads as fill"
+        );
+        assert_eq!(read_all(&dst), want, "{format}: dst");
+        assert_eq!(read_all(&dst2), want, "{format}: dst2");
+        let mut have = Vec::new();
+        assert!(!dst.read_stored_unit(&[0, 0, 0], &mut have).unwrap());
+        // Outside the grid, and through a read-only handle.
+        let e = src.read_stored_unit(&grid, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), n5::ErrorKind::OutOfBounds, "{format}: {e}");
+        assert!(e.to_string().contains("src"), "{format}: {e}");
+        let ro = Container::open(root.to_str().unwrap(), Mode::Read).unwrap();
+        let e = ro
+            .open_dataset("dst")
+            .unwrap()
+            .write_stored_unit(&[1, 0, 0], Some(&buf))
+            .unwrap_err();
+        assert_eq!(e.kind(), n5::ErrorKind::ReadOnly, "{format}: {e}");
+    }
+}

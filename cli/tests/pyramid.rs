@@ -2361,3 +2361,75 @@ fn stride_translation_bdv_affine_and_the_power_of_two_warning() {
     let r = ok(&["pyramid", &vol, &t.path("w.n5/raw"), "--factors", "3,3,1"]);
     assert!(r.stderr.to_lowercase().contains("power"), "{:?}", r.stderr);
 }
+
+/// `s0` in the source's own encoding is the source's stored units copied
+/// as they are (no decoding and encoding again): a unit the source holds
+/// compressed at another level than its metadata says reaches `s0` with
+/// those very bytes, while another codec re-encodes; both pyramids hold
+/// the same data.
+#[test]
+fn s0_in_the_sources_encoding_is_its_stored_units_copied() {
+    let t = TempDir::new("pyr-units");
+    // Compressible, so that gzip levels give other bytes.
+    let data: Vec<u8> = (0..20 * 18 * 10u32)
+        .flat_map(|i| ((i % 97 + i / 360) as u16).to_ne_bytes())
+        .collect();
+    for (fmt, ext) in [(Fmt::N5, "n5"), (Fmt::Zarr3, "zarr")] {
+        let root = t.path(&format!("src.{ext}"));
+        let c = container(&root, fmt);
+        write_source(&c, "vol", &DataType::U16, &[20, 18, 10], &[8, 8, 8], &data);
+        write_source(&c, "alt", &DataType::U16, &[20, 18, 10], &[8, 8, 8], &data);
+        let (src, alt) = (
+            c.open_dataset("vol").unwrap(),
+            c.open_dataset("alt").unwrap(),
+        );
+        // `alt` at gzip level 9: the same data in other bytes.
+        let level9 = Compression::Gzip {
+            level: 9,
+            use_zlib: false,
+        };
+        let a =
+            DatasetAttributes::new(vec![20, 18, 10], vec![8, 8, 8], DataType::U16, level9).unwrap();
+        let alt = if fmt == Fmt::Zarr3 {
+            let mut doc = Container::dataset_document(Format::Zarr3, &a).unwrap();
+            Container::shard_document(&mut doc, &[8, 8, 8], &src.shard_shape());
+            c.create_dataset_json("alt9", &doc).unwrap()
+        } else {
+            drop(alt);
+            c.create_dataset("alt9", a).unwrap()
+        };
+        alt.write_region(&[0, 0, 0], &[20, 18, 10], &data).unwrap();
+        let (mut nine, mut one) = (Vec::new(), Vec::new());
+        assert!(alt.read_stored_unit(&[0, 0, 0], &mut nine).unwrap());
+        assert!(src.read_stored_unit(&[0, 0, 0], &mut one).unwrap());
+        assert!(nine != one, "{ext}: gzip levels 1 and 9 give other bytes");
+        src.write_stored_unit(&[0, 0, 0], Some(&nine)).unwrap();
+        let vol = format!("{root}/vol");
+        let (same, raw) = (
+            t.path(&format!("same.{ext}")),
+            t.path(&format!("raw.{ext}")),
+        );
+        ok(&["pyramid", &vol, &format!("{same}/p"), "-q"]);
+        ok(&["pyramid", &vol, &format!("{raw}/p"), "-c", "raw", "-q"]);
+        let (sc, rc) = (container(&same, fmt), container(&raw, fmt));
+        let s0 = sc.open_dataset("p/s0").unwrap();
+        let mut copied = Vec::new();
+        assert!(s0.read_stored_unit(&[0, 0, 0], &mut copied).unwrap());
+        assert!(
+            copied == nine,
+            "{ext}: s0's first unit is the source's as stored"
+        );
+        let mut other = Vec::new();
+        assert!(s0.read_stored_unit(&[1, 1, 0], &mut other).unwrap());
+        src.read_stored_unit(&[1, 1, 0], &mut one).unwrap();
+        assert!(other == one, "{ext}: every unit as stored");
+        let r0 = rc.open_dataset("p/s0").unwrap();
+        r0.read_stored_unit(&[0, 0, 0], &mut other).unwrap();
+        assert!(other != nine, "{ext}: another codec encodes again");
+        for k in 0..2 {
+            let level = format!("p/s{k}");
+            assert!(whole(&sc, &level) == whole(&rc, &level), "{ext} s{k}");
+        }
+        assert!(whole(&sc, "p/s0").2 == data, "{ext}");
+    }
+}

@@ -114,6 +114,24 @@ pub(crate) trait Array: Send + Sync + fmt::Debug {
     /// The grid positions of every stored block, sorted.
     fn list_blocks(&self) -> Result<Vec<Vec<u64>>>;
 
+    /// The store and key of the object that holds the unit at `unit_pos`
+    /// (a position of the shard grid: a shard of a sharded array, else a
+    /// block) and nothing else, so that stored units can be copied as they
+    /// are between arrays of the same [`Array::encoding`]; `None` where
+    /// units are not objects of their own (HDF5 files).
+    fn unit_object(&self, _unit_pos: &[u64]) -> Option<(&dyn Store, String)> {
+        None
+    }
+
+    /// What decides the stored bytes of every unit: the array's metadata
+    /// without what only names or describes it (user attributes, dimension
+    /// names, the spelling of chunk keys). Two arrays of one format with
+    /// equal encodings store the same data as the same bytes. `None` where
+    /// units are not copied as stored bytes (see [`Array::unit_object`]).
+    fn encoding(&self) -> Option<Value> {
+        None
+    }
+
     /// Whether the format has `what` (N5's varlength, string and object
     /// blocks): an [`ErrorKind::Unsupported`] error naming the format if
     /// not.

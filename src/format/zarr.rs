@@ -908,6 +908,31 @@ impl Array for ZarrArray {
         self.read_chunk(grid_pos, None)
     }
 
+    fn unit_object(&self, unit_pos: &[u64]) -> Option<(&dyn Store, String)> {
+        Some((
+            &*self.store,
+            path::join(&self.path, &self.outer_key(unit_pos)),
+        ))
+    }
+
+    /// The document without `attributes` and `dimension_names` (Zarr v3)
+    /// and the chunk key spelling (`chunk_key_encoding`,
+    /// `dimension_separator`): each array finds its units by its own keys.
+    fn encoding(&self) -> Option<Value> {
+        let mut doc = self.document.clone();
+        if let Some(m) = doc.as_object_mut() {
+            for key in [
+                "attributes",
+                "dimension_names",
+                "chunk_key_encoding",
+                "dimension_separator",
+            ] {
+                m.remove(key);
+            }
+        }
+        Some(doc)
+    }
+
     fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>> {
         let shape = self.attributes.block_shape(grid_pos)?;
         let n: u64 = shape.iter().product();

@@ -896,6 +896,9 @@ impl Build<'_> {
         let threads = self
             .threads
             .min(((2u64 << 30) / per_job.max(1)).max(1) as usize);
+        // `s0` of the source's own encoding takes the source's stored
+        // units as they are, with no decoding and encoding again.
+        let verbatim = k == 0 && self.stores_source_units(arrays);
         // The destination's worker pool runs the jobs, so that the region
         // calls inside them find its helpers busy and stay on their thread;
         // each thread keeps its buffers from job to job (no fresh pages).
@@ -904,6 +907,11 @@ impl Build<'_> {
             .run_limited(jobs.len(), threads, Scratch::default, |scratch, j| {
                 let (s, pos) = &jobs[j];
                 let levels = &arrays[*s];
+                if verbatim {
+                    return self
+                        .copy_stored(&levels[0], pos, scratch)
+                        .map_err(|e| e.context(format!("level s0, shard {pos:?}")));
+                }
                 let out = shard_region(&self.plan.levels[k].shape, &self.plan.shard, pos);
                 if k == 0 {
                     self.copy_from_source(stacks[*s], &out, &mut scratch.data)?;
@@ -918,6 +926,43 @@ impl Build<'_> {
                 }
                 Ok(())
             })
+    }
+
+    /// Whether every `s0` is the source itself in the same encoding: the
+    /// source's axes unpermuted, one stack (not split into BigDataViewer
+    /// stacks) and [`Dataset::same_encoding`].
+    fn stores_source_units(&self, arrays: &[Vec<LevelArray>]) -> bool {
+        let plan = &self.plan;
+        let unpermuted = plan.permutation.iter().enumerate().all(|(i, &p)| i == p);
+        let whole = plan.level_axes.len() == plan.axes.len();
+        unpermuted
+            && whole
+            && arrays.len() == 1
+            && self.source.dataset.attributes().dimensions == plan.levels[0].shape
+            && arrays[0][0].dataset.same_encoding(&self.source.dataset)
+    }
+
+    /// Copies the source's stored unit at `pos` to `s0` as it is stored,
+    /// unless `s0` already holds the same bytes (or neither holds it).
+    fn copy_stored(&self, level: &LevelArray, pos: &[u64], scratch: &mut Scratch) -> Result<()> {
+        let stored = self
+            .source
+            .dataset
+            .read_stored_unit(pos, &mut scratch.data)?;
+        if level.existed {
+            let have = level.dataset.read_stored_unit(pos, &mut scratch.have)?;
+            if have == stored && (!stored || scratch.have == scratch.data) {
+                self.identical.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        if stored || level.existed {
+            level
+                .dataset
+                .write_stored_unit(pos, stored.then_some(&scratch.data[..]))?;
+        }
+        self.written.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The box `out` of `s0` (level axes) of `stack`, read from the source

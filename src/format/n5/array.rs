@@ -198,6 +198,16 @@ impl Array for N5Array {
         self.store.exists(&self.key(grid_pos))
     }
 
+    fn unit_object(&self, unit_pos: &[u64]) -> Option<(&dyn Store, String)> {
+        Some((&*self.store, self.key(unit_pos)))
+    }
+
+    /// The dataset keys (dimensions, block size, data type, compression):
+    /// the block format itself is the same in every N5 version.
+    fn encoding(&self) -> Option<Value> {
+        crate::format::tree::dataset_document(Format::N5, &self.attributes).ok()
+    }
+
     fn read_block(&self, grid_pos: &[u64]) -> Result<Option<DataBlock>> {
         let Some(bytes) = self.store.get(&self.key(grid_pos))? else {
             return Ok(None);
