@@ -120,7 +120,15 @@ fn source(src: &Container, src_path: &str) -> Result<Source> {
                 .map(|n| n.as_str().map(str::to_string))
                 .collect::<Option<Vec<String>>>()
         });
-    let mut info = SourceInfo::from_attributes(&shape, &attrs, names);
+    // Zarr's `dimension_units` (as tensorstore and `n5 import` write them)
+    // are in C order too.
+    let mut described = attrs.clone();
+    if matches!(dataset.container().format(), Format::Zarr2 | Format::Zarr3) {
+        if let Some(Value::Array(units)) = described.get_mut("dimension_units") {
+            units.reverse();
+        }
+    }
+    let mut info = SourceInfo::from_attributes(&shape, &described, names);
     info.name = path::normalize(src_path)
         .ok()
         .and_then(|p| {
