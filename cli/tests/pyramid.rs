@@ -2361,3 +2361,43 @@ fn stride_translation_bdv_affine_and_the_power_of_two_warning() {
     let r = ok(&["pyramid", &vol, &t.path("w.n5/raw"), "--factors", "3,3,1"]);
     assert!(r.stderr.to_lowercase().contains("power"), "{:?}", r.stderr);
 }
+
+/// BigDataViewer stacks are `x, y, z` whatever the source's order: a
+/// source named `z, y, x` is transposed into them.
+#[test]
+fn bdv_stacks_are_x_y_z_whatever_the_source_order() {
+    let t = TempDir::new("pyr-bdv-zyx");
+    let root = t.path("vol.n5");
+    let c = container(&root, Fmt::N5);
+    let dims = [3u64, 4, 5];
+    let data: Vec<u8> = (0..60u8).collect();
+    write_source(&c, "v", &DataType::U8, &dims, &[3, 4, 5], &data);
+    let out = t.path("out.n5");
+    ok(&[
+        "pyramid",
+        &format!("{root}/v"),
+        &out,
+        "--format",
+        "bdv",
+        "--axes",
+        "z,y,x",
+        "--levels",
+        "1",
+    ]);
+    let (_, got_dims, got) = whole(
+        &Container::open(&out, Mode::Read).unwrap(),
+        "setup0/timepoint0/s0",
+    );
+    assert_eq!(got_dims, vec![5, 4, 3]);
+    for z in 0..3usize {
+        for y in 0..4usize {
+            for x in 0..5usize {
+                assert_eq!(
+                    got[x + 5 * (y + 4 * z)],
+                    data[z + 3 * (y + 4 * x)],
+                    "x{x} y{y} z{z}"
+                );
+            }
+        }
+    }
+}

@@ -8,12 +8,13 @@
 //! and writes the metadata. Shards already stored with the same contents
 //! are not written again, so retried and repeated builds converge.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Map, Value};
 
 use super::downsample::downsample;
-use super::grid::{input_region, permute, shard_region, slabs, Region, SLAB_BYTES};
+use super::grid::{input_region, s0_pieces, shard_region, slabs, Region, S0Piece, SLAB_BYTES};
 use super::meta;
 use super::plan::{OutFormat, Plan, PyramidOptions, SourceInfo, Stack};
 use crate::container::Container;
@@ -398,7 +399,7 @@ pub fn build(
             ),
         ));
     }
-    if in_place && plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
+    if in_place && plan.permutes() {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
@@ -956,8 +957,16 @@ impl Build<'_> {
         self.source
             .dataset
             .read_region(&src_off, &src_shape, data)?;
-        if plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
-            *data = permute(data, &src_shape, &plan.permutation, element);
+        // One piece: the box of this stack, in the level axes' order.
+        let moved = match s0_pieces(plan, &src_off, &src_shape, data, element).pop() {
+            Some(S0Piece {
+                data: Cow::Owned(moved),
+                ..
+            }) => Some(moved),
+            _ => None,
+        };
+        if let Some(moved) = moved {
+            *data = moved;
         }
         Ok(())
     }

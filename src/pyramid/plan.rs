@@ -1338,6 +1338,12 @@ impl Plan {
             .collect()
     }
 
+    /// Whether `s0`'s axes are the source's in another order (an OME-NGFF
+    /// output of a source not in `x, y, z, c, t` order).
+    pub fn permutes(&self) -> bool {
+        self.permutation.iter().enumerate().any(|(i, &p)| i != p)
+    }
+
     /// The output axis that is the channel axis, if any.
     pub fn channel_axis(&self) -> Option<usize> {
         self.axes.iter().position(|a| a.kind == AxisKind::Channel)
@@ -1364,6 +1370,12 @@ impl Plan {
             (OutFormat::Bdv, Some(t)) => self.shape[t],
             _ => 1,
         }
+    }
+
+    /// The number of `stack` among the plan's stacks: setups first, time
+    /// points within a setup (0 for the single stack of the other formats).
+    pub fn stack_number(&self, stack: Stack) -> u64 {
+        stack.setup * self.bdv_timepoints() + stack.timepoint
     }
 
     /// The number of stacks: setups × time points for bdv, else 1.
@@ -1448,8 +1460,7 @@ impl Plan {
         for (g, n) in column_pos.iter().zip(&grid).rev() {
             index = index * n + g;
         }
-        let stack_number = stack.setup * self.bdv_timepoints() + stack.timepoint;
-        stack_number * self.shard_count(column_level) + index
+        self.stack_number(stack) * self.shard_count(column_level) + index
     }
 
     /// The part (of `n_parts`) that writes the level-`level` shard at
