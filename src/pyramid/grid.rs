@@ -171,7 +171,9 @@ pub struct S0Piece<'a> {
 /// order ([`Plan::permutation`]: OME-NGFF's `x, y, z, c, t`) and, for
 /// bdv, split into one 3-D box per channel index (the setup) and time
 /// index (the time point) it spans, each over the level axes `x, y, z`.
-/// This is how a build copies the source into `s0`.
+/// This is how a build copies the source into `s0`, and how a caller that
+/// writes `s0` itself ([`super::build::begin_written`]) places what it
+/// reads.
 pub fn s0_pieces<'a>(
     plan: &Plan,
     offset: &[u64],
