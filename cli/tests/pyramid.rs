@@ -15,7 +15,8 @@
 //! the source's other attributes on the group, the in-place form and the
 //! NGFF axis order; `n5 import --pyramid` of an ImageJ hyperstack (made by
 //! tifffile) against `n5 import` then `n5 pyramid`, file for file, into
-//! OME-NGFF 0.5 and 0.4 and BigDataViewer. Peers: `N5_PEER_PYTHON`
+//! OME-NGFF 0.5 and 0.4 and BigDataViewer, and `n5 cp --pyramid` against
+//! `n5 pyramid`. Peers: `N5_PEER_PYTHON`
 //! (tensorstore, cellmap-schemas, tifffile) and `N5_ZARR3_PYTHON`
 //! (ome-zarr-models); missing, the checks that need them are skipped with a
 //! note, unless `N5_REQUIRE_PEERS=1`.
@@ -2514,6 +2515,57 @@ fn import_pyramid_of_a_hyperstack_is_import_then_pyramid() {
         args.extend(groups.iter().map(String::as_str));
         run_python(&python, "check_pyramid_metadata.py", &args);
     }
+}
+
+/// `n5 cp SRC DST --pyramid` is `n5 pyramid SRC DST`: here from an N5
+/// hyperstack (`x, y, c, z, t`) into sharded OME-NGFF 0.5, `s0` permuted.
+#[test]
+fn cp_pyramid_is_pyramid() {
+    let t = TempDir::new("pyr-cp");
+    let root = t.path("vol.n5");
+    let c = container(&root, Fmt::N5);
+    let mut rng = Rng(37);
+    let dims = [23u64, 17, 2, 7, 3];
+    let n: u64 = dims.iter().product();
+    let data = values(&DataType::I16, n, Kind::Image, &mut rng);
+    write_source(&c, "hs", &DataType::I16, &dims, &[8, 8, 1, 4, 1], &data);
+    c.set_attributes(
+        "hs",
+        &obj(
+            json!({"axes": ["x", "y", "c", "z", "t"], "resolution": [4, 4, 1, 40, 2],
+            "units": ["nm", "nm", "", "nm", "s"], "note": "kept"}),
+        ),
+    )
+    .unwrap();
+    let src = format!("{root}/hs");
+    let opts = [
+        "--format",
+        "zarr3",
+        "-b",
+        "8,8,1,4,1",
+        "--shard",
+        "16,16,2,4,1",
+        "-c",
+        "zstd",
+        "--min-size",
+        "4",
+    ];
+    let (by_cp, by_pyramid) = (t.path("cp.zarr"), t.path("pyramid.zarr"));
+    let cp_dst = format!("{by_cp}/raw");
+    let mut a = vec!["cp", src.as_str(), cp_dst.as_str(), "--pyramid"];
+    a.extend(opts);
+    ok(&a);
+    let dst = format!("{by_pyramid}/raw");
+    let mut a = vec!["pyramid", src.as_str(), dst.as_str()];
+    a.extend(opts);
+    ok(&a);
+    assert_same_tree(&by_cp, &by_pyramid);
+    assert_eq!(
+        read_json(format!("{by_cp}/raw/s0/zarr.json"))["dimension_names"],
+        json!(["t", "c", "z", "y", "x"])
+    );
+    let (_, got_dims, _) = whole(&Container::open(&by_cp, Mode::Read).unwrap(), "raw/s0");
+    assert_eq!(got_dims, vec![23, 17, 7, 2, 3]);
 }
 
 /// BigDataViewer stacks are `x, y, z` whatever the source's order: a
