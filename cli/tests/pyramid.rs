@@ -13,9 +13,13 @@
 //! contract's N5 and BDV examples exactly, NGFF validated with
 //! ome-zarr-models plus what it does not check, N5 with cellmap-schemas),
 //! the source's other attributes on the group, the in-place form and the
-//! NGFF axis order. Peers: `N5_PEER_PYTHON` (tensorstore, cellmap-schemas)
-//! and `N5_ZARR3_PYTHON` (ome-zarr-models); missing, the checks that need
-//! them are skipped with a note, unless `N5_REQUIRE_PEERS=1`.
+//! NGFF axis order; `n5 import --pyramid` of an ImageJ hyperstack (made by
+//! tifffile) against `n5 import` then `n5 pyramid`, file for file, into
+//! OME-NGFF 0.5 and 0.4 and BigDataViewer, and `n5 cp --pyramid` against
+//! `n5 pyramid`. Peers: `N5_PEER_PYTHON`
+//! (tensorstore, cellmap-schemas, tifffile) and `N5_ZARR3_PYTHON`
+//! (ome-zarr-models); missing, the checks that need them are skipped with a
+//! note, unless `N5_REQUIRE_PEERS=1`.
 
 mod common;
 
@@ -2431,5 +2435,247 @@ fn s0_in_the_sources_encoding_is_its_stored_units_copied() {
             assert!(whole(&sc, &level) == whole(&rc, &level), "{ext} s{k}");
         }
         assert!(whole(&sc, "p/s0").2 == data, "{ext}");
+    }
+}
+
+/// Checks that the trees at `got` and `want` hold the same files: every
+/// array file the same bytes, every metadata document the same JSON, and
+/// BigDataViewer's dataset.xml the same text.
+fn assert_same_tree(got: &str, want: &str) {
+    let (g, w) = (files(Path::new(got)), files(Path::new(want)));
+    assert_eq!(
+        g.keys().collect::<Vec<_>>(),
+        w.keys().collect::<Vec<_>>(),
+        "{got} against {want}: other files"
+    );
+    for (k, v) in &w {
+        let name = k.rsplit('/').next().unwrap_or(k);
+        let metadata = matches!(
+            name,
+            "attributes.json" | "zarr.json" | ".zattrs" | ".zarray" | ".zgroup"
+        );
+        if metadata {
+            let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+            assert_eq!(parse(&g[k]), parse(v), "{got} against {want}: {k}");
+        } else {
+            assert!(g[k] == *v, "{got} against {want}: {k} differs");
+        }
+    }
+}
+
+/// `n5 import --pyramid` of an ImageJ hyperstack (`[x, y, c, z, t]`, with
+/// pixel sizes, slice spacing and frame interval) gives what `n5 import`
+/// and then `n5 pyramid` with the same options give, file for file: into
+/// sharded Zarr v3 (OME-NGFF 0.5) and Zarr v2 (0.4), whose `s0` is in
+/// NGFF's axis order `t, c, z, y, x` holding the stack's elements so
+/// arranged and whose axes carry the description's units and sizes; and
+/// into BigDataViewer, one setup per channel and a time point per frame.
+#[test]
+fn import_pyramid_of_a_hyperstack_is_import_then_pyramid() {
+    let Some(python) = python_with(
+        "N5_PEER_PYTHON",
+        ".venv",
+        "tifffile, numpy",
+        "import --pyramid of a hyperstack",
+    ) else {
+        return;
+    };
+    let t = TempDir::new("pyr-import-hs");
+    let tif = common::hyperstack_tiff(&python, &t);
+    let ngff = std::fs::read(t.path("hs-ngff.raw")).unwrap();
+    let levels = ["--min-size", "8"];
+    // (--format, the other options of both imports).
+    let cases: [(&str, &[&str]); 3] = [
+        ("zarr3", &["-b", "16,16,1,2,1", "--shard", "32,32,2,4,2"]),
+        ("zarr2", &["-b", "16,16,1,2,1", "-c", "zstd"]),
+        ("bdv", &["-b", "16,16,1,2,1"]),
+    ];
+    for (name, import_opts) in cases {
+        let format = ["--format", name];
+        let ext = if name == "bdv" { "n5" } else { "zarr" };
+        let (got_root, want_root) = (
+            t.path(&format!("{name}-got.{ext}")),
+            t.path(&format!("{name}-want.{ext}")),
+        );
+        let group = |root: &str| {
+            if name == "bdv" {
+                root.to_string()
+            } else {
+                format!("{root}/raw")
+            }
+        };
+        let mut a: Vec<String> = vec!["import".into(), tif.clone(), group(&got_root)];
+        a.extend(import_opts.iter().map(|s| s.to_string()));
+        a.extend(format.iter().chain(&levels).map(|s| s.to_string()));
+        a.push("--pyramid".into());
+        let r = ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(r.text().contains("levels"), "{name}: {}", r.text());
+        // The volume as `n5 import` writes it (BigDataViewer's source: N5).
+        let tmp = t.path(&format!("{name}-imported.{ext}/raw"));
+        let mut a = vec!["import".to_string(), tif.clone(), tmp.clone()];
+        a.extend(import_opts.iter().map(|s| s.to_string()));
+        if name != "bdv" {
+            a.extend(format.iter().map(|s| s.to_string()));
+        }
+        ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        let want = group(&want_root);
+        let mut a = vec!["pyramid", tmp.as_str(), want.as_str()];
+        a.extend(format.iter().chain(&levels));
+        ok(&a);
+        assert_same_tree(&got_root, &want_root);
+        let got = Container::open(&got_root, Mode::Read).unwrap();
+        if name == "bdv" {
+            // Channel c at frame t: the stack's z, y, x planes.
+            let (x, y, z) = (45usize, 37, 5);
+            let stack = x * y * z * 2;
+            for (c, f) in [(0usize, 0usize), (1, 0), (0, 2), (1, 1)] {
+                let (_, dims, data) = whole(&got, &format!("setup{c}/timepoint{f}/s0"));
+                assert_eq!(dims, vec![45, 37, 5]);
+                let at = (f * 2 + c) * stack;
+                assert!(data == ngff[at..at + stack], "setup{c}/timepoint{f}/s0");
+            }
+            assert!(!Path::new(&format!("{got_root}/setup2")).exists());
+            assert!(!Path::new(&format!("{got_root}/setup0/timepoint3")).exists());
+            let xml = std::fs::read_to_string(format!("{got_root}/dataset.xml")).unwrap();
+            assert!(
+                xml.contains("<unit>um</unit><size>0.25 0.5 2.0</size>"),
+                "{xml}"
+            );
+            continue;
+        }
+        let (_, dims, data) = whole(&got, "raw/s0");
+        assert_eq!(dims, vec![45, 37, 5, 2, 3], "{name}: s0 is x, y, z, c, t");
+        assert!(data == ngff, "{name}: s0 holds the stack in NGFF order");
+        let (names, multiscale) = if name == "zarr3" {
+            let level = read_json(format!("{got_root}/raw/s0/zarr.json"));
+            let group = read_json(format!("{got_root}/raw/zarr.json"));
+            (
+                level["dimension_names"].clone(),
+                group["attributes"]["ome"]["multiscales"][0].clone(),
+            )
+        } else {
+            let level = read_json(format!("{got_root}/raw/s0/.zattrs"));
+            let group = read_json(format!("{got_root}/raw/.zattrs"));
+            (
+                level["_ARRAY_DIMENSIONS"].clone(),
+                group["multiscales"][0].clone(),
+            )
+        };
+        assert_eq!(names, json!(["t", "c", "z", "y", "x"]), "{name}");
+        // The description's sizes and units (micrometres as imported, in
+        // nanometres), in UDUNITS names.
+        assert_eq!(
+            multiscale["axes"],
+            json!([
+                {"name": "t", "type": "time", "unit": "second"},
+                {"name": "c", "type": "channel"},
+                {"name": "z", "type": "space", "unit": "nanometer"},
+                {"name": "y", "type": "space", "unit": "nanometer"},
+                {"name": "x", "type": "space", "unit": "nanometer"}
+            ]),
+            "{name}"
+        );
+        assert_eq!(
+            multiscale["datasets"][0]["coordinateTransformations"][0]["scale"],
+            json!([1.5, 1.0, 2000.0, 500.0, 250.0]),
+            "{name}"
+        );
+    }
+    if let Some(python) = ngff_python() {
+        let groups = [t.path("zarr3-got.zarr/raw"), t.path("zarr2-got.zarr/raw")];
+        let mut args = vec!["ngff"];
+        args.extend(groups.iter().map(String::as_str));
+        run_python(&python, "check_pyramid_metadata.py", &args);
+    }
+}
+
+/// `n5 cp SRC DST --pyramid` is `n5 pyramid SRC DST`: here from an N5
+/// hyperstack (`x, y, c, z, t`) into sharded OME-NGFF 0.5, `s0` permuted.
+#[test]
+fn cp_pyramid_is_pyramid() {
+    let t = TempDir::new("pyr-cp");
+    let root = t.path("vol.n5");
+    let c = container(&root, Fmt::N5);
+    let mut rng = Rng(37);
+    let dims = [23u64, 17, 2, 7, 3];
+    let n: u64 = dims.iter().product();
+    let data = values(&DataType::I16, n, Kind::Image, &mut rng);
+    write_source(&c, "hs", &DataType::I16, &dims, &[8, 8, 1, 4, 1], &data);
+    c.set_attributes(
+        "hs",
+        &obj(
+            json!({"axes": ["x", "y", "c", "z", "t"], "resolution": [4, 4, 1, 40, 2],
+            "units": ["nm", "nm", "", "nm", "s"], "note": "kept"}),
+        ),
+    )
+    .unwrap();
+    let src = format!("{root}/hs");
+    let opts = [
+        "--format",
+        "zarr3",
+        "-b",
+        "8,8,1,4,1",
+        "--shard",
+        "16,16,2,4,1",
+        "-c",
+        "zstd",
+        "--min-size",
+        "4",
+    ];
+    let (by_cp, by_pyramid) = (t.path("cp.zarr"), t.path("pyramid.zarr"));
+    let cp_dst = format!("{by_cp}/raw");
+    let mut a = vec!["cp", src.as_str(), cp_dst.as_str(), "--pyramid"];
+    a.extend(opts);
+    ok(&a);
+    let dst = format!("{by_pyramid}/raw");
+    let mut a = vec!["pyramid", src.as_str(), dst.as_str()];
+    a.extend(opts);
+    ok(&a);
+    assert_same_tree(&by_cp, &by_pyramid);
+    assert_eq!(
+        read_json(format!("{by_cp}/raw/s0/zarr.json"))["dimension_names"],
+        json!(["t", "c", "z", "y", "x"])
+    );
+    let (_, got_dims, _) = whole(&Container::open(&by_cp, Mode::Read).unwrap(), "raw/s0");
+    assert_eq!(got_dims, vec![23, 17, 7, 2, 3]);
+}
+
+/// BigDataViewer stacks are `x, y, z` whatever the source's order: a
+/// source named `z, y, x` is transposed into them.
+#[test]
+fn bdv_stacks_are_x_y_z_whatever_the_source_order() {
+    let t = TempDir::new("pyr-bdv-zyx");
+    let root = t.path("vol.n5");
+    let c = container(&root, Fmt::N5);
+    let dims = [3u64, 4, 5];
+    let data: Vec<u8> = (0..60u8).collect();
+    write_source(&c, "v", &DataType::U8, &dims, &[3, 4, 5], &data);
+    let out = t.path("out.n5");
+    ok(&[
+        "pyramid",
+        &format!("{root}/v"),
+        &out,
+        "--format",
+        "bdv",
+        "--axes",
+        "z,y,x",
+        "--levels",
+        "1",
+    ]);
+    let (_, got_dims, got) = whole(
+        &Container::open(&out, Mode::Read).unwrap(),
+        "setup0/timepoint0/s0",
+    );
+    assert_eq!(got_dims, vec![5, 4, 3]);
+    for z in 0..3usize {
+        for y in 0..4usize {
+            for x in 0..5usize {
+                assert_eq!(
+                    got[x + 5 * (y + 4 * z)],
+                    data[z + 3 * (y + 4 * x)],
+                    "x{x} y{y} z{z}"
+                );
+            }
+        }
     }
 }

@@ -22,6 +22,9 @@
 //! - a finished pyramid built again writes nothing (N5, Zarr v2, Zarr v3,
 //!   sharded, compressed), and a part with another `--method` after
 //!   finalization is refused like one during the build;
+//! - `n5 import --pyramid --part I/N` of a raw file and of an ImageJ
+//!   hyperstack (tifffile; `s0` written in OME-NGFF's axis order and in
+//!   BigDataViewer's stacks) gives one `import --pyramid`;
 //! - memory (Linux): the peak resident memory of a 512³ uint16 build
 //!   (64³ blocks, 2 threads, raw) is at most 64 MiB above the 256³ one;
 //! - throughput (ignored, prints figures): two single-threaded parts side
@@ -36,7 +39,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{TempDir, STORAGE_ENV};
+use common::{hyperstack_tiff, python_with, TempDir, STORAGE_ENV};
 use n5::{Compression, Container, DataType, DatasetAttributes, Mode};
 use n5_testkit::client::Request;
 use n5_testkit::server_or_skip;
@@ -1286,5 +1289,94 @@ fn import_parts_equal_one_import() {
         let want = Store::Dir(Path::new(&single_root).join(root)).snapshot();
         assert!(got.len() > 10, "{name}: {} files", got.len());
         assert_same(&got, &want, &format!("two import parts into {name}"));
+    }
+}
+
+/// `n5 import --pyramid --part I/N` of an ImageJ hyperstack (`[x, y, c, z,
+/// t]`), whose `s0` each part writes in the pyramid's own layout (the
+/// shards of its columns): parts 0/2 and 1/2 as concurrent processes into
+/// sharded OME-NGFF 0.5 (`s0` permuted to `x, y, z, c, t`), and one after
+/// the other into BigDataViewer (stacks per channel and frame), give what
+/// one `import --pyramid` gives, file for file; a part run again after
+/// the build changes nothing.
+#[test]
+fn import_parts_of_a_hyperstack_equal_one_import() {
+    let Some(python) = python_with(
+        "N5_PEER_PYTHON",
+        ".venv",
+        "tifffile, numpy",
+        "import --pyramid --part of a hyperstack",
+    ) else {
+        return;
+    };
+    let t = TempDir::new("import-parts-hs");
+    let tif = hyperstack_tiff(&python, &t);
+    let tool = Tool::local();
+    let cases: [(&str, &str, &[&str], bool); 2] = [
+        (
+            "zarr3",
+            "hs.zarr/raw",
+            &[
+                "--format",
+                "zarr3",
+                "-b",
+                "16,16,1,2,1",
+                "--shard",
+                "16,16,2,4,1",
+            ],
+            true,
+        ),
+        (
+            "bdv",
+            "hs.n5",
+            &["--format", "bdv", "-b", "16,16,1,2,1"],
+            false,
+        ),
+    ];
+    for (name, dst, opts, concurrent) in cases {
+        let args = |root: &str, part: Option<&str>| -> Vec<String> {
+            let mut a = vec!["import".to_string(), tif.clone(), format!("{root}/{dst}")];
+            a.extend(opts.iter().map(|s| s.to_string()));
+            a.extend(["--pyramid", "--min-size", "8"].map(String::from));
+            if let Some(p) = part {
+                a.extend(["--part".to_string(), p.to_string()]);
+            }
+            a
+        };
+        let parts_root = t.path(&format!("parts-{name}"));
+        let single_root = t.path(&format!("single-{name}"));
+        if concurrent {
+            let procs: Vec<Proc> = ["0/2", "1/2"]
+                .iter()
+                .map(|p| {
+                    let a = args(&parts_root, Some(p));
+                    tool.spawn(&a.iter().map(String::as_str).collect::<Vec<_>>())
+                })
+                .collect();
+            for p in procs {
+                p.finish().ok();
+            }
+        } else {
+            for p in ["1/2", "0/2"] {
+                let a = args(&parts_root, Some(p));
+                let r = tool
+                    .run(&a.iter().map(String::as_str).collect::<Vec<_>>())
+                    .ok();
+                assert!(r.stdout.contains(&format!("part {p}:")), "{}", r.stdout);
+            }
+        }
+        let a = args(&single_root, None);
+        tool.run(&a.iter().map(String::as_str).collect::<Vec<_>>())
+            .ok();
+        let root = dst.split('/').next().unwrap();
+        let got = Store::Dir(Path::new(&parts_root).join(root)).snapshot();
+        let want = Store::Dir(Path::new(&single_root).join(root)).snapshot();
+        assert!(got.len() > 20, "{name}: {} files", got.len());
+        assert_same(&got, &want, &format!("two import parts into {name}"));
+        let a = args(&parts_root, Some("0/2"));
+        tool.run(&a.iter().map(String::as_str).collect::<Vec<_>>())
+            .ok();
+        let again = Store::Dir(Path::new(&parts_root).join(root)).snapshot();
+        assert_unchanged(&again, &got, &format!("{name}: a part run again"));
     }
 }

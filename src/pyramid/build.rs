@@ -6,14 +6,17 @@
 //! itself in the group's `libn5_pyramid` attribute; the part that completes
 //! the set, or a call with `finalize`, builds the levels above the columns
 //! and writes the metadata. Shards already stored with the same contents
-//! are not written again, so retried and repeated builds converge.
+//! are not written again, so retried and repeated builds converge. A
+//! caller may write `s0` itself ([`begin_written`]: an import that places
+//! what it reads straight into `s0`'s layout), the build doing the rest.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Map, Value};
 
 use super::downsample::downsample;
-use super::grid::{input_region, permute, shard_region, slabs, Region, SLAB_BYTES};
+use super::grid::{input_region, s0_pieces, shard_region, slabs, Region, S0Piece, SLAB_BYTES};
 use super::meta;
 use super::plan::{OutFormat, Plan, PyramidOptions, SourceInfo, Stack};
 use crate::container::Container;
@@ -120,7 +123,15 @@ fn source(src: &Container, src_path: &str) -> Result<Source> {
                 .map(|n| n.as_str().map(str::to_string))
                 .collect::<Option<Vec<String>>>()
         });
-    let mut info = SourceInfo::from_attributes(&shape, &attrs, names);
+    // Zarr's `dimension_units` (as tensorstore and `n5 import` write them)
+    // are in C order too.
+    let mut described = attrs.clone();
+    if matches!(dataset.container().format(), Format::Zarr2 | Format::Zarr3) {
+        if let Some(Value::Array(units)) = described.get_mut("dimension_units") {
+            units.reverse();
+        }
+    }
+    let mut info = SourceInfo::from_attributes(&shape, &described, names);
     info.name = path::normalize(src_path)
         .ok()
         .and_then(|p| {
@@ -333,11 +344,15 @@ enum State {
 /// One build.
 struct Build<'a> {
     plan: Plan,
-    source: &'a Source,
+    source: Source,
     dst: &'a Container,
     /// The group (the container root for bdv).
     group: String,
+    /// `s0` is the source itself.
     in_place: bool,
+    /// The caller writes `s0` ([`begin_written`]): the source's data is
+    /// never read.
+    s0_written: bool,
     format: Format,
     dtype: DataType,
     compression: Compression,
@@ -359,6 +374,117 @@ pub fn build(
     opts: &PyramidOptions,
     progress: Option<Progress>,
 ) -> Result<Outcome> {
+    prepare(src, src_path, dst, dst_path, opts, progress, false)?.run(opts)
+}
+
+/// A build whose `s0` the caller writes, from [`begin_written`]: the group,
+/// its bookkeeping and every level array (`s0` of each stack included)
+/// exist; the caller writes `s0` (in a build in parts, the shards
+/// [`WrittenBuild::writes`] says are this part's), then
+/// [`WrittenBuild::finish`] builds the levels from it and finalises.
+pub struct WrittenBuild<'a> {
+    build: Build<'a>,
+    begun: Begun,
+}
+
+impl WrittenBuild<'_> {
+    /// The plan (see [`s0_pieces`] for where a box of the source goes).
+    pub fn plan(&self) -> &Plan {
+        &self.build.plan
+    }
+
+    /// The `s0` array of `stack` (`Stack::default()` except for bdv);
+    /// `None` for a stack the plan does not have.
+    pub fn s0(&self, stack: Stack) -> Option<&Dataset> {
+        let plan = &self.build.plan;
+        if stack.setup >= plan.bdv_setups() || stack.timepoint >= plan.bdv_timepoints() {
+            return None;
+        }
+        let s = plan.stack_number(stack) as usize;
+        self.begun.arrays.get(s).map(|levels| &levels[0].dataset)
+    }
+
+    /// Whether the build is one part of several (`opts.part`).
+    pub fn in_parts(&self) -> bool {
+        self.begun.part.is_some()
+    }
+
+    /// Whether this build writes the `s0` shard at grid position `pos` of
+    /// `stack`: in a build in parts, whether it lies in one of the part's
+    /// columns; else always.
+    pub fn writes(&self, stack: Stack, pos: &[u64]) -> bool {
+        match self.begun.part {
+            Some((i, n)) => self.build.plan.part_of(0, stack, pos, self.begun.column, n) == i,
+            None => true,
+        }
+    }
+
+    /// Builds the levels from the `s0` the caller wrote (those of the
+    /// part's columns, in a build in parts), records the part, and
+    /// finalises as [`build`] does. The outcome counts the `s0` shards
+    /// this build was to write as written.
+    pub fn finish(self) -> Result<Outcome> {
+        let plan = &self.build.plan;
+        let mut own = 0u64;
+        for setup in 0..plan.bdv_setups() {
+            for timepoint in 0..plan.bdv_timepoints() {
+                let stack = Stack { setup, timepoint };
+                own += plan
+                    .shard_positions(0)
+                    .iter()
+                    .filter(|pos| self.writes(stack, pos))
+                    .count() as u64;
+            }
+        }
+        self.build.written.fetch_add(own, Ordering::Relaxed);
+        self.build.complete(self.begun)
+    }
+}
+
+/// Begins the pyramid of the dataset `src_path` of `src` as the group
+/// `dst_path` of `dst`, as [`build`] does, except that `s0` is not copied
+/// from the source: the caller writes it through the returned
+/// [`WrittenBuild`], then calls [`WrittenBuild::finish`]. The source's
+/// metadata (type, shape, block and shard shapes, compression, axis
+/// attributes) makes the plan as it would for [`build`], so the result is
+/// the same as a build from a source holding the data the caller writes;
+/// its data is never read (it may be a dataset without chunks, in a
+/// [`MemoryStore`](crate::storage::MemoryStore)). `s0` is always written
+/// in the output's own layout (never in place). `opts.finalize` is refused.
+pub fn begin_written<'a>(
+    src: &Container,
+    src_path: &str,
+    dst: &'a Container,
+    dst_path: &str,
+    opts: &PyramidOptions,
+    progress: Option<Progress<'a>>,
+) -> Result<WrittenBuild<'a>> {
+    let refused = || {
+        Error::invalid_argument(
+            "--finalize: a build whose s0 the caller writes is finalised by its last part",
+        )
+    };
+    if opts.finalize {
+        return Err(refused());
+    }
+    let build = prepare(src, src_path, dst, dst_path, opts, progress, true)?;
+    match build.begin(opts)? {
+        Start::Begun(begun) => Ok(WrittenBuild { build, begun }),
+        Start::Done(_) => Err(refused()),
+    }
+}
+
+/// The checked build of `opts` from `src_path` into `dst_path`, nothing
+/// written yet (`s0_written`: the caller writes `s0`).
+fn prepare<'a>(
+    src: &Container,
+    src_path: &str,
+    dst: &'a Container,
+    dst_path: &str,
+    opts: &PyramidOptions,
+    progress: Option<Progress<'a>>,
+    s0_written: bool,
+) -> Result<Build<'a>> {
     opts.validate_syntax()?;
     let source = source(src, src_path)?;
     let plan = resolve(&source, opts, dst.format())?;
@@ -373,7 +499,8 @@ pub fn build(
         ));
     }
     dst.check_writable()?;
-    let in_place = src.location() == dst.location()
+    let in_place = !s0_written
+        && src.location() == dst.location()
         && plan.format != OutFormat::Bdv
         && path::join(&group, "s0") == path::normalize(source.dataset.path())?;
     let separator = source.dataset.metadata().ok().and_then(|d| {
@@ -390,7 +517,7 @@ pub fn build(
             ),
         ));
     }
-    if in_place && plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
+    if in_place && plan.permutes() {
         return Err(Error::new(
             ErrorKind::Unsupported,
             format!(
@@ -427,12 +554,13 @@ pub fn build(
         "array": s0_doc,
         "metadata": meta_preview(&plan),
     });
-    let b = Build {
+    Ok(Build {
         plan,
-        source: &source,
+        source,
         dst,
         group,
         in_place,
+        s0_written,
         format,
         dtype,
         compression,
@@ -441,8 +569,7 @@ pub fn build(
         progress,
         written: AtomicU64::new(0),
         identical: AtomicU64::new(0),
-    };
-    b.run(opts)
+    })
 }
 
 /// The plan's metadata in a form that changes whenever the written
@@ -454,10 +581,42 @@ fn meta_preview(plan: &Plan) -> Value {
     }
 }
 
+/// How a call goes on after its checks ([`Build::begin`]).
+enum Start {
+    /// A `finalize` call, done.
+    Done(Outcome),
+    /// The arrays are there; the levels are to be written.
+    Begun(Begun),
+}
+
+/// A build under way: what [`Build::complete`] needs.
+struct Begun {
+    /// What the destination held before the call.
+    state: State,
+    /// The number of parts.
+    n: u64,
+    /// The column level.
+    column: usize,
+    /// `(I, N)` of a build in parts.
+    part: Option<(u64, u64)>,
+    /// Every level array of every stack, `[stack][level]`.
+    arrays: Vec<Vec<LevelArray>>,
+    outcome: Outcome,
+}
+
 impl Build<'_> {
     /// The whole call: checks, creation, the parts' levels, bookkeeping,
     /// finalisation.
     fn run(&self, opts: &PyramidOptions) -> Result<Outcome> {
+        match self.begin(opts)? {
+            Start::Done(outcome) => Ok(outcome),
+            Start::Begun(begun) => self.complete(begun),
+        }
+    }
+
+    /// The checks, and a `finalize` call whole; else the group, its
+    /// bookkeeping and the level arrays, created where missing.
+    fn begin(&self, opts: &PyramidOptions) -> Result<Start> {
         let state = self.state()?;
         let recorded_parts = self.recorded_parts()?;
         let n = match (opts.part, opts.finalize) {
@@ -523,7 +682,7 @@ impl Build<'_> {
             } else {
                 outcome.parts_done = n;
             }
-            return self.counted(outcome);
+            return self.counted(outcome).map(Start::Done);
         }
         self.check_levels()?;
         if state == State::New {
@@ -533,19 +692,41 @@ impl Build<'_> {
         if state == State::Finished {
             self.probe(&arrays)?;
         }
-        let part = opts.part.unwrap_or((0, 1));
+        Ok(Start::Begun(Begun {
+            state,
+            n,
+            column,
+            part: opts.part,
+            arrays,
+            outcome,
+        }))
+    }
+
+    /// The levels of the part's columns (`s0` unless it is the source or
+    /// the caller writes it), the part recorded, and the finalisation
+    /// when the build is whole.
+    fn complete(&self, begun: Begun) -> Result<Outcome> {
+        let Begun {
+            state,
+            n,
+            column,
+            part: in_parts,
+            arrays,
+            mut outcome,
+        } = begun;
+        let part = in_parts.unwrap_or((0, 1));
         for k in 0..=column {
             self.level(&arrays, k, Some((column, part)))?;
         }
         if state == State::Finished {
             // A finished pyramid checked again: nothing is recorded.
             outcome.parts_done = n;
-            if opts.part.is_none() {
+            if in_parts.is_none() {
                 self.finalize_levels(&arrays, column)?;
             }
             return self.counted(outcome);
         }
-        if opts.part.is_none() {
+        if in_parts.is_none() {
             outcome.parts_done = 1;
             self.finalize(&arrays, column)?;
             outcome.finalized = true;
@@ -871,7 +1052,7 @@ impl Build<'_> {
         k: usize,
         parts: Option<(usize, (u64, u64))>,
     ) -> Result<()> {
-        if k == 0 && self.in_place {
+        if k == 0 && (self.in_place || self.s0_written) {
             return Ok(());
         }
         let stacks = stacks(&self.plan);
@@ -993,8 +1174,16 @@ impl Build<'_> {
         self.source
             .dataset
             .read_region(&src_off, &src_shape, data)?;
-        if plan.permutation.iter().enumerate().any(|(i, &p)| i != p) {
-            *data = permute(data, &src_shape, &plan.permutation, element);
+        // One piece: the box of this stack, in the level axes' order.
+        let moved = match s0_pieces(plan, &src_off, &src_shape, data, element).pop() {
+            Some(S0Piece {
+                data: Cow::Owned(moved),
+                ..
+            }) => Some(moved),
+            _ => None,
+        };
+        if let Some(moved) = moved {
+            *data = moved;
         }
         Ok(())
     }
@@ -1167,4 +1356,128 @@ fn linear_offset(r: &Region, at: &[u64]) -> usize {
         index = index * r.shape[d] + (at[d] - r.offset[d]);
     }
     index as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::container::{Mode, Options};
+    use crate::pyramid::plan::MinSize;
+    use crate::storage::MemoryStore;
+
+    /// A new container of `format` in memory.
+    fn memory(format: Format) -> Container {
+        let options = Options {
+            format: Some(format),
+            ..Options::default()
+        };
+        Container::open_store(Arc::new(MemoryStore::new()), "mem", Mode::Create, options).unwrap()
+    }
+
+    /// The N5 dataset `raw` of `c`: uint16 `[x, y, c, z, t]` =
+    /// `[9, 7, 2, 5, 2]` named by its `axes`, with `data` when given.
+    fn hyperstack(c: &Container, data: Option<&[u8]>) {
+        let attrs = DatasetAttributes::new(
+            vec![9, 7, 2, 5, 2],
+            vec![4, 4, 1, 2, 1],
+            DataType::U16,
+            Compression::Raw,
+        )
+        .unwrap();
+        let ds = c.create_dataset("raw", attrs.clone()).unwrap();
+        let mut m = Map::new();
+        m.insert("axes".into(), json!(["x", "y", "c", "z", "t"]));
+        c.set_attributes("raw", &m).unwrap();
+        if let Some(data) = data {
+            ds.write_region(&[0; 5], &attrs.dimensions, data).unwrap();
+        }
+    }
+
+    /// The whole dataset `p` of `c`.
+    fn whole(c: &Container, p: &str) -> Vec<u8> {
+        let ds = c.open_dataset(p).unwrap();
+        let a = ds.attributes();
+        let mut buf = vec![0u8; a.dimensions.iter().product::<u64>() as usize * 2];
+        ds.read_region(&vec![0; a.ndim()], &a.dimensions, &mut buf)
+            .unwrap();
+        buf
+    }
+
+    /// A pyramid whose `s0` the caller writes, from a source holding only
+    /// the metadata, box by box (one time point at a time), is the one
+    /// `build` makes from the source with the data: OME-NGFF 0.5 (`s0`
+    /// permuted) and BigDataViewer (stacks).
+    #[test]
+    fn a_written_s0_gives_the_built_pyramid() {
+        let n = 9 * 7 * 2 * 5 * 2;
+        let data: Vec<u8> = (0..n as u16)
+            .flat_map(|i| (i.wrapping_mul(37) % 1009 + 1).to_ne_bytes())
+            .collect();
+        let src = memory(Format::N5);
+        hyperstack(&src, Some(&data));
+        let described = memory(Format::N5);
+        hyperstack(&described, None);
+        for (format, out, group) in [
+            (Format::Zarr3, OutFormat::Zarr3, "pyr"),
+            (Format::N5, OutFormat::Bdv, ""),
+        ] {
+            let opts = PyramidOptions {
+                format: Some(out),
+                min_size: Some(MinSize::All(2)),
+                ..PyramidOptions::default()
+            };
+            let built = memory(format);
+            build(&src, "raw", &built, group, &opts, None).unwrap();
+            let written = memory(format);
+            let w = begin_written(&described, "raw", &written, group, &opts, None).unwrap();
+            let plane = (9 * 7 * 2 * 5 * 2) as usize;
+            for t in 0..2u64 {
+                let (offset, shape) = ([0, 0, 0, 0, t], [9, 7, 2, 5, 1]);
+                let at = t as usize * plane;
+                for p in s0_pieces(w.plan(), &offset, &shape, &data[at..at + plane], 2) {
+                    w.s0(p.stack)
+                        .unwrap()
+                        .write_region(&p.region.offset, &p.region.shape, &p.data)
+                        .unwrap();
+                }
+            }
+            let plan = w.plan().clone();
+            let outcome = w.finish().unwrap();
+            assert!(outcome.finalized);
+            assert!(plan.levels.len() >= 3, "{out:?}: {:?}", plan.levels);
+            for stack in stacks(&plan) {
+                for k in 0..plan.levels.len() {
+                    let p = level_path(&plan, group, stack, k);
+                    assert!(whole(&written, &p) == whole(&built, &p), "{out:?}: {p}");
+                    let document = |c: &Container| c.open_dataset(&p).unwrap().metadata().unwrap();
+                    assert_eq!(document(&written), document(&built), "{p}");
+                    assert_eq!(
+                        written.attributes(&p).unwrap(),
+                        built.attributes(&p).unwrap(),
+                        "{p}"
+                    );
+                }
+            }
+            assert_eq!(
+                written.attributes(group).unwrap(),
+                built.attributes(group).unwrap()
+            );
+            if out == OutFormat::Bdv {
+                assert_eq!(plan.stacks(), 4);
+                let xml = |c: &Container| c.store().get("dataset.xml").unwrap();
+                assert_eq!(xml(&written), xml(&built));
+            } else {
+                assert_eq!(
+                    written
+                        .open_dataset("pyr/s0")
+                        .unwrap()
+                        .attributes()
+                        .dimensions,
+                    vec![9, 7, 5, 2, 2]
+                );
+            }
+        }
+    }
 }

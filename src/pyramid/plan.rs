@@ -784,7 +784,9 @@ impl SourceInfo {
     /// `pixelResolution` (`{"unit", "dimensions"}` or a plain list), else
     /// `dimension_units` (`["4 nm", ...]`); units from `units`, else
     /// `pixelResolution.unit` (every axis), else `dimension_units`. A list
-    /// that is not one valid entry per axis is ignored, as are empty names.
+    /// that is not one valid entry per axis is ignored, as are empty names;
+    /// a `null` entry of `dimension_units` is an axis without a unit (size
+    /// 1 when other axes have sizes), as `n5 import` writes a channel axis.
     /// `name` is left empty for the engine to set.
     pub fn from_attributes(
         shape: &[u64],
@@ -812,24 +814,35 @@ impl SourceInfo {
             .filter(|u| !u.trim().is_empty())
             .map(|u| vec![Some(u.to_string()); rank]);
         // dimension_units: "4 nm", "4", "nm".
-        let dim_units: Option<Vec<(Option<f64>, Option<String>)>> =
-            json_strings(attrs.get("dimension_units"))
-                .filter(|v| v.len() == rank)
-                .map(|v| {
-                    v.iter()
-                        .map(|s| {
+        let dim_units: Option<Vec<(Option<f64>, Option<String>)>> = attrs
+            .get("dimension_units")
+            .and_then(Value::as_array)
+            .filter(|v| v.len() == rank)
+            .and_then(|v| {
+                v.iter()
+                    .map(|entry| match entry {
+                        Value::Null => Some((None, None)),
+                        Value::String(s) => {
                             let mut words = s.split_whitespace();
                             let first = words.next();
-                            match first.map(str::parse::<f64>) {
+                            Some(match first.map(str::parse::<f64>) {
                                 Some(Ok(x)) => (Some(x), words.next().map(str::to_string)),
                                 _ => (None, first.map(str::to_string)),
-                            }
-                        })
-                        .collect()
-                });
+                            })
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            });
+        // Sizes when some entry has one (1 for those without).
         let du_res = dim_units
             .as_ref()
-            .and_then(|d| d.iter().map(|(x, _)| *x).collect::<Option<Vec<f64>>>());
+            .filter(|d| d.iter().any(|(x, _)| x.is_some()))
+            .map(|d| {
+                d.iter()
+                    .map(|(x, _)| x.unwrap_or(1.0))
+                    .collect::<Vec<f64>>()
+            });
         let du_units = dim_units
             .as_ref()
             .map(|d| d.iter().map(|(_, u)| u.clone()).collect::<Vec<_>>())
@@ -1325,6 +1338,12 @@ impl Plan {
             .collect()
     }
 
+    /// Whether `s0`'s axes are the source's in another order (an OME-NGFF
+    /// output of a source not in `x, y, z, c, t` order).
+    pub fn permutes(&self) -> bool {
+        self.permutation.iter().enumerate().any(|(i, &p)| i != p)
+    }
+
     /// The output axis that is the channel axis, if any.
     pub fn channel_axis(&self) -> Option<usize> {
         self.axes.iter().position(|a| a.kind == AxisKind::Channel)
@@ -1351,6 +1370,12 @@ impl Plan {
             (OutFormat::Bdv, Some(t)) => self.shape[t],
             _ => 1,
         }
+    }
+
+    /// The number of `stack` among the plan's stacks: setups first, time
+    /// points within a setup (0 for the single stack of the other formats).
+    pub fn stack_number(&self, stack: Stack) -> u64 {
+        stack.setup * self.bdv_timepoints() + stack.timepoint
     }
 
     /// The number of stacks: setups × time points for bdv, else 1.
@@ -1435,8 +1460,7 @@ impl Plan {
         for (g, n) in column_pos.iter().zip(&grid).rev() {
             index = index * n + g;
         }
-        let stack_number = stack.setup * self.bdv_timepoints() + stack.timepoint;
-        stack_number * self.shard_count(column_level) + index
+        self.stack_number(stack) * self.shard_count(column_level) + index
     }
 
     /// The part (of `n_parts`) that writes the level-`level` shard at
@@ -2433,6 +2457,31 @@ mod tests {
             None,
         );
         assert_eq!((s.axes, s.resolution, s.units), (None, None, None));
+        // A channel axis without a size or unit (`null`, as `n5 import`
+        // writes it): size 1, no unit; the others keep theirs.
+        let s = SourceInfo::from_attributes(
+            &[10, 20, 2, 5, 3],
+            &attrs(
+                serde_json::json!({"dimension_units": ["250 nm", "500 nm", null, "2 um", "1.5 s"]}),
+            ),
+            None,
+        );
+        assert_eq!(s.resolution, Some(vec![250.0, 500.0, 1.0, 2.0, 1.5]));
+        let unit = |u: &str| Some(u.to_string());
+        assert_eq!(
+            s.units,
+            Some(vec![unit("nm"), unit("nm"), None, unit("um"), unit("s")])
+        );
+        // Units only: no sizes.
+        let s = SourceInfo::from_attributes(
+            &[10, 20],
+            &attrs(serde_json::json!({"dimension_units": ["nm", null]})),
+            None,
+        );
+        assert_eq!(
+            (s.resolution, s.units),
+            (None, Some(vec![unit("nm"), None]))
+        );
     }
 
     #[test]

@@ -12,20 +12,31 @@
 //! of the stream ([`stream_pieces`]): slabs of whole shards along the
 //! slowest dimension when they fit in 1 GiB, else of whole blocks, else
 //! planes, rows or parts of rows of at most 1 GiB (shards or blocks then
-//! merged from several).
+//! merged from several). With `--pyramid` the import is the pyramid's
+//! `s0`: the dataset itself when its layout is `s0`'s (the levels are then
+//! added beside it), else (OME-NGFF's axis order, Zarr v2's `/` chunk
+//! keys, BigDataViewer's stacks) each box read is written straight into
+//! `s0`'s layout ([`import_written_pyramid`]); either way, in parts, only
+//! the shards of the part's pyramid columns.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 use clap::Args;
 use n5::format::Format;
-use n5::{DataType, Dataset, DatasetAttributes, Mode};
+use n5::pyramid::build::{begin_written, WrittenBuild};
+use n5::pyramid::grid::{s0_pieces, sub_box};
+use n5::pyramid::plan::{OutFormat, Plan};
+use n5::storage::MemoryStore;
+use n5::{Container, DataType, Dataset, DatasetAttributes, Mode, Options};
 use serde_json::{json, Map, Value};
 
 use crate::cmd::common::distinct;
-use crate::cmd::pyramid::{parse_part, pyramid_format, run_build, PyramidArgs};
+use crate::cmd::pyramid::{
+    check_bdv_root, parse_part, pyramid_format, report, reported, run_build, LevelBars, PyramidArgs,
+};
 use crate::cmd::target::{
     check_document, check_hdf5_shards, check_shard_format, checked_shard, create_dataset,
     destination_format, MadeArgs,
@@ -72,8 +83,10 @@ pub struct ImportArgs {
     /// --format and --shard.
     #[command(flatten)]
     pub made: MadeArgs,
-    /// Import into DEST/s0 and build a multiscale pyramid there (as `n5
-    /// pyramid DEST/s0 DEST`, with these options).
+    /// Import into DEST/s0 and build a multiscale pyramid there: what `n5
+    /// import` into a dataset and `n5 pyramid` from it into DEST give,
+    /// with these options, s0 written once in its layout (--format may
+    /// also be bdv, DEST then the container root).
     #[arg(long)]
     pub pyramid: bool,
     /// The pyramid's options (with --pyramid), and --part.
@@ -208,12 +221,24 @@ fn read_box(
 }
 
 /// Whether a part of an import in parts writes the unit at a grid position.
-type Owns = dyn Fn(&[u64]) -> bool;
+type Owns<'a> = dyn Fn(&[u64]) -> bool + 'a;
+
+/// A pyramid's `s0` that an import writes in the pyramid's own layout.
+#[derive(Clone, Copy)]
+struct PyramidS0<'a> {
+    /// The build under way, which made `s0`'s arrays.
+    build: &'a WrittenBuild<'a>,
+    /// The pyramid's group (the container root for bdv), as messages name
+    /// it.
+    group: &'a Location,
+}
 
 /// Where an import writes: the dataset, as messages name it, with or
 /// without a progress bar.
 struct Target<'a> {
-    /// The new dataset.
+    /// The new dataset; with [`s0`](Self::s0), the dataset `n5 import`
+    /// alone would make (its metadata only): the shape and units boxes are
+    /// read in.
     ds: &'a Dataset,
     /// The dataset as messages name it.
     arg: &'a str,
@@ -221,81 +246,92 @@ struct Target<'a> {
     quiet: bool,
     /// In an import in parts, whether this part writes the unit (shard,
     /// else block) at a grid position.
-    owns: Option<&'a Owns>,
+    owns: Option<&'a Owns<'a>>,
+    /// A pyramid's `s0` in its own layout, where boxes go instead of
+    /// [`ds`](Self::ds).
+    s0: Option<PyramidS0<'a>>,
 }
 
 impl Target<'_> {
     /// Write the box `b` of the dataset (in an import in parts, only the
-    /// parts of it in the units this part writes).
+    /// parts of it in the units this part writes); with a pyramid's `s0`,
+    /// where the box lands in `s0` (in parts, the units of the part's
+    /// columns).
     fn write(&self, b: &Piece, data: &[u8]) -> CliResult<()> {
-        let Some(owns) = self.owns else {
-            return self.ds.write_region(&b.offset, &b.shape, data).at(self.arg);
+        let Some(s0) = self.s0 else {
+            return write_units(self.ds, self.arg, &b.offset, &b.shape, data, self.owns);
         };
-        let unit = self.ds.shard_shape();
-        let dims = self.ds.attributes().dimensions.clone();
         let elem = self.ds.data_type().size();
-        let lo: Vec<u64> = b.offset.iter().zip(&unit).map(|(&o, &u)| o / u).collect();
-        let hi: Vec<u64> = (0..b.offset.len())
-            .map(|d| (b.offset[d] + b.shape[d] - 1) / unit[d])
-            .collect();
-        let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
-        for k in crate::cmd::common::grid_iter(&extent) {
-            let pos: Vec<u64> = k.iter().zip(&lo).map(|(&k, &l)| k + l).collect();
-            if !owns(&pos) {
-                continue;
-            }
-            // The unit's part of the box.
-            let offset: Vec<u64> = (0..pos.len())
-                .map(|d| (pos[d] * unit[d]).max(b.offset[d]))
-                .collect();
-            let shape: Vec<u64> = (0..pos.len())
-                .map(|d| {
-                    ((pos[d] + 1) * unit[d])
-                        .min(dims[d])
-                        .min(b.offset[d] + b.shape[d])
-                        - offset[d]
-                })
-                .collect();
-            let part = sub_box(data, &b.shape, &b.offset, &offset, &shape, elem);
-            self.ds.write_region(&offset, &shape, &part).at(self.arg)?;
+        for p in s0_pieces(s0.build.plan(), &b.offset, &b.shape, data, elem) {
+            let ds = s0.build.s0(p.stack).ok_or_else(|| {
+                CliError::new(
+                    &s0.group.arg,
+                    format!("the pyramid has no stack {:?}", p.stack),
+                )
+            })?;
+            let arg = dataset_arg(s0.group, ds);
+            let owns = |pos: &[u64]| s0.build.writes(p.stack, pos);
+            let owns: Option<&Owns> = s0.build.in_parts().then_some(&owns);
+            write_units(ds, &arg, &p.region.offset, &p.region.shape, &p.data, owns)?;
         }
         Ok(())
     }
 }
 
-/// The box at `offset` of `shape` out of `data`, the box at `at` of
-/// `whole` (elements of `elem` bytes, dimension 0 fastest).
-fn sub_box(
-    data: &[u8],
-    whole: &[u64],
-    at: &[u64],
+/// A dataset of the group `group` as messages name it.
+fn dataset_arg(group: &Location, ds: &Dataset) -> String {
+    let inside = ds
+        .path()
+        .strip_prefix(group.inner.as_str())
+        .unwrap_or(ds.path())
+        .trim_start_matches('/');
+    group.child(inside).arg
+}
+
+/// Write the box at `offset` of `shape` of `ds` (named `arg` in messages),
+/// or with `owns` only the parts of it in the units (shards, else blocks)
+/// it owns.
+fn write_units(
+    ds: &Dataset,
+    arg: &str,
     offset: &[u64],
     shape: &[u64],
-    elem: usize,
-) -> Vec<u8> {
-    let n = whole.len();
-    let run = shape[0] as usize * elem;
-    let mut out = Vec::with_capacity(shape.iter().product::<u64>() as usize * elem);
-    let rows: u64 = shape[1..].iter().product();
-    let mut idx = vec![0u64; n];
-    for _ in 0..rows {
-        let mut start = 0u64;
-        let mut stride = 1u64;
-        for d in 0..n {
-            start += (offset[d] - at[d] + idx[d]) * stride;
-            stride *= whole[d];
+    data: &[u8],
+    owns: Option<&Owns>,
+) -> CliResult<()> {
+    let Some(owns) = owns else {
+        return ds.write_region(offset, shape, data).at(arg);
+    };
+    let unit = ds.shard_shape();
+    let dims = ds.attributes().dimensions.clone();
+    let elem = ds.data_type().size();
+    let lo: Vec<u64> = offset.iter().zip(&unit).map(|(&o, &u)| o / u).collect();
+    let hi: Vec<u64> = (0..offset.len())
+        .map(|d| (offset[d] + shape[d] - 1) / unit[d])
+        .collect();
+    let extent: Vec<u64> = lo.iter().zip(&hi).map(|(&l, &h)| h - l + 1).collect();
+    for k in crate::cmd::common::grid_iter(&extent) {
+        let pos: Vec<u64> = k.iter().zip(&lo).map(|(&k, &l)| k + l).collect();
+        if !owns(&pos) {
+            continue;
         }
-        let s = start as usize * elem;
-        out.extend_from_slice(&data[s..s + run]);
-        for d in 1..n {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+        // The unit's part of the box.
+        let at: Vec<u64> = (0..pos.len())
+            .map(|d| (pos[d] * unit[d]).max(offset[d]))
+            .collect();
+        let size: Vec<u64> = (0..pos.len())
+            .map(|d| {
+                ((pos[d] + 1) * unit[d])
+                    .min(dims[d])
+                    .min(offset[d] + shape[d])
+                    - at[d]
+            })
+            .collect();
+        let inside: Vec<u64> = at.iter().zip(offset).map(|(&a, &o)| a - o).collect();
+        let part = sub_box(data, shape, &inside, &size, elem);
+        ds.write_region(&at, &size, &part).at(arg)?;
     }
-    out
+    Ok(())
 }
 
 /// The message for a failed read of the input.
@@ -562,17 +598,10 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     }
     let (format, pyramid_options) = if a.pyramid {
         let (format, out) = pyramid_format(a.made.format.as_deref(), &group)?;
-        if out == Some(n5::pyramid::plan::OutFormat::Bdv) {
-            return Err(CliError::usage(
-                "--format",
-                "bdv: import the volume, then build with n5 pyramid SRC ROOT --format bdv",
-            ));
-        }
         // The levels take s0's block, shard and compression.
-        (
-            format,
-            Some(a.pyr.options(out, None, None, None, false, g.threads)?),
-        )
+        let options = a.pyr.options(out, None, None, None, false, g.threads)?;
+        check_bdv_root(&options, &group)?;
+        (format, Some(options))
     } else {
         (
             destination_format(a.made.format.as_deref(), &loc, Format::N5)?,
@@ -612,6 +641,27 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     if format != Format::N5 {
         check_document(format, &loc.inner, &document, &loc.arg)?;
     }
+    let axes = described
+        .as_ref()
+        .map(|d| axis_attributes(d, format))
+        .filter(|m| !m.is_empty());
+    let input = Input {
+        reader: input,
+        len: input_len,
+        data_offset,
+        big_endian,
+        is_npy,
+    };
+    if let Some(options) = &pyramid_options {
+        // The plan is the one `n5 pyramid` makes of the dataset `n5
+        // import` alone would write; refused before anything is written.
+        let src = as_imported(format, &loc, &attrs, &document, axes.as_ref())?;
+        let plan = n5::pyramid::build::plan(src.container(), src.path(), options, format)
+            .map_err(reported)?;
+        if !s0_as_imported(&plan) {
+            return import_written_pyramid(a, g, input, &src, &group, format, options);
+        }
+    }
     // N5 datasets get every block, as N5 readers expect of an import;
     // Zarr arrays leave out chunks equal to the fill value, as Zarr
     // writers do.
@@ -631,10 +681,9 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         c.create_dataset_json(&loc.inner, &document)
     }
     .at(&loc.arg)?;
-    let axes = described.as_ref().map(|d| axis_attributes(d, format));
-    if let Some(m) = axes.filter(|m| !m.is_empty()) {
+    if let Some(m) = &axes {
         if part.is_none_or(|(i, _)| i == 0) {
-            c.set_attributes(&loc.inner, &m).at(&loc.arg)?;
+            c.set_attributes(&loc.inner, m).at(&loc.arg)?;
         }
     }
     if shape.contains(&0) {
@@ -642,7 +691,7 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
     }
     // Which units this part writes: in a pyramid build, those of its
     // columns (so that its levels find them); else every N-th.
-    let owner: Option<Box<Owns>> = match (part, &pyramid_options) {
+    let owner: Option<Box<Owns<'static>>> = match (part, &pyramid_options) {
         (None, _) => None,
         (Some((i, n)), Some(options)) => {
             let plan = n5::pyramid::build::plan(&c, &loc.inner, options, format)
@@ -664,26 +713,147 @@ pub fn import(a: &ImportArgs, g: &Global) -> CliResult<u8> {
         arg: &loc.arg,
         quiet: g.quiet,
         owns: owner.as_deref(),
+        s0: None,
     };
-    let imported = match input_len {
-        Some(_) => {
-            drop(input);
-            let file = File::open(&a.input).at(&a.input)?;
-            import_file(&a.input, file, data_offset, big_endian, &target, LIMITS)
-        }
-        None => {
-            let s = Stream {
-                input,
-                big_endian,
-                is_npy,
-            };
-            import_stream(&a.input, s, &target, LIMITS)
-        }
-    }?;
+    let imported = input.import_into(&a.input, &target)?;
     match &pyramid_options {
         Some(options) => run_build(&loc, &group, format, options, false, g),
         None => Ok(imported),
     }
+}
+
+/// The input of an import, past its header.
+struct Input {
+    /// The input as a stream (standard input, a TIFF stack, a file).
+    reader: Box<dyn Read + Send>,
+    /// The length of a file (read in boxes, opened again); `None`: read
+    /// as a stream.
+    len: Option<u64>,
+    /// Where the elements start in a file.
+    data_offset: u64,
+    /// Whether the elements are big-endian.
+    big_endian: bool,
+    /// Whether it is a .npy file (which must end with the data).
+    is_npy: bool,
+}
+
+impl Input {
+    /// Import the input `name` into `target`: a file in boxes, else a
+    /// stream in slabs.
+    fn import_into(self, name: &str, target: &Target) -> CliResult<u8> {
+        match self.len {
+            Some(_) => {
+                drop(self.reader);
+                let file = File::open(name).at(name)?;
+                import_file(
+                    name,
+                    file,
+                    self.data_offset,
+                    self.big_endian,
+                    target,
+                    LIMITS,
+                )
+            }
+            None => {
+                let s = Stream {
+                    input: self.reader,
+                    big_endian: self.big_endian,
+                    is_npy: self.is_npy,
+                };
+                import_stream(name, s, target, LIMITS)
+            }
+        }
+    }
+}
+
+/// The dataset `n5 import` alone makes at `loc` (the array `document` of
+/// the container format `format`, shape and type `attrs`, the axis
+/// attributes `axes`), without data, in memory: a pyramid's plan reads
+/// the source's metadata only.
+fn as_imported(
+    format: Format,
+    loc: &Location,
+    attrs: &DatasetAttributes,
+    document: &Value,
+    axes: Option<&Map<String, Value>>,
+) -> CliResult<Dataset> {
+    let options = Options {
+        format: Some(format),
+        threads: 1,
+        ..Options::default()
+    };
+    let c = Container::open_store(
+        Arc::new(MemoryStore::new()),
+        loc.arg.clone(),
+        Mode::Create,
+        options,
+    )
+    .at(&loc.arg)?;
+    let ds = if format == Format::N5 {
+        c.create_dataset(&loc.inner, attrs.clone())
+    } else {
+        c.create_dataset_json(&loc.inner, document)
+    }
+    .at(&loc.arg)?;
+    if let Some(m) = axes {
+        c.set_attributes(&loc.inner, m).at(&loc.arg)?;
+    }
+    Ok(ds)
+}
+
+/// Whether the pyramid's `s0` is the dataset as `n5 import` writes it, so
+/// that the levels are built beside it in place: not when OME-NGFF
+/// permutes the axes into `x, y, z, c, t`, when OME-NGFF 0.4 needs the
+/// `/` chunk key separator (an import's Zarr v2 array has `.`), nor when
+/// BigDataViewer splits `s0` into stacks.
+fn s0_as_imported(plan: &Plan) -> bool {
+    !plan.permutes() && !matches!(plan.format, OutFormat::Zarr2 | OutFormat::Bdv)
+}
+
+/// `n5 import --pyramid` whose `s0` is laid out otherwise than the
+/// imported dataset (see [`s0_as_imported`]): the build creates the
+/// pyramid's group and arrays, each box read from the input is written
+/// straight into `s0` (in parts, the shards of the part's columns), and
+/// the build then makes the levels from it. `src` is the dataset `n5
+/// import` alone would make, without data: the pyramid is the one `n5
+/// import` and then `n5 pyramid` with these options make, written once.
+fn import_written_pyramid(
+    a: &ImportArgs,
+    g: &Global,
+    input: Input,
+    src: &Dataset,
+    group: &Location,
+    format: Format,
+    options: &n5::pyramid::plan::PyramidOptions,
+) -> CliResult<u8> {
+    let dst = group.open_for_copy(Mode::Create, work::threads(g.threads), format, false)?;
+    let bars = LevelBars::new(g.quiet);
+    let on_progress = |level: usize, done: u64, total: u64| bars.update(level, done, total);
+    let build = begin_written(
+        src.container(),
+        src.path(),
+        &dst,
+        &group.inner,
+        options,
+        Some(&on_progress),
+    )
+    .map_err(reported)?;
+    if !src.attributes().dimensions.contains(&0) {
+        let target = Target {
+            ds: src,
+            arg: &group.arg,
+            quiet: g.quiet,
+            owns: None,
+            s0: Some(PyramidS0 {
+                build: &build,
+                group,
+            }),
+        };
+        input.import_into(&a.input, &target)?;
+    }
+    let outcome = build.finish().map_err(reported)?;
+    drop(bars);
+    report(&a.input, &group.arg, &outcome, false, g)
 }
 
 /// Write the `count` pieces of `pieces` with the bytes `read` gives for
@@ -1032,6 +1202,7 @@ mod tests {
             let ds = c.create_dataset_json(&path, &document).unwrap();
             let target = Target {
                 owns: None,
+                s0: None,
                 ds: &ds,
                 arg: &path,
                 quiet: true,
@@ -1073,6 +1244,7 @@ mod tests {
         let ds = c.create_dataset_json("short", &document).unwrap();
         let target = Target {
             owns: None,
+            s0: None,
             ds: &ds,
             arg: "short",
             quiet: true,
@@ -1172,6 +1344,7 @@ mod tests {
         std::thread::spawn(move || {
             let target = Target {
                 owns: None,
+                s0: None,
                 ds: &ds,
                 arg: "a",
                 quiet: true,

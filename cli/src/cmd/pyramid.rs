@@ -112,7 +112,7 @@ fn names(text: &str) -> Vec<String> {
 /// A library error as the tool reports it: options that do not fit are
 /// exit 2, an early `--finalize` exit 4, the rest exit 1. The library's
 /// message names the option or path first.
-fn reported(e: n5::Error) -> CliError {
+pub fn reported(e: n5::Error) -> CliError {
     let code = match e.kind() {
         ErrorKind::InvalidArgument | ErrorKind::Json => EXIT_USAGE,
         ErrorKind::Incomplete => EXIT_INCOMPLETE,
@@ -260,6 +260,66 @@ pub fn pyramid_format(
     }
 }
 
+/// Refuses `--format bdv` into a group: BigDataViewer keeps its setups at
+/// the container's root.
+pub fn check_bdv_root(options: &PyramidOptions, dloc: &Location) -> CliResult<()> {
+    if options.format == Some(OutFormat::Bdv) && !dloc.inner.is_empty() {
+        return Err(CliError::usage(
+            &dloc.arg,
+            "--format bdv builds into a container's root, not into a group",
+        ));
+    }
+    Ok(())
+}
+
+/// Progress bars per level on stderr (none with `-q`), fed by a build's
+/// progress callback.
+pub struct LevelBars {
+    bars: std::sync::Mutex<Vec<indicatif::ProgressBar>>,
+    quiet: bool,
+}
+
+impl LevelBars {
+    /// No bars yet; `quiet`: none at all.
+    pub fn new(quiet: bool) -> LevelBars {
+        LevelBars {
+            bars: std::sync::Mutex::new(Vec::new()),
+            quiet,
+        }
+    }
+
+    /// Level `level` has `done` of its `total` shards.
+    pub fn update(&self, level: usize, done: u64, total: u64) {
+        let mut b = self.bars.lock().unwrap_or_else(|p| p.into_inner());
+        while b.len() <= level {
+            let l = b.len();
+            b.push(progress(total, &format!("s{l}"), self.quiet));
+        }
+        b[level].set_length(total);
+        b[level].set_position(done);
+        if done == total {
+            b[level].finish();
+        }
+    }
+}
+
+/// Prints a build's warnings (unless `-q`) and its result: the line
+/// `SRC -> DST: ...`, or the JSON document with `json`.
+pub fn report(src: &str, dst: &str, outcome: &Outcome, json: bool, g: &Global) -> CliResult<u8> {
+    if !g.quiet {
+        for w in &outcome.warnings {
+            eprintln!("n5: warning: {w}");
+        }
+    }
+    let mut out = Out::new();
+    if json {
+        out.json(&outcome.to_json())?;
+    } else {
+        out.line(&summary(src, dst, outcome))?;
+    }
+    Ok(EXIT_OK)
+}
+
 /// Runs a pyramid build from the dataset at `sloc` into `dloc` and prints
 /// its result (shared by `n5 pyramid`, `n5 cp --pyramid` and `n5 import
 /// --pyramid`).
@@ -273,12 +333,7 @@ pub fn run_build(
 ) -> CliResult<u8> {
     let threads = work::threads(g.threads);
     let same = sloc.root == dloc.root;
-    if options.format == Some(OutFormat::Bdv) && !dloc.inner.is_empty() {
-        return Err(CliError::usage(
-            &dloc.arg,
-            "--format bdv builds into a container's root, not into a group",
-        ));
-    }
+    check_bdv_root(options, dloc)?;
     // Everything that does not depend on the destination is refused before
     // a container is created there.
     if !same {
@@ -311,20 +366,8 @@ pub fn run_build(
     if !src.exists(&sloc.inner).at(&sloc.arg)? {
         return Err(CliError::new(&sloc.arg, "no such dataset"));
     }
-    let bars: Vec<indicatif::ProgressBar> = Vec::new();
-    let bars = std::sync::Mutex::new(bars);
-    let on_progress = |level: usize, done: u64, total: u64| {
-        let mut b = bars.lock().unwrap_or_else(|p| p.into_inner());
-        while b.len() <= level {
-            let l = b.len();
-            b.push(progress(total, &format!("s{l}"), g.quiet));
-        }
-        b[level].set_length(total);
-        b[level].set_position(done);
-        if done == total {
-            b[level].finish();
-        }
-    };
+    let bars = LevelBars::new(g.quiet);
+    let on_progress = |level: usize, done: u64, total: u64| bars.update(level, done, total);
     let outcome = build(
         &src,
         &sloc.inner,
@@ -335,18 +378,7 @@ pub fn run_build(
     )
     .map_err(reported)?;
     drop(bars);
-    if !g.quiet {
-        for w in &outcome.warnings {
-            eprintln!("n5: warning: {w}");
-        }
-    }
-    let mut out = Out::new();
-    if json {
-        out.json(&outcome.to_json())?;
-    } else {
-        out.line(&summary(&sloc.arg, &dloc.arg, &outcome))?;
-    }
-    Ok(EXIT_OK)
+    report(&sloc.arg, &dloc.arg, &outcome, json, g)
 }
 
 /// The result line: `SRC -> DST: 5 levels (s0..s4), 312 shards written,

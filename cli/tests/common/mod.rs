@@ -222,3 +222,33 @@ pub fn python_with(var: &str, venv: &str, modules: &str, what: &str) -> Option<P
     );
     None
 }
+
+/// Writes an ImageJ hyperstack with tifffile (`python` imports tifffile
+/// and numpy): `hs.tif` in `dir`, uint16 `[x, y, c, z, t]` = `[45, 37, 2,
+/// 5, 3]` in N5 order (numpy `TZCYX`), pixels 0.25 × 0.5 µm, slices 2 µm
+/// apart, frames 1.5 s apart, no element 0; beside it `hs-ngff.raw`, its
+/// elements in OME-NGFF's order (numpy `TCZYX`, C order, little-endian),
+/// and `hs.raw`, in the file's own (`TZCYX`). Returns the TIFF's path.
+pub fn hyperstack_tiff(python: &Path, dir: &TempDir) -> String {
+    const MAKE: &str = r#"
+import os, sys
+import numpy as np
+import tifffile
+d = sys.argv[1]
+v = np.random.default_rng(23).integers(1, 60000, size=(3, 5, 2, 37, 45), dtype=np.uint16)
+tifffile.imwrite(os.path.join(d, "hs.tif"), v, imagej=True, resolution=(1 / 0.25, 1 / 0.5),
+    metadata={"axes": "TZCYX", "spacing": 2.0, "unit": "micron", "finterval": 1.5})
+v.astype("<u2").tofile(os.path.join(d, "hs.raw"))
+np.ascontiguousarray(v.transpose(0, 2, 1, 3, 4)).astype("<u2").tofile(os.path.join(d, "hs-ngff.raw"))
+"#;
+    let out = Command::new(python)
+        .args(["-c", MAKE, &dir.path("")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tifffile: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.path("hs.tif")
+}
