@@ -985,13 +985,18 @@ impl Build<'_> {
         Ok(empty_doc && self.dst.list(p).map(|l| l.is_empty()).unwrap_or(true))
     }
 
-    /// Waits (at most 10 s) for the array another part is creating at `p`.
+    /// Waits (at most 10 s) for the array another part is creating at `p`,
+    /// looking again after 1 ms, then twice as long each time up to 50 ms
+    /// (another part writes an array's document within milliseconds).
     fn wait_for_dataset(&self, p: &str) -> Result<()> {
-        for _ in 0..200 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut pause = std::time::Duration::from_millis(1);
+        while std::time::Instant::now() < deadline {
             if self.dst.dataset_exists(p)? || !self.being_created(p)? {
                 return Ok(());
             }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
         }
         Ok(())
     }
