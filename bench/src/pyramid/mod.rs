@@ -894,7 +894,13 @@ pub fn run_in(
                             config.repeats,
                             sys::load_average()
                         );
-                        for j in &jobs {
+                        // Each round starts with the next builder, so that
+                        // none always follows the same one (a build right
+                        // after another's deleted tree can run slower);
+                        // round 0 starts with libn5, whose pyramid is the
+                        // reference.
+                        let start = round % jobs.len().max(1);
+                        for j in jobs[start..].iter().chain(&jobs[..start]) {
                             let key = j.key();
                             let previous = results.remove(&key);
                             if let Some(done @ (Outcome::Failed(_) | Outcome::NotApplicable(_))) =

@@ -337,7 +337,7 @@ impl PyrRun {
         );
         let _ = writeln!(
             s,
-            "* each build in a fresh process (a small wrapper starts it and reads its rusage); the source is warm in the page cache, the destination removed and `sync` called before each build; {} interleaved rounds, each running every builder and thread count of a size, layout, codec and method once; cells: median (fastest–slowest) wall time in ms; CPU: median user + system CPU time (ms, all threads, both processes for the parts); peak RSS: the largest of the rounds (ru_maxrss of the build's process; the larger part's for the parts)\n",
+            "* each build in a fresh process (a small wrapper starts it and reads its rusage); the source is warm in the page cache, the destination removed and `sync` called before each build; {} interleaved rounds, each running every builder and thread count of a size, layout, codec and method once, each round starting with the next builder (the first with libn5); cells: median (fastest–slowest) wall time in ms; CPU: median user + system CPU time (ms, all threads, both processes for the parts); peak RSS: the largest of the rounds (ru_maxrss of the build's process; the larger part's for the parts)\n",
             self.repeats
         );
 
