@@ -721,7 +721,12 @@ fn run_job(config: &Config, j: &PyrJob) -> Outcome {
     let busy = config
         .quiet
         .map(|max| sys::wait_quiet(max, crate::QUIET_PATIENCE).0);
-    sys::prime_memory(512 << 20);
+    // Every builder writes the whole pyramid (the volume and a seventh
+    // more) into fresh page-cache pages: prime that much (see
+    // sys::prime_memory), so that none pays for the host's backing of
+    // memory another build freed.
+    let volume = j.size.pow(3) * 2;
+    sys::prime_memory((volume + volume / 7).max(512 << 20) as usize);
     let load = sys::load1();
     let mut outcome = Outcome::of_child("--one-pyramid", &j.to_json());
     if let Outcome::Ok(r) = &mut outcome {
