@@ -1116,7 +1116,7 @@ impl Build<'_> {
 
     /// Whether every `s0` is the source itself in the same encoding: the
     /// source's axes unpermuted, one stack (not split into BigDataViewer
-    /// stacks) and [`Dataset::same_encoding`].
+    /// stacks) and [`Dataset::same_encoding`] (which includes the shape).
     fn stores_source_units(&self, arrays: &[Vec<LevelArray>]) -> bool {
         let plan = &self.plan;
         let unpermuted = plan.permutation.iter().enumerate().all(|(i, &p)| i == p);
@@ -1124,7 +1124,6 @@ impl Build<'_> {
         unpermuted
             && whole
             && arrays.len() == 1
-            && self.source.dataset.attributes().dimensions == plan.levels[0].shape
             && arrays[0][0].dataset.same_encoding(&self.source.dataset)
     }
 

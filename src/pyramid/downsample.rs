@@ -82,19 +82,7 @@ impl Method {
 /// Whether the kernels reduce elements of `dtype`: the ten integer and
 /// float types.
 pub fn reduces(dtype: &DataType) -> bool {
-    matches!(
-        dtype,
-        DataType::U8
-            | DataType::U16
-            | DataType::U32
-            | DataType::U64
-            | DataType::I8
-            | DataType::I16
-            | DataType::I32
-            | DataType::I64
-            | DataType::F32
-            | DataType::F64
-    )
+    dtype.is_numeric()
 }
 
 /// The shape of the box that [`downsample`] makes from a box of shape
