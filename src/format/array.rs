@@ -409,6 +409,16 @@ pub(crate) trait ShardedBlocks: Sync {
     /// Decode an inner chunk's bytes into `out` ([`ShardedBlocks::chunk_bytes`], native).
     fn decode_chunk(&self, encoded: &[u8], out: &mut [u8]) -> Result<()>;
 
+    /// The decoded bytes of an inner chunk stored as `encoded`: `encoded`
+    /// itself where inner chunks are stored as they are (no codec changes
+    /// a byte) and it has the chunk's size, else decoded into `buf`
+    /// ([`ShardedBlocks::decode_chunk`]). Saves a copy of every chunk of
+    /// uncompressed shards.
+    fn chunk_view<'b>(&self, encoded: &'b [u8], buf: &'b mut [u8]) -> Result<&'b [u8]> {
+        self.decode_chunk(encoded, buf)?;
+        Ok(buf)
+    }
+
     /// The shard indexes this array keeps from reads over a network.
     fn indexes(&self) -> &IndexCache;
 

@@ -1275,6 +1275,15 @@ impl ShardedBlocks for ZarrArray {
         self.layout().inner.decode(encoded, out)
     }
 
+    fn chunk_view<'b>(&self, encoded: &'b [u8], buf: &'b mut [u8]) -> Result<&'b [u8]> {
+        let inner = &self.layout().inner;
+        if encoded.len() == buf.len() && inner.stores_as_is() {
+            return Ok(encoded);
+        }
+        inner.decode(encoded, buf)?;
+        Ok(buf)
+    }
+
     fn indexes(&self) -> &IndexCache {
         &self.indexes
     }

@@ -285,10 +285,10 @@ impl Dataset {
                                 run.offset + bytes.len() as u64
                             )));
                         };
-                        sharded
-                            .decode_chunk(encoded, buf)
+                        let chunk = sharded
+                            .chunk_view(encoded, buf)
                             .map_err(|e| e.context(format!("{}: inner chunk {at:?}", what(*s))))?;
-                        out.copy_in(buf, &o, elem, false, c);
+                        out.copy_in(chunk, &o, elem, false, c);
                     }
                     Ok(())
                 }
@@ -592,17 +592,20 @@ impl ShardParts<'_> {
             };
             let mut o = chunks.overlap(c)?;
             o.block_shape = self.chunk_shape.to_vec();
-            match (entry, shard) {
+            let chunk = match (entry, shard) {
                 (Some(e), Some(bytes)) => {
                     // whole_index checked the entry against the shard.
                     let encoded = &bytes[e.offset as usize..(e.offset + e.nbytes) as usize];
-                    sharded.decode_chunk(encoded, buf).map_err(|err| {
+                    sharded.chunk_view(encoded, buf).map_err(|err| {
                         err.context(format!("{what}: inner chunk {:?}", c_order(&at)))
-                    })?;
+                    })?
                 }
-                _ => fill_with(buf, self.fill),
-            }
-            out.copy_in(buf, &o, self.elem, false, c);
+                _ => {
+                    fill_with(buf, self.fill);
+                    &buf[..]
+                }
+            };
+            out.copy_in(chunk, &o, self.elem, false, c);
         }
         Ok(())
     }

@@ -82,6 +82,17 @@ impl Chain {
         }
     }
 
+    /// Whether a stored chunk is its decoded bytes as they are: the chain
+    /// is `bytes` alone, in this machine's byte order (or for one-byte
+    /// elements), so a reader may copy straight from the stored bytes.
+    pub(crate) fn stores_as_is(&self) -> bool {
+        self.dtype.has_layout()
+            && matches!(
+                self.specs.as_slice(),
+                [CodecSpec::Bytes { endian }] if endian.is_none_or(|e| e == native())
+            )
+    }
+
     /// The sharding codec when this chain is a plain `sharding_indexed` one
     /// (nothing before it or after it), which allows partial reads.
     pub(crate) fn sharding(&self) -> Option<&CodecSpec> {
