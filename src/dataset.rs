@@ -449,6 +449,36 @@ impl Dataset {
         }
     }
 
+    /// Copies the unit at `unit_pos` of `from`, a dataset of the
+    /// [`Dataset::same_encoding`], to the unit at `unit_pos` here, as it is
+    /// stored, replacing it atomically (deleting it when `from` does not
+    /// store the unit); whether `from` stores it. Between datasets on the
+    /// local file system the kernel copies the file; otherwise the bytes
+    /// pass through `buf`. Encodings that differ are
+    /// [`ErrorKind::InvalidArgument`]; HDF5 datasets are
+    /// [`ErrorKind::Unsupported`].
+    pub fn copy_stored_unit(
+        &self,
+        unit_pos: &[u64],
+        from: &Dataset,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool> {
+        self.container.check_writable()?;
+        let array = self.array();
+        array.check_write()?;
+        let (store, key) = self.unit_object(&*array, unit_pos)?;
+        let from_array = from.array();
+        let (from_store, from_key) = from.unit_object(&*from_array, unit_pos)?;
+        if !self.same_encoding(from) {
+            return Err(Error::invalid_argument(format!(
+                "dataset '{}' and dataset '{}' do not store their units alike: their stored units cannot be copied",
+                display(&from.path),
+                display(&self.path)
+            )));
+        }
+        store.put_copy(&key, from_store, &from_key, buf)
+    }
+
     /// The store and key of the unit at `unit_pos`, checked against the
     /// shard grid.
     fn unit_object<'a>(

@@ -527,3 +527,128 @@ fn stored_units_copy_between_datasets_of_one_encoding() {
         assert_eq!(e.kind(), n5::ErrorKind::ReadOnly, "{format}: {e}");
     }
 }
+
+/// `Dataset::copy_stored_unit`: file to file between local containers (the
+/// kernel copies: the caller's buffer is never used), through the buffer
+/// from and into a memory store, missing units deleted, and the errors.
+#[test]
+fn stored_units_copy_file_to_file_and_through_memory() {
+    let dir = common::Scratch::new("stored_unit_copy");
+    for format in ["n5", "zarr3"] {
+        let open = |name: &str| {
+            let root = dir.join(&format!("{name}.{format}"));
+            let options = Options::from_json(&format!(r#"{{"format": "{format}"}}"#)).unwrap();
+            Container::open_with(root.to_str().unwrap(), Mode::Create, options).unwrap()
+        };
+        let options = Options::from_json(&format!(r#"{{"format": "{format}"}}"#)).unwrap();
+        let mem = Container::open_store(
+            std::sync::Arc::new(n5::storage::MemoryStore::new()),
+            "mem",
+            Mode::Create,
+            options,
+        )
+        .unwrap();
+        let (a, b) = (open("a"), open("b"));
+        let dims = vec![19u64, 12, 7];
+        let attrs = DatasetAttributes::new(
+            dims.clone(),
+            vec![4, 5, 3],
+            DataType::U16,
+            n5::Compression::from_json(&json!({"type": "zstd", "level": 3})).unwrap(),
+        )
+        .unwrap();
+        let raw = DatasetAttributes::new(
+            dims.clone(),
+            vec![4, 5, 3],
+            DataType::U16,
+            n5::Compression::Raw,
+        )
+        .unwrap();
+        let shard: Option<&[u64]> = (format == "zarr3").then_some(&[8, 10, 6]);
+        let src = made(&a, "src", &attrs, shard, json!({}));
+        let on_disk = made(&b, "dst", &attrs, shard, json!({}));
+        let in_memory = made(&mem, "dst", &attrs, shard, json!({}));
+        let from_memory = made(&b, "from_memory", &attrs, shard, json!({}));
+        let other = made(&b, "raw", &raw, shard, json!({}));
+        let n: u64 = dims.iter().product();
+        let data: Vec<u8> = (0..n)
+            .flat_map(|i| ((i * 13 % 700) as u16 + 2).to_le_bytes())
+            .collect();
+        src.write_region(&[0, 0, 0], &dims, &data).unwrap();
+        src.write_stored_unit(&[1, 0, 0], None).unwrap();
+        // Stale units where the source has none: the copies delete them.
+        for d in [&on_disk, &in_memory, &from_memory] {
+            d.write_region(&[4, 0, 0], &[1, 1, 1], &[7, 7]).unwrap();
+            if format == "zarr3" {
+                d.write_region(&[8, 0, 0], &[1, 1, 1], &[7, 7]).unwrap();
+            }
+        }
+        let unit = src.shard_shape();
+        let grid: Vec<u64> = (0..3).map(|d| dims[d].div_ceil(unit[d])).collect();
+        let (mut buf, mut want, mut have) = (Vec::new(), Vec::new(), Vec::new());
+        for z in 0..grid[2] {
+            for y in 0..grid[1] {
+                for x in 0..grid[0] {
+                    let pos = [x, y, z];
+                    let stored = src.read_stored_unit(&pos, &mut want).unwrap();
+                    assert_eq!(stored, pos != [1, 0, 0], "{format} {pos:?}");
+                    let mut untouched = Vec::new();
+                    assert_eq!(
+                        on_disk
+                            .copy_stored_unit(&pos, &src, &mut untouched)
+                            .unwrap(),
+                        stored
+                    );
+                    assert!(untouched.is_empty(), "{format}: copied file to file");
+                    assert_eq!(
+                        in_memory.copy_stored_unit(&pos, &src, &mut buf).unwrap(),
+                        stored
+                    );
+                    assert_eq!(
+                        from_memory
+                            .copy_stored_unit(&pos, &in_memory, &mut buf)
+                            .unwrap(),
+                        stored
+                    );
+                    for d in [&on_disk, &in_memory, &from_memory] {
+                        assert_eq!(d.read_stored_unit(&pos, &mut have).unwrap(), stored);
+                        if stored {
+                            assert_eq!(have, want, "{format} {pos:?}: the stored bytes");
+                        }
+                    }
+                }
+            }
+        }
+        let whole = read_all(&src);
+        for d in [&on_disk, &in_memory, &from_memory] {
+            assert_eq!(read_all(d), whole, "{format}: {}", d.path());
+        }
+        let e = other
+            .copy_stored_unit(&[0, 0, 0], &src, &mut buf)
+            .unwrap_err();
+        assert_eq!(e.kind(), n5::ErrorKind::InvalidArgument, "{format}: {e}");
+        assert!(
+            e.to_string().contains("src") && e.to_string().contains("raw"),
+            "{e}"
+        );
+        let e = on_disk.copy_stored_unit(&grid, &src, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), n5::ErrorKind::OutOfBounds, "{format}: {e}");
+        let ro = Container::open(
+            dir.join(&format!("b.{format}")).to_str().unwrap(),
+            Mode::Read,
+        )
+        .unwrap();
+        let e = ro
+            .open_dataset("dst")
+            .unwrap()
+            .copy_stored_unit(&[0, 0, 0], &src, &mut buf)
+            .unwrap_err();
+        assert_eq!(e.kind(), n5::ErrorKind::ReadOnly, "{format}: {e}");
+        // Nothing of the copies' temporaries is left.
+        let left: Vec<_> = walk(&dir.join(&format!("b.{format}")))
+            .into_iter()
+            .filter(|p| p.contains(".n5tmp."))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

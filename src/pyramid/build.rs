@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
@@ -309,9 +310,9 @@ fn same_array(have: &Dataset, want: &DatasetAttributes, shard: &[u64]) -> bool {
         && have.shard_shape() == shard
 }
 
-/// The buffers one worker thread keeps from job to job (a build that
-/// allocated and freed each box anew spent most of its time faulting in
-/// fresh pages).
+/// The buffers one worker thread keeps from job to job and from level to
+/// level (a build that allocated and freed each box anew spent most of its
+/// time faulting in fresh pages).
 #[derive(Default)]
 struct Scratch {
     /// The output box.
@@ -320,6 +321,48 @@ struct Scratch {
     input: Vec<u8>,
     /// The stored box, compared before a write.
     have: Vec<u8>,
+}
+
+/// Sets `buf` to `len` bytes. A buffer that must grow is allocated anew,
+/// zeroed by the kernel and not yet touched, rather than grown by writing
+/// zeros: a region read into it then backs it with huge pages (one page
+/// fault per 2 MiB instead of one per 4 KiB, the largest fixed cost of a
+/// short build).
+fn fit(buf: &mut Vec<u8>, len: usize) {
+    if buf.capacity() < len {
+        *buf = vec![0; len];
+    } else {
+        buf.resize(len, 0);
+    }
+}
+
+/// A [`Scratch`] lent to one worker thread for one level; it goes back to
+/// the build's stash when the thread is done, for the next level's jobs.
+struct Lent<'s> {
+    scratch: Scratch,
+    stash: &'s Mutex<Vec<Scratch>>,
+}
+
+impl<'s> Lent<'s> {
+    /// A scratch from `stash` (a fresh one when the stash is empty).
+    fn from(stash: &'s Mutex<Vec<Scratch>>) -> Lent<'s> {
+        let scratch = stash
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default();
+        Lent { scratch, stash }
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let scratch = std::mem::take(&mut self.scratch);
+        self.stash
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(scratch);
+    }
 }
 
 /// A level's array of one stack.
@@ -362,6 +405,9 @@ struct Build<'a> {
     progress: Option<Progress<'a>>,
     written: AtomicU64,
     identical: AtomicU64,
+    /// The worker threads' buffers between levels (at most one per
+    /// thread of the build).
+    stash: Mutex<Vec<Scratch>>,
 }
 
 /// Builds the pyramid of the dataset `src_path` of `src` as the group
@@ -569,6 +615,7 @@ fn prepare<'a>(
         progress,
         written: AtomicU64::new(0),
         identical: AtomicU64::new(0),
+        stash: Mutex::new(Vec::new()),
     })
 }
 
@@ -1026,18 +1073,15 @@ impl Build<'_> {
         }
         let origin = vec![0; self.plan.shard.len()];
         let out = shard_region(&self.plan.levels[1].shape, &self.plan.shard, &origin);
-        let mut scratch = Scratch::default();
-        self.reduce(&arrays[0][0].dataset, 1, &out, &mut scratch)?;
-        let Scratch {
-            data: want,
-            mut have,
-            ..
-        } = scratch;
-        have.resize(want.len(), 0);
+        let mut lent = Lent::from(&self.stash);
+        let scratch = &mut lent.scratch;
+        self.reduce(&arrays[0][0].dataset, 1, &out, scratch)?;
+        let Scratch { data, have, .. } = scratch;
+        fit(have, data.len());
         arrays[0][1]
             .dataset
-            .read_region(&out.offset, &out.shape, &mut have)?;
-        if have != want {
+            .read_region(&out.offset, &out.shape, have)?;
+        if have != data {
             return Err(Error::new(
                 ErrorKind::AlreadyExists,
                 format!(
@@ -1088,9 +1132,12 @@ impl Build<'_> {
         // The destination's worker pool runs the jobs, so that the region
         // calls inside them find its helpers busy and stay on their thread;
         // each thread keeps its buffers from job to job (no fresh pages).
-        self.dst
-            .pool()
-            .run_limited(jobs.len(), threads, Scratch::default, |scratch, j| {
+        self.dst.pool().run_limited(
+            jobs.len(),
+            threads,
+            || Lent::from(&self.stash),
+            |lent, j| {
+                let scratch = &mut lent.scratch;
                 let (s, pos) = &jobs[j];
                 let levels = &arrays[*s];
                 if verbatim {
@@ -1111,7 +1158,8 @@ impl Build<'_> {
                     p(k, d, total);
                 }
                 Ok(())
-            })
+            },
+        )
     }
 
     /// Whether every `s0` is the source itself in the same encoding: the
@@ -1130,22 +1178,27 @@ impl Build<'_> {
     /// Copies the source's stored unit at `pos` to `s0` as it is stored,
     /// unless `s0` already holds the same bytes (or neither holds it).
     fn copy_stored(&self, level: &LevelArray, pos: &[u64], scratch: &mut Scratch) -> Result<()> {
+        if !level.existed {
+            // Nothing to compare with: copied file to file where both
+            // stores are local.
+            level
+                .dataset
+                .copy_stored_unit(pos, &self.source.dataset, &mut scratch.data)?;
+            self.written.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
         let stored = self
             .source
             .dataset
             .read_stored_unit(pos, &mut scratch.data)?;
-        if level.existed {
-            let have = level.dataset.read_stored_unit(pos, &mut scratch.have)?;
-            if have == stored && (!stored || scratch.have == scratch.data) {
-                self.identical.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
+        let have = level.dataset.read_stored_unit(pos, &mut scratch.have)?;
+        if have == stored && (!stored || scratch.have == scratch.data) {
+            self.identical.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
         }
-        if stored || level.existed {
-            level
-                .dataset
-                .write_stored_unit(pos, stored.then_some(&scratch.data[..]))?;
-        }
+        level
+            .dataset
+            .write_stored_unit(pos, stored.then_some(&scratch.data[..]))?;
         self.written.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -1174,7 +1227,7 @@ impl Build<'_> {
             src_shape[p] = full_shape[a];
         }
         let element = self.dtype.size();
-        data.resize(src_shape.iter().product::<u64>() as usize * element, 0);
+        fit(data, src_shape.iter().product::<u64>() as usize * element);
         self.source
             .dataset
             .read_region(&src_off, &src_shape, data)?;
@@ -1200,10 +1253,10 @@ impl Build<'_> {
         let prev_shape = &self.plan.levels[k - 1].shape;
         let element = self.dtype.size();
         let Scratch { data, input, .. } = scratch;
-        data.resize(out.voxels() as usize * element, 0);
+        fit(data, out.voxels() as usize * element);
         for slab in slabs(out, relative, prev_shape, element as u64, SLAB_BYTES) {
             let inp = input_region(&slab, relative, prev_shape);
-            input.resize(inp.voxels() as usize * element, 0);
+            fit(input, inp.voxels() as usize * element);
             prev.read_region(&inp.offset, &inp.shape, input)?;
             // Slabs are cut along their last axis longer than one voxel:
             // each is one contiguous run of the output box.
@@ -1231,7 +1284,7 @@ impl Build<'_> {
         have: &mut Vec<u8>,
     ) -> Result<()> {
         if level.existed {
-            have.resize(data.len(), 0);
+            fit(have, data.len());
             let same = level
                 .dataset
                 .read_region(&out.offset, &out.shape, have)

@@ -137,6 +137,18 @@ impl FsStore {
     /// `key`'s file (creating its directory), and return the temporary's
     /// path and the target's.
     fn write_temporary(&self, key: &str, parts: &[&[u8]]) -> Result<(PathBuf, PathBuf)> {
+        self.write_temporary_with(key, |file| {
+            parts.iter().try_for_each(|part| file.write_all(part))
+        })
+    }
+
+    /// A temporary file next to `key`'s, filled by `fill`: its path and
+    /// `key`'s. Nothing is left behind when `fill` fails.
+    fn write_temporary_with(
+        &self,
+        key: &str,
+        fill: impl FnOnce(&mut File) -> std::io::Result<()>,
+    ) -> Result<(PathBuf, PathBuf)> {
         let path = self.path(key);
         let dir = path.parent().ok_or_else(|| {
             Error::invalid_argument(format!("cannot write to '{}'", path.display()))
@@ -157,7 +169,7 @@ impl FsStore {
             }
             Err(e) => return Err(Error::io(tmp.display(), e)),
         };
-        if let Err(e) = parts.iter().try_for_each(|part| file.write_all(part)) {
+        if let Err(e) = fill(&mut file) {
             let _ = fs::remove_file(&tmp);
             return Err(Error::io(path.display(), e));
         }
@@ -295,6 +307,44 @@ impl Store for FsStore {
             return Err(Error::io(path.display(), e));
         }
         Ok(())
+    }
+
+    fn put_copy(
+        &self,
+        key_here: &str,
+        src: &dyn Store,
+        key: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let Some(from) = src.local_file(key) else {
+            if src.get_into(key, buf)? {
+                self.put(key_here, &[buf])?;
+                return Ok(true);
+            }
+            self.delete(key_here)?;
+            return Ok(false);
+        };
+        let mut file = match File::open(&from) {
+            Ok(f) => f,
+            Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::NotADirectory) => {
+                self.delete(key_here)?;
+                return Ok(false);
+            }
+            Err(e) => return Err(Error::io(src.describe(key), e)),
+        };
+        // File to file: `io::copy` has the kernel copy the bytes
+        // (copy_file_range on Linux), so none pass through this process.
+        let (tmp, path) =
+            self.write_temporary_with(key_here, |out| std::io::copy(&mut file, out).map(|_| ()))?;
+        if let Err(e) = fs::rename(&tmp, &path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io(path.display(), e));
+        }
+        Ok(true)
+    }
+
+    fn local_file(&self, key: &str) -> Option<PathBuf> {
+        Some(self.path(key))
     }
 
     fn put_if(&self, key: &str, data: &[u8], condition: &Precondition) -> Result<bool> {

@@ -6,6 +6,7 @@
 //! this file imports none of them.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -210,6 +211,35 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// atomically: a reader sees the old object or the new one, never a
     /// mix, and a writer killed in the middle leaves the old one.
     fn put(&self, key: &str, parts: &[&[u8]]) -> Result<()>;
+
+    /// The object at `key` of `src` stored at `key_here` in this store as
+    /// [`Store::put`] stores it (atomically), or this store's object there
+    /// deleted when `src` has none; whether `src` had one. Stores on the
+    /// local file system copy file to file in the kernel when `src` keeps
+    /// its objects as local files too ([`Store::local_file`]); otherwise the
+    /// bytes pass through `buf`.
+    fn put_copy(
+        &self,
+        key_here: &str,
+        src: &dyn Store,
+        key: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool> {
+        if src.get_into(key, buf)? {
+            self.put(key_here, &[buf])?;
+            Ok(true)
+        } else {
+            self.delete(key_here)?;
+            Ok(false)
+        }
+    }
+
+    /// The file that holds (or would hold) the object at `key`, for stores
+    /// that keep their objects as files of the local file system; `None`
+    /// for every other store.
+    fn local_file(&self, _key: &str) -> Option<PathBuf> {
+        None
+    }
 
     /// [`Store::put`] of `data` only if `condition` holds at the moment of
     /// the write; `false` (and nothing written) when it does not.
