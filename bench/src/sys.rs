@@ -416,3 +416,41 @@ pub fn utc_now() -> String {
         rem % 3600 / 60
     )
 }
+
+/// How much more memory two threads copy in the same time as one: each
+/// thread copies its own `bytes`-sized buffer into another `rounds` times;
+/// the best of three tries of each is taken. Beyond the caches (64 MiB
+/// buffers) this is the machine's memory bandwidth shared by two cores
+/// (on a virtual machine, often no more than one core gets); within them
+/// (1 MiB) it is the cores themselves. A build that only moves bytes
+/// cannot run faster in two parts, or on two threads, than the first
+/// figure allows.
+pub fn two_thread_copy_scaling(bytes: usize, rounds: usize) -> f64 {
+    let copy = || {
+        let src = vec![1u8; bytes];
+        let mut dst = vec![0u8; bytes];
+        let t = std::time::Instant::now();
+        for r in 0..rounds {
+            dst.copy_from_slice(&src);
+            std::hint::black_box(&mut dst);
+            dst[r % bytes] ^= 1;
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let best = |threads: usize| {
+        (0..3)
+            .map(|_| {
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..threads).map(|_| s.spawn(copy)).collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or(f64::MAX))
+                        .fold(0.0, f64::max)
+                })
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    let one = best(1);
+    let two = best(2);
+    2.0 * one / two
+}

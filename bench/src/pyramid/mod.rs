@@ -784,6 +784,15 @@ pub fn run_in(
     let block = 64;
     let machine = sys::Machine::detect();
     let load_start = sys::load_average();
+    let copy_scaling = (
+        sys::two_thread_copy_scaling(64 << 20, 20),
+        sys::two_thread_copy_scaling(1 << 20, 1280),
+    );
+    say!(
+        "two threads copy {:.2}× the bytes of one beyond the caches, {:.2}× within them",
+        copy_scaling.0,
+        copy_scaling.1
+    );
     let fs_type = sys::fs_type(work);
     let free = sys::free_bytes(work).unwrap_or(u64::MAX);
     let biggest = s.sizes.iter().max().copied().unwrap_or(0).pow(3) * 2;
@@ -971,6 +980,7 @@ pub fn run_in(
         tensorstore: ts_version,
         zarrs,
         machine,
+        copy_scaling,
         fs_type,
         dir: work.display().to_string(),
         load: (load_start, sys::load_average()),
