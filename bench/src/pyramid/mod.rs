@@ -33,7 +33,7 @@ use n5::{Compression, Container, DataType, DatasetAttributes, Mode};
 use serde_json::{json, Value};
 
 use crate::sys;
-use crate::workload::{remove_tree, Codec, Outcome, Report};
+use crate::workload::{Codec, Outcome, Report};
 use crate::Config;
 
 pub use report::PyrRun;
@@ -363,6 +363,75 @@ fn wait_usage(pid: u32) -> Result<Usage, String> {
     })
 }
 
+/// [`sys::two_thread_copy_scaling`] beyond the caches and within them,
+/// said as it is measured.
+fn copy_scaling() -> (f64, f64) {
+    let scaling = (
+        sys::two_thread_copy_scaling(64 << 20, 20),
+        sys::two_thread_copy_scaling(1 << 20, 1280),
+    );
+    say!(
+        "two threads copy {:.2}× the bytes of one beyond the caches, {:.2}× within them",
+        scaling.0,
+        scaling.1
+    );
+    scaling
+}
+
+/// Where [`retire_tree`] puts the trees it empties: `.retired` in the
+/// working directory (removed with it at the end of the run).
+const RETIRED: &str = ".retired";
+
+/// Empties the tree at `path` and moves it out of the way, rather than
+/// deleting it: each file is truncated to nothing (its blocks freed) and
+/// the tree renamed into [`RETIRED`] beside it, its files keeping their
+/// inodes until the run ends. On an ext4 file system without a journal
+/// (as the benchmark machine's) every file created scans past each inode
+/// freed in the last one to five minutes (`recently_deleted`), so a build
+/// right after the deletion of another's tree of thousands of files spent
+/// most of its time there (an N5 1024³ build 3.8–5.6 s after a deletion,
+/// 1.6–2.3 s after this).
+fn retire_tree(path: &Path) -> Result<(), String> {
+    fn empty(dir: &Path) -> Result<(), String> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let p = entry.path();
+            let kind = entry.file_type().map_err(|e| format!("{}: {e}", p.display()))?;
+            if kind.is_dir() {
+                empty(&p)?;
+            } else if kind.is_file() {
+                fs::OpenOptions::new()
+                    .write(true)
+                    .open(&p)
+                    .and_then(|f| f.set_len(0))
+                    .map_err(|e| format!("emptying {}: {e}", p.display()))?;
+            }
+        }
+        Ok(())
+    }
+    if !path.exists() {
+        return Ok(());
+    }
+    if path.is_file() {
+        return fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    empty(path)?;
+    let parent = path.parent().ok_or("a tree at the root")?;
+    let retired = parent.join(RETIRED);
+    fs::create_dir_all(&retired).map_err(|e| format!("{}: {e}", retired.display()))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = path.file_name().map_or("tree".into(), |n| n.to_string_lossy().into_owned());
+    let to = retired.join(format!("{name}.{}.{nanos}", std::process::id()));
+    fs::rename(path, &to).map_err(|e| format!("{} -> {}: {e}", path.display(), to.display()))
+}
+
 /// The hidden child mode `--one-pyramid JOB`: removes the destination,
 /// syncs, starts the build's process(es), waits for them and prints the
 /// report.
@@ -383,7 +452,7 @@ pub fn child(job_json: &str) -> ExitCode {
 }
 
 fn run_child(j: &PyrJob) -> Result<Report, String> {
-    remove_tree(&j.dst)?;
+    retire_tree(&j.dst)?;
     sys::sync_all();
     let mut commands = j.commands()?;
     let logs: Vec<PathBuf> = (0..commands.len())
@@ -470,7 +539,7 @@ fn write_source(
     let work = raw.parent().ok_or("no working directory")?;
     let path = source_path(work, layout, codec);
     let root = path.parent().expect("a container");
-    remove_tree(root)?;
+    retire_tree(root)?;
     let data = fs::read(raw).map_err(|err| format!("{}: {err}", raw.display()))?;
     let t = Instant::now();
     let mut options = n5::Options::from_json(match layout {
@@ -784,15 +853,7 @@ pub fn run_in(
     let block = 64;
     let machine = sys::Machine::detect();
     let load_start = sys::load_average();
-    let copy_scaling = (
-        sys::two_thread_copy_scaling(64 << 20, 20),
-        sys::two_thread_copy_scaling(1 << 20, 1280),
-    );
-    say!(
-        "two threads copy {:.2}× the bytes of one beyond the caches, {:.2}× within them",
-        copy_scaling.0,
-        copy_scaling.1
-    );
+    let copy_scaling_start = copy_scaling();
     let fs_type = sys::fs_type(work);
     let free = sys::free_bytes(work).unwrap_or(u64::MAX);
     let biggest = s.sizes.iter().max().copied().unwrap_or(0).pow(3) * 2;
@@ -952,7 +1013,7 @@ pub fn run_in(
                                     checks.push((key, c));
                                 }
                             }
-                            remove_tree(&j.dst)?;
+                            retire_tree(&j.dst)?;
                             results.insert(
                                 key,
                                 match previous {
@@ -962,12 +1023,12 @@ pub fn run_in(
                             );
                         }
                         if round == 0 {
-                            remove_tree(&reference)?;
+                            retire_tree(&reference)?;
                         }
                     }
                 }
                 if !config.keep {
-                    remove_tree(src.parent().expect("a container"))?;
+                    retire_tree(src.parent().expect("a container"))?;
                 }
             }
         }
@@ -980,7 +1041,7 @@ pub fn run_in(
         tensorstore: ts_version,
         zarrs,
         machine,
-        copy_scaling,
+        copy_scaling: [copy_scaling_start, copy_scaling()],
         fs_type,
         dir: work.display().to_string(),
         load: (load_start, sys::load_average()),
