@@ -1131,7 +1131,8 @@ impl Build<'_> {
         let verbatim = k == 0 && self.stores_source_units(arrays);
         // The destination's worker pool runs the jobs, so that the region
         // calls inside them find its helpers busy and stay on their thread;
-        // each thread keeps its buffers from job to job (no fresh pages).
+        // each thread keeps its buffers from job to job and level to level
+        // (no fresh pages).
         self.dst.pool().run_limited(
             jobs.len(),
             threads,

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::store::{
-    ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version,
+    copy_through, ByteRange, Capabilities, Exact, Listing, Precondition, Store, UpdateFn, Version,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -317,12 +317,7 @@ impl Store for FsStore {
         buf: &mut Vec<u8>,
     ) -> Result<bool> {
         let Some(from) = src.local_file(key) else {
-            if src.get_into(key, buf)? {
-                self.put(key_here, &[buf])?;
-                return Ok(true);
-            }
-            self.delete(key_here)?;
-            return Ok(false);
+            return copy_through(self, key_here, src, key, buf);
         };
         let mut file = match File::open(&from) {
             Ok(f) => f,
@@ -334,8 +329,9 @@ impl Store for FsStore {
         };
         // File to file: `io::copy` has the kernel copy the bytes
         // (copy_file_range on Linux), so none pass through this process.
-        let (tmp, path) =
-            self.write_temporary_with(key_here, |out| std::io::copy(&mut file, out).map(|_| ()))?;
+        let (tmp, path) = self
+            .write_temporary_with(key_here, |out| std::io::copy(&mut file, out).map(|_| ()))
+            .map_err(|e| e.context(format!("copying {}", src.describe(key))))?;
         if let Err(e) = fs::rename(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
             return Err(Error::io(path.display(), e));

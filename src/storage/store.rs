@@ -225,13 +225,7 @@ pub trait Store: Send + Sync + fmt::Debug {
         key: &str,
         buf: &mut Vec<u8>,
     ) -> Result<bool> {
-        if src.get_into(key, buf)? {
-            self.put(key_here, &[buf])?;
-            Ok(true)
-        } else {
-            self.delete(key_here)?;
-            Ok(false)
-        }
+        copy_through(self, key_here, src, key, buf)
     }
 
     /// The file that holds (or would hold) the object at `key`, for stores
@@ -330,6 +324,23 @@ pub trait Store: Send + Sync + fmt::Debug {
 
 /// Copy the object `bytes` into `parts`, one after the other, when its size
 /// is exactly their total size; whether it was ([`Store::get_exact`]).
+/// [`Store::put_copy`] through `buf`: the object read whole, then put.
+pub(crate) fn copy_through<S: Store + ?Sized>(
+    dst: &S,
+    key_here: &str,
+    src: &dyn Store,
+    key: &str,
+    buf: &mut Vec<u8>,
+) -> Result<bool> {
+    if src.get_into(key, buf)? {
+        dst.put(key_here, &[buf])?;
+        Ok(true)
+    } else {
+        dst.delete(key_here)?;
+        Ok(false)
+    }
+}
+
 pub(crate) fn fill_parts(bytes: &[u8], parts: &mut [&mut [u8]]) -> bool {
     if bytes.len() != parts.iter().map(|p| p.len()).sum::<usize>() {
         return false;
