@@ -401,7 +401,9 @@ fn retire_tree(path: &Path) -> Result<(), String> {
         for entry in entries {
             let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
             let p = entry.path();
-            let kind = entry.file_type().map_err(|e| format!("{}: {e}", p.display()))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("{}: {e}", p.display()))?;
             if kind.is_dir() {
                 empty(&p)?;
             } else if kind.is_file() {
@@ -427,7 +429,9 @@ fn retire_tree(path: &Path) -> Result<(), String> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let name = path.file_name().map_or("tree".into(), |n| n.to_string_lossy().into_owned());
+    let name = path
+        .file_name()
+        .map_or("tree".into(), |n| n.to_string_lossy().into_owned());
     let to = retired.join(format!("{name}.{}.{nanos}", std::process::id()));
     fs::rename(path, &to).map_err(|e| format!("{} -> {}: {e}", path.display(), to.display()))
 }
