@@ -48,7 +48,7 @@ use n5::storage::Store;
 
 use crate::sys;
 use crate::workload::{
-    box_bytes, measure, remove_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
+    box_bytes, measure, retire_tree, Codec, Impl, Job, Region, Report, Workload, DATASET,
 };
 
 // Linked by the blosc-src dependency (the same c-blosc build libn5 uses).
@@ -587,7 +587,7 @@ pub fn run_floor(job: &Job) -> Result<Report, String> {
             job.repeats,
             || {
                 if !job.is_remote() {
-                    remove_tree(&job.scratch)?;
+                    retire_tree(&job.scratch)?;
                     fs::create_dir_all(&job.scratch).map_err(io_err(&job.scratch))?;
                     sys::sync_all();
                 }

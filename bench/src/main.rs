@@ -824,9 +824,9 @@ fn measure_codec(
             Impl::Z5py,
             Impl::ZarrPython,
         ] {
-            workload::remove_tree(&container_of(setup.work, imp, codec, setup.layout))?;
+            workload::retire_tree(&container_of(setup.work, imp, codec, setup.layout))?;
         }
-        workload::remove_tree(&setup.work.join(format!("floor-{}", codec.name())))?;
+        workload::retire_tree(&setup.work.join(format!("floor-{}", codec.name())))?;
     }
     Ok(CodecExtras {
         ratio,
@@ -1087,7 +1087,7 @@ fn run_scaling(config: &Config, work: &Path) -> Result<Vec<ScalingRow>, String> 
                 write,
                 read,
             });
-            workload::remove_tree(&container)?;
+            workload::retire_tree(&container)?;
         }
         fs::remove_file(&raw).map_err(|e| format!("{}: {e}", raw.display()))?;
     }

@@ -49,7 +49,7 @@ use crate::floor::{
 };
 use crate::sys;
 use crate::workload::{
-    box_bytes, measure, remove_tree, shard_key, Codec, Impl, Job, Region, Report, Workload,
+    box_bytes, measure, retire_tree, shard_key, Codec, Impl, Job, Region, Report, Workload,
 };
 
 /// Inner chunks at most this many bytes apart are fetched in one range
@@ -657,7 +657,7 @@ fn write_floor(
         job.repeats,
         || {
             if !job.is_remote() {
-                remove_tree(&job.scratch)?;
+                retire_tree(&job.scratch)?;
                 fs::create_dir_all(&job.scratch).map_err(io_err(&job.scratch))?;
                 sys::sync_all();
             }

@@ -33,7 +33,7 @@ use serde_json::Value;
 use super::{prepare_cache, H5Job, Who, DEFLATE_LEVEL};
 use crate::floor::{block_bytes, io_err, parallel, place, positions_of};
 use crate::sys;
-use crate::workload::{box_bytes, measure, remove_tree, Codec, Job, Report, Workload};
+use crate::workload::{box_bytes, measure, retire_tree, Codec, Job, Report, Workload};
 
 /// Where a chunk is stored.
 #[derive(Clone, Copy, Debug)]
@@ -235,7 +235,7 @@ fn write_floor(job: &Job) -> Result<Report, String> {
     let (report, _) = measure(
         job.repeats,
         || {
-            remove_tree(&job.scratch)?;
+            retire_tree(&job.scratch)?;
             fs::create_dir_all(&job.scratch).map_err(io_err(&job.scratch))?;
             sys::sync_all();
             let file = File::create(&target).map_err(io_err(&target))?;

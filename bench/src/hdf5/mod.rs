@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 use crate::sys::{self, CacheMode};
 use crate::workload::{
-    measure, remove_tree, time_libn5_reads, Codec, Impl, Job, Layout, Outcome, Region, Report,
+    measure, retire_tree, time_libn5_reads, Codec, Impl, Job, Layout, Outcome, Region, Report,
     Workload, DATASET,
 };
 use crate::{data, peers, Config};
@@ -223,7 +223,7 @@ fn run_libn5(h: &H5Job) -> Result<Report, String> {
         let (report, _) = measure(
             job.repeats,
             || {
-                remove_tree(&job.container)?;
+                retire_tree(&job.container)?;
                 fs::create_dir_all(&job.container)
                     .map_err(|err| format!("{}: {err}", job.container.display()))?;
                 sys::sync_all();
@@ -586,9 +586,9 @@ pub fn run_in(config: &Config, command: String, work: &Path) -> Result<(), Strin
         }
         if !config.keep {
             for who in [Who::Libn5, Who::H5py] {
-                remove_tree(&setup.dir(who, Workload::Write, codec))?;
+                retire_tree(&setup.dir(who, Workload::Write, codec))?;
             }
-            remove_tree(
+            retire_tree(
                 &setup
                     .job(Who::Floor, Workload::Write, codec, 1, config.cache)
                     .job

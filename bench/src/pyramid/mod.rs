@@ -33,7 +33,7 @@ use n5::{Compression, Container, DataType, DatasetAttributes, Mode};
 use serde_json::{json, Value};
 
 use crate::sys;
-use crate::workload::{Codec, Outcome, Report};
+use crate::workload::{retire_tree, Codec, Outcome, Report};
 use crate::Config;
 
 pub use report::PyrRun;
@@ -376,64 +376,6 @@ fn copy_scaling() -> (f64, f64) {
         scaling.1
     );
     scaling
-}
-
-/// Where [`retire_tree`] puts the trees it empties: `.retired` in the
-/// working directory (removed with it at the end of the run).
-const RETIRED: &str = ".retired";
-
-/// Empties the tree at `path` and moves it out of the way, rather than
-/// deleting it: each file is truncated to nothing (its blocks freed) and
-/// the tree renamed into [`RETIRED`] beside it, its files keeping their
-/// inodes until the run ends. On an ext4 file system without a journal
-/// (as the benchmark machine's) every file created scans past each inode
-/// freed in the last one to five minutes (`recently_deleted`), so a build
-/// right after the deletion of another's tree of thousands of files spent
-/// most of its time there (an N5 1024³ build 3.8–5.6 s after a deletion,
-/// 1.6–2.3 s after this).
-fn retire_tree(path: &Path) -> Result<(), String> {
-    fn empty(dir: &Path) -> Result<(), String> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(format!("{}: {e}", dir.display())),
-        };
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-            let p = entry.path();
-            let kind = entry
-                .file_type()
-                .map_err(|e| format!("{}: {e}", p.display()))?;
-            if kind.is_dir() {
-                empty(&p)?;
-            } else if kind.is_file() {
-                fs::OpenOptions::new()
-                    .write(true)
-                    .open(&p)
-                    .and_then(|f| f.set_len(0))
-                    .map_err(|e| format!("emptying {}: {e}", p.display()))?;
-            }
-        }
-        Ok(())
-    }
-    if !path.exists() {
-        return Ok(());
-    }
-    if path.is_file() {
-        return fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()));
-    }
-    empty(path)?;
-    let parent = path.parent().ok_or("a tree at the root")?;
-    let retired = parent.join(RETIRED);
-    fs::create_dir_all(&retired).map_err(|e| format!("{}: {e}", retired.display()))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let name = path
-        .file_name()
-        .map_or("tree".into(), |n| n.to_string_lossy().into_owned());
-    let to = retired.join(format!("{name}.{}.{nanos}", std::process::id()));
-    fs::rename(path, &to).map_err(|e| format!("{} -> {}: {e}", path.display(), to.display()))
 }
 
 /// The hidden child mode `--one-pyramid JOB`: removes the destination,
