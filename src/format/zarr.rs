@@ -1276,11 +1276,10 @@ impl ShardedBlocks for ZarrArray {
     }
 
     fn chunk_view<'b>(&self, encoded: &'b [u8], buf: &'b mut [u8]) -> Result<&'b [u8]> {
-        let inner = &self.layout().inner;
-        if encoded.len() == buf.len() && inner.stores_as_is() {
+        if encoded.len() == buf.len() && self.layout().inner.stores_as_is() {
             return Ok(encoded);
         }
-        inner.decode(encoded, buf)?;
+        self.decode_chunk(encoded, buf)?;
         Ok(buf)
     }
 

@@ -378,7 +378,7 @@ fn copy_scaling() -> (f64, f64) {
     scaling
 }
 
-/// The hidden child mode `--one-pyramid JOB`: removes the destination,
+/// The hidden child mode `--one-pyramid JOB`: retires the destination,
 /// syncs, starts the build's process(es), waits for them and prints the
 /// report.
 pub fn child(job_json: &str) -> ExitCode {
@@ -738,8 +738,9 @@ fn run_job(config: &Config, j: &PyrJob) -> Outcome {
         .map(|max| sys::wait_quiet(max, crate::QUIET_PATIENCE).0);
     // Every builder writes the whole pyramid (the volume and a seventh
     // more) into fresh page-cache pages: prime that much (see
-    // sys::prime_memory), so that none pays for the host's backing of
-    // memory another build freed.
+    // sys::prime_memory), so that every build starts from the same state
+    // of free memory. (The slow builds this was first meant for came from
+    // deleted trees; see retire_tree.)
     let volume = j.size.pow(3) * 2;
     sys::prime_memory((volume + volume / 7).max(512 << 20) as usize);
     let load = sys::load1();
